@@ -1,0 +1,127 @@
+"""The `inkling-compat` command: `check`, `rules` and `explain`.
+
+Exit codes: 0 no errors (warnings allowed), 1 errors found, 2 unusable input (one line
+naming the file and field), 3 a defect in the tool or a rule file. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Sequence
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other input error
+        self.exit(EXIT_INPUT, f"inkling-compat: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="inkling-compat", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    chk = sub.add_parser("check", help="check a server config, model config and adapters")
+    chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
+    chk.add_argument("--model", help="the model's config.json")
+    chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
+    chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form); repeatable")
+    chk.add_argument("--format", choices=("text", "json"), default="text")
+    chk.add_argument("--sglang-version", default="0.5.23")
+    chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    rules = sub.add_parser("rules", help="list the rules")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+    explain = sub.add_parser("explain", help="explain an error message copied from a log")
+    explain.add_argument("text", help="the error text (a full log line is fine)")
+    return parser
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from inkling_compat.engine import check
+    from inkling_compat.render import render_text
+
+    report = check(
+        args.config,
+        args.adapter or None,
+        model=args.model,
+        platform=args.platform,
+        sglang_version=args.sglang_version,
+    )
+    if args.format == "json":
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+        print(render_text(report, color=color))
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _run_rules(args: argparse.Namespace) -> int:
+    from inkling_compat.rulebook import load_rules
+
+    compiled = load_rules()
+    if args.format == "json":
+        print(json.dumps([c.rule.model_dump(by_alias=True, exclude={"examples"}) for c in compiled], indent=2))
+        return EXIT_OK
+    width = max(len(c.rule.id) for c in compiled)
+    for c in compiled:
+        r = c.rule
+        print(f"{r.id:<{width}}  {r.severity:<7}  {r.origin:<8}  {r.stage:<13}  {r.title}")
+    print(f"{len(compiled)} rules")
+    return EXIT_OK
+
+
+def explain_matches(text: str) -> list:
+    """Rules whose message pattern matches the text, most specific pattern first."""
+    from inkling_compat.rulebook import load_rules
+
+    hits = []
+    for c in load_rules():
+        match = re.search(c.rule.message_pattern, text)
+        if match:
+            hits.append((len(c.rule.message_pattern), c))
+    return [c for _, c in sorted(hits, key=lambda item: -item[0])]
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    matches = explain_matches(args.text)
+    if not matches:
+        print("no rule matches this text; `inkling-compat rules` lists what is covered")
+        return EXIT_PROBLEMS
+    best = matches[0].rule
+    print(f"{best.id}: {best.title}")
+    print(f"  {best.error_class}, raised at {best.stage} ({best.source.path}:{best.source.line})" if best.source else f"  {best.error_class}")
+    print(f"\nWhat it means\n  {best.explanation.strip()}")
+    print(f"\nWhen it happens\n  when: {best.when}\n  condition: {best.condition}")
+    print("\nFixes")
+    for fix in best.fixes:
+        print(f"  - {fix}")
+    others = [c.rule.id for c in matches[1:]]
+    if others:
+        print(f"\nAlso matching: {', '.join(others)}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from inkling_compat.errors import InputError, RuleEvaluationError
+
+    args = _parser().parse_args(argv)
+    runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain}
+    try:
+        return runners[args.command](args)
+    except InputError as exc:
+        print(f"inkling-compat: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except RuleEvaluationError as exc:
+        print(f"inkling-compat: internal error: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # never a traceback for the user
+        print(f"inkling-compat: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

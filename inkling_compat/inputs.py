@@ -1,0 +1,251 @@
+"""Typed inputs of a check: server config, model config, platform and adapter manifests.
+
+These pydantic models are the boundary of the tool. Field names are sglang's own
+(server arguments, `config.json` keys) and defaults are sglang 0.5.23's, so a user can
+paste what they launch with. Everything inside the engine works on the plain dicts
+these models dump to.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SGLANG_DEFAULT_VERSION = "0.5.23"
+
+
+class _Strict(BaseModel):
+    """Our own file formats: unknown keys are reported (with a suggestion) by the loader."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class EnvSwitches(_Strict):
+    """Environment variables that change sglang's behaviour for Inkling serving."""
+
+    SGLANG_OPT_LINEARIZED_SHARED_SINK: bool = False
+    SGLANG_ENABLE_UNIFIED_RADIX_TREE: bool = True
+    SGLANG_OPT_USE_INKLING_SHARED_FUSED_MOE: bool | None = None
+    SGLANG_OPT_USE_INKLING_FUSED_ATTN_PROLOGUE: bool = False
+    SGLANG_OPT_USE_INKLING_SHEARED_BIAS: bool = False
+    SGLANG_OPT_USE_INKLING_MULTI_STREAM_OVERLAP: bool = False
+    SGLANG_EXPERIMENTAL_LORA_OPTI: bool = False
+    SGLANG_ENABLE_OVERLAP_PLAN_STREAM: bool = False
+    SGLANG_RAGGED_VERIFY_MODE: str = "static"
+
+
+class SinkFacts(_Strict):
+    """Module-level facts a user may state instead of letting the checker derive them.
+
+    Used to check situations no whole config reaches today (e.g. a sink built without
+    linearized BF16 weights under LoRA). A given fact overrides the derived one and the
+    report says so.
+    """
+
+    sink_class: Literal["legacy", "v2"] | None = None
+    linearized_bf16_enabled: bool | None = None
+    w13_gate_up_contiguous: bool | None = None
+    backend_name: str | None = None
+    backend_has_dense_engine: bool | None = None
+    max_loras_per_batch: int | None = None
+
+
+class ServerConfig(_Strict):
+    """sglang server arguments (Python names of the CLI flags) plus environment switches."""
+
+    # LoRA (arg_groups/fields/lora.py)
+    enable_lora: bool | None = None
+    enable_lora_overlap_loading: bool | None = None
+    max_lora_rank: int | None = None
+    lora_target_modules: list[str] | None = None
+    # Kept untyped on purpose: sglang's own type checks on it are rules.
+    lora_paths: Any = None
+    max_loaded_loras: int | None = None
+    max_loras_per_batch: int = 8
+    lora_eviction_policy: str = "lru"
+    lora_backend: str = "csgmv"
+    max_lora_chunk_size: int | None = 16
+    experts_shared_outer_loras: bool | None = None
+    lora_use_virtual_experts: bool = False
+    lora_strict_loading: bool = False
+    lora_drain_wait_threshold: float = 0.0
+    # Model / parallelism
+    dtype: str = "auto"
+    quantization: str | None = None
+    kv_cache_dtype: str = "auto"
+    tp_size: int = 1
+    ep_size: int = 1
+    dp_size: int = 1
+    enable_dp_attention: bool = False
+    moe_dense_tp_size: int | None = None
+    page_size: int | None = None
+    load_format: str = "auto"
+    # Kernels and backends
+    moe_runner_backend: str = "auto"
+    speculative_moe_runner_backend: str | None = None
+    fp4_gemm_backend: str = "auto"
+    attention_backend: str | None = None
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    moe_a2a_backend: str = "none"
+    # Speculative decoding
+    speculative_algorithm: str | None = None
+    speculative_adaptive: bool = False
+    enable_multi_layer_eagle: bool = False
+    # Cache / memory / scheduling
+    disable_radix_cache: bool = False
+    disable_hybrid_swa_memory: bool = False
+    mamba_radix_cache_strategy: str = "auto"
+    disaggregation_mode: str = "null"
+    enable_scattered_sconv: bool = False
+    enable_deterministic_inference: bool = False
+    enable_pdmux: bool = False
+    enable_two_batch_overlap: bool = False
+    enable_eplb: bool = False
+    init_expert_location: str = "trivial"
+    ep_num_redundant_experts: int = 0
+    ep_join_mode: str | None = None
+    # Environment switches and stated module facts
+    env: EnvSwitches = Field(default_factory=EnvSwitches)
+    sink: SinkFacts | None = None
+
+    @field_validator("lora_target_modules", mode="before")
+    @classmethod
+    def _targets_as_list(cls, value: Any) -> Any:
+        # sglang accepts `--lora-target-modules all` as a single token.
+        return [value] if isinstance(value, str) else value
+
+
+class QuantizationConfig(BaseModel):
+    """The checkpoint's quantization block, as found in config.json or hf_quant_config.json."""
+
+    model_config = ConfigDict(extra="allow")
+
+    quant_method: str | None = None
+    quant_algo: str | None = None
+    group_size: int | None = None
+    exclude_modules: list[str] | None = None
+    quantization: dict[str, Any] | None = None
+    modelopt_quant_config: dict[str, Any] | None = None
+    activation_scheme: str | None = None
+
+
+class ModelConfig(BaseModel):
+    """The Inkling `config.json` fields the rules read; other keys are HF's and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    architectures: list[str] = Field(default_factory=lambda: ["InklingForConditionalGeneration"])
+    model_type: str = "inkling"
+    vocab_size: int = 201024
+    hidden_size: int = 1536
+    intermediate_size: int = 768
+    dense_intermediate_size: int | None = None
+    num_hidden_layers: int = 16
+    num_attention_heads: int = 12
+    num_key_value_heads: int = 4
+    head_dim: int | None = None
+    swa_num_attention_heads: int | None = None
+    swa_num_key_value_heads: int | None = None
+    swa_head_dim: int | None = None
+    n_routed_experts: int = 0
+    n_shared_experts: int = 0
+    num_experts_per_tok: int = 1
+    shared_expert_sink: bool = False
+    shared_experts_size: int = 1
+    inference_moe_w13_interleaved: bool = True
+    use_sconv: bool = False
+    torch_dtype: str | None = "bfloat16"
+    quantization_config: QuantizationConfig | None = None
+
+
+class Platform(_Strict):
+    """Where the server will run. Default: one NVIDIA H200 (sm_90)."""
+
+    name: str = "H200"
+    device: Literal["cuda", "rocm", "xpu", "cpu"] = "cuda"
+    compute_capability: tuple[int, int] = (9, 0)
+    torch_float8: bool = True
+    fa4_cute_available: bool = False
+
+    @field_validator("compute_capability", mode="before")
+    @classmethod
+    def _parse_capability(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) or (isinstance(value, str) and "." in value):
+            major, _, minor = str(value).partition(".")
+            return (int(major), int(minor or 0))
+        if isinstance(value, str) and value.startswith("sm_") and value[3:].isdigit():
+            digits = value[3:]
+            return (int(digits[:-1]), int(digits[-1]))
+        return value
+
+
+PLATFORM_PRESETS: dict[str, dict[str, Any]] = {
+    "h200": {"name": "H200", "compute_capability": (9, 0)},
+    "h100": {"name": "H100", "compute_capability": (9, 0)},
+    "a100": {"name": "A100", "compute_capability": (8, 0)},
+    "l40s": {"name": "L40S", "compute_capability": (8, 9)},
+    "b200": {"name": "B200", "compute_capability": (10, 0), "fa4_cute_available": True},
+    "gb200": {"name": "GB200", "compute_capability": (10, 0), "fa4_cute_available": True},
+    "mi300x": {"name": "MI300X", "device": "rocm", "compute_capability": (9, 4)},
+    "cpu": {"name": "CPU", "device": "cpu", "compute_capability": (0, 0), "torch_float8": False},
+}
+
+
+class TensorSpec(_Strict):
+    """A tensor described by shape and dtype only: the checker never needs the bytes."""
+
+    shape: list[int]
+    dtype: str = "bfloat16"
+
+
+class PoolBuffers(_Strict):
+    """The four shared-sink LoRA pool buffers exactly as `set_lora_info` receives them."""
+
+    gate_up_lora_a: TensorSpec
+    gate_up_lora_b: TensorSpec
+    down_lora_a: TensorSpec
+    down_lora_b: TensorSpec
+
+
+class PoolManifest(_Strict):
+    """Pool form: what the memory pool hands to the sink, per TP rank."""
+
+    name: str = "pool"
+    pool: PoolBuffers
+    # A later `set_lora_info` with these buffers exercises the re-binding checks.
+    rebind: PoolBuffers | None = None
+    # Slots passed to `on_lora_slots_updated`, when a hot swap is to be checked.
+    updated_slots: list[int] | None = None
+
+
+class PeftAdapterConfig(BaseModel):
+    """`adapter_config.json` as PEFT writes it; unknown PEFT fields are kept, not rejected."""
+
+    model_config = ConfigDict(extra="allow")
+
+    peft_type: str | None = "LORA"
+    r: int | None = None
+    lora_alpha: float | None = None
+    target_modules: list[str] | str | None = None
+    use_rslora: bool = False
+    use_dora: bool = False
+    modules_to_save: list[str] | None = None
+    rank_pattern: dict[str, int] = Field(default_factory=dict)
+    alpha_pattern: dict[str, float] = Field(default_factory=dict)
+    base_model_name_or_path: str | None = None
+
+
+class PeftManifest(_Strict):
+    """PEFT form: adapter_config.json fields plus tensor names, shapes and dtypes."""
+
+    name: str = "adapter"
+    adapter_config: dict[str, Any]
+    tensors: dict[str, TensorSpec] = Field(default_factory=dict)
+    # Contents of added_tokens.json (token -> id), if the adapter ships one.
+    added_tokens: dict[str, int] | None = None
+    pinned: bool = False
+
+
+AdapterManifest = PoolManifest | PeftManifest

@@ -1,0 +1,194 @@
+"""The rule file format and the loader that validates every file in `rules/`.
+
+A rule mirrors one error sglang raises (or, for `origin: derived`, one failure sglang
+does not check but that crashes or misbehaves later). Its logic is a CEL expression in
+the file; this module only validates the file and compiles the expressions. A broken
+rule file is reported with its file name and the offending field.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import cel
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from inkling_compat.errors import InputError
+
+# sglang's start-up sequence; problems are reported in this order (then by `order`).
+STAGES = (
+    "argparse",  # argparse choices and types
+    "server_args",  # arg_groups/*_hook.py resolution checks
+    "model_config",  # config.json / quantization config parsing
+    "model_init",  # module construction
+    "weight_load",  # weight loading and post-load processing
+    "adapter_load",  # LoRAManager.init_lora_adapters / load_lora_adapter
+    "lora_modules",  # init_lora_shapes, init_lora_modules -> initialize_lora
+    "pool_bind",  # update_lora_info -> set_lora_info
+    "pool_load",  # adapter weights into the pool (slice_moe_lora_*), slot refresh
+    "first_forward",  # fails on the first request, not at start-up
+)
+SEVERITIES = ("error", "runtime", "warning")
+_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    line: int | None = Field(None, description="Line in the sglang 0.5.23 wheel")
+    function: str | None = None
+    commit: str | None = Field(None, description="Pinned upstream commit of the documented text")
+    commit_line: int | None = None
+
+
+class Join(BaseModel):
+    """sglang collects several problems into one exception (`initialize_lora`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str
+    prefix: str
+    separator: str = "; "
+
+
+class Example(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str
+    input: dict[str, Any]
+    message: str | None = Field(None, description="Exact text expected for a firing example")
+
+
+class Examples(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fire: list[Example] = Field(min_length=1)
+    pass_: list[Example] = Field(alias="pass", min_length=1)
+
+
+class Rule(BaseModel):
+    """One rule file."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    title: str
+    severity: Literal["error", "runtime", "warning"]
+    origin: Literal["sglang", "derived", "argparse", "inkling-compat"]
+    error_class: str
+    message: str = Field(description="sglang's exact message template; {name} holes bind to params")
+    message_pattern: str = Field(description="Regex matching the text sglang raises")
+    params: dict[str, str] = Field(default_factory=dict, description="hole -> CEL expression")
+    join: Join | None = None
+    source: Source | None = None
+    sglang_versions: list[str] = Field(default_factory=lambda: ["0.5.23"])
+    stage: Literal[STAGES]  # type: ignore[valid-type]
+    order: int = 0
+    scope: Literal["global", "adapter", "fleet"] = "global"
+    after: list[str] = Field(default_factory=list, description="Evaluated only if these did not fire")
+    when: str = Field("true", description="CEL: when the check applies")
+    condition: str = Field(description="CEL: true when the problem is present")
+    field_paths: list[str] = Field(default_factory=list)
+    explanation: str
+    fixes: list[str] = Field(min_length=1)
+    examples: Examples
+    references: list[str] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _kebab(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("must be kebab-case (a-z, 0-9, '-')")
+        return value
+
+    @field_validator("message_pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regex: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _holes_have_params(self) -> "Rule":
+        holes = template_fields(self.message)
+        missing = sorted(holes - set(self.params))
+        if missing:
+            raise ValueError(f"message holes without params: {missing}")
+        return self
+
+
+def template_fields(template: str) -> set[str]:
+    """Placeholder names of a message template (plain names only: no attribute access)."""
+    names = set()
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if not field.isidentifier():
+            raise ValueError(f"placeholder {{{field}}} must be a plain name")
+        names.add(field)
+    return names
+
+
+class CompiledRule:
+    """A validated rule with its CEL programs compiled once."""
+
+    __slots__ = ("rule", "program", "param_programs", "file")
+
+    def __init__(self, rule: Rule, file: str):
+        self.rule = rule
+        self.file = file
+        self.program = _compile(f"({rule.when}) && ({rule.condition})", file, "when/condition")
+        self.param_programs = {name: _compile(expr, file, f"params.{name}") for name, expr in rule.params.items()}
+
+
+def _compile(expression: str, file: str, field: str) -> Any:
+    try:
+        return cel.compile(expression)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise InputError(file, field, f"CEL does not compile: {first}") from None
+
+
+def rules_dir() -> Path:
+    return Path(str(resources.files("inkling_compat.rules")))
+
+
+def load_rule_file(path: Path) -> CompiledRule:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise InputError(path.name, "(root)", "a rule file must be a mapping")
+    try:
+        rule = Rule.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(root)"
+        raise InputError(path.name, field, err["msg"]) from None
+    if path.stem != rule.id:
+        raise InputError(path.name, "id", f"file name must be the rule id ({rule.id}.yaml)")
+    return CompiledRule(rule, path.name)
+
+
+@lru_cache(maxsize=4)
+def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
+    """Every rule in `rules/`, validated and compiled, in sglang's check order."""
+    folder = Path(directory) if directory else rules_dir()
+    compiled = [load_rule_file(path) for path in sorted(folder.glob("*.yaml"))]
+    ids = [c.rule.id for c in compiled]
+    known = set(ids)
+    for c in compiled:
+        for dep in c.rule.after:
+            if dep not in known:
+                raise InputError(c.file, "after", f"unknown rule id {dep!r}")
+    return tuple(sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id)))

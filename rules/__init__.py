@@ -1,0 +1,1 @@
+"""Rule files (one YAML per documented sglang error); shipped as package data."""

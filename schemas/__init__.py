@@ -1,0 +1,1 @@
+"""JSON Schemas of the input formats and the rule file, generated from the pydantic models."""
