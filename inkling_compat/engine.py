@@ -34,11 +34,16 @@ def python_sorted(values: list[Any]) -> list[Any]:
     return sorted(values)
 
 
+def join_strings(values: list[Any], separator: str) -> str:
+    return separator.join(str(v) for v in values)
+
+
 def _context(variables: dict[str, Any]) -> Any:
     ctx = cel.Context()
     ctx.update(variables)
     ctx.add_function("pytype", python_type_name)
     ctx.add_function("pysorted", python_sorted)
+    ctx.add_function("join", join_strings)
     return ctx
 
 

@@ -153,16 +153,19 @@ def sink_facts(
     for name, value in stated.items():
         facts[name] = value
         facts["given"].append(name)
+    # Facts derived from a stated one follow it unless they are stated too.
+    if "backend_name" in stated and "backend_has_dense_engine" not in stated:
+        facts["backend_has_dense_engine"] = stated["backend_name"] == "triton_v2"
+    if "w13_gate_up_contiguous" not in stated:
+        facts["w13_gate_up_contiguous"] = (
+            facts["linearized_bf16_enabled"] and lora_on and facts["backend_name"] == "triton_v2"
+        )
     if "sink_class" in stated:
         facts["class_name"] = SINK_CLASS_NAMES[stated["sink_class"]]
-        if facts["kind"] != "batch_dense":
-            facts["kind"] = "batch_dense"
+        facts["kind"] = "batch_dense"
     # lora_manager.init_lora_modules attaches LoRA to the sink only when both MLP targets are on.
-    facts["lora_attached"] = (
-        facts["sink_class"] is not None
-        and (lora_on or "sink_class" in stated)
-        and ("gate_up_proj" in targets and "down_proj" in targets or "sink_class" in stated)
-    )
+    both_targets = "gate_up_proj" in targets and "down_proj" in targets
+    facts["lora_attached"] = facts["sink_class"] is not None and (both_targets or "sink_class" in stated)
     facts["expected_pool"] = expected_pool_shapes(
         facts["max_loras_per_batch"],
         model.n_shared_experts,
