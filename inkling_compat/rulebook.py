@@ -191,4 +191,28 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
         for dep in c.rule.after:
             if dep not in known:
                 raise InputError(c.file, "after", f"unknown rule id {dep!r}")
-    return tuple(sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id)))
+    in_stage_order = sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id))
+    return dependency_order(in_stage_order)
+
+
+def dependency_order(rules: list[CompiledRule]) -> tuple[CompiledRule, ...]:
+    """Stage order, except that a rule comes after every rule in its `after` list, so the
+    engine knows whether those fired when it reaches it. Reports are re-sorted by stage."""
+    by_id = {c.rule.id: c for c in rules}
+    placed: dict[str, CompiledRule] = {}
+    visiting: set[str] = set()
+
+    def place(c: CompiledRule) -> None:
+        if c.rule.id in placed:
+            return
+        if c.rule.id in visiting:
+            raise InputError(c.file, "after", "rules depend on each other in a cycle")
+        visiting.add(c.rule.id)
+        for dep in c.rule.after:
+            place(by_id[dep])
+        visiting.discard(c.rule.id)
+        placed[c.rule.id] = c
+
+    for c in rules:
+        place(c)
+    return tuple(placed.values())
