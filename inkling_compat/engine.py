@@ -9,6 +9,7 @@ evaluable, once an earlier one fails).
 from __future__ import annotations
 
 import string
+from functools import lru_cache
 from typing import Any, Iterable
 
 import cel
@@ -100,38 +101,106 @@ def check(
         "adapter_facts": None,
     }
     compiled = tuple(rules) if rules is not None else load_rules()
-    compiled = tuple(c for c in compiled if sglang_version in c.rule.sglang_versions)
-    global_ctx = _context(base)
+    plan = _plan(compiled, sglang_version)
+    global_ctx = _context(_prune(base, plan.global_tree))
     adapter_ctxs = [
-        _context(dict(base, adapter=doc, adapter_facts=af)) for doc, af in zip(adapter_docs, per_adapter)
+        _context(_prune(dict(base, adapter=doc, adapter_facts=af), plan.adapter_tree))
+        for doc, af in zip(adapter_docs, per_adapter)
     ]
 
     fired: list[tuple[tuple[int, int, int], CompiledRule, str, str | None]] = []
-    fired_ids: dict[int, set[str]] = {}  # scope index (-1 global) -> rule ids that fired
     evaluated = 0
-    for c in compiled:
-        rule = c.rule
-        targets = [(-1, global_ctx)] if rule.scope != "adapter" else list(enumerate(adapter_ctxs))
-        for index, ctx in targets:
-            blocked = fired_ids.get(index, set()) | fired_ids.get(-1, set())
-            if any(dep in blocked for dep in rule.after):
+    global_hits = _evaluate_all(plan.global_rules, plan.global_program, global_ctx)
+    scopes = [(-1, global_ctx, global_hits)] + [
+        (index, ctx, _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx))
+        for index, ctx in enumerate(adapter_ctxs)
+    ]
+    global_fired: set[str] = set()
+    for index, ctx, hits in scopes:
+        scope_fired = global_fired if index < 0 else set(global_fired)
+        for c in plan.global_rules if index < 0 else plan.adapter_rules:
+            rule = c.rule
+            if rule.after and not scope_fired.isdisjoint(rule.after):
                 continue
             evaluated += 1
-            try:
-                hit = c.program.execute(ctx)
-            except Exception as exc:  # a broken expression is a defect of the rule file
-                raise RuleEvaluationError(rule.id, f"{type(exc).__name__}: {exc}") from None
-            if hit is not True:
+            if not hits[rule.id]:
                 continue
-            fragment = _render(c, ctx)
-            fired_ids.setdefault(index, set()).add(rule.id)
+            scope_fired.add(rule.id)
             key = (STAGES.index(rule.stage), index, rule.order)
-            fired.append((key, c, fragment, per_adapter[index]["name"] if index >= 0 else None))
+            fired.append((key, c, _render(c, ctx), per_adapter[index]["name"] if index >= 0 else None))
 
     fired.sort(key=lambda item: item[0])
     problems = _join(fired)
     given = {name: facts["sink"][name] for name in facts["sink"]["given"]}
     return Report(problems=problems, given_facts=given, sglang_version=sglang_version, rules_evaluated=evaluated)
+
+
+class _Plan:
+    """Rules of one sglang version split by scope, each scope's conditions compiled into one
+    CEL list so a check costs one evaluation per scope, and the variable paths they read."""
+
+    def __init__(self, compiled: tuple[CompiledRule, ...], version: str):
+        self.ordered = tuple(c for c in compiled if version in c.rule.sglang_versions)
+        self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
+        self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
+        self.global_paths = set().union(*(c.paths for c in self.global_rules))
+        self.adapter_paths = set().union(*(c.paths for c in self.adapter_rules))
+        self.global_tree = _path_tree(self.global_paths)
+        self.adapter_tree = _path_tree(self.adapter_paths)
+        self.global_program = _combined(self.global_rules)
+        self.adapter_program = _combined(self.adapter_rules)
+
+
+@lru_cache(maxsize=8)
+def _plan(compiled: tuple[CompiledRule, ...], version: str) -> _Plan:
+    return _Plan(compiled, version)
+
+
+def _combined(rules: tuple[CompiledRule, ...]) -> Any:
+    return cel.compile("[" + ", ".join(c.expression for c in rules) + "]") if rules else None
+
+
+def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> dict[str, bool]:
+    """Every rule's `when && condition` in one evaluation; if that fails, rule by rule so the
+    defect is pinned on the rule whose expression fails."""
+    if program is not None:
+        try:
+            return {c.rule.id: value is True for c, value in zip(rules, program.execute(ctx))}
+        except Exception:  # noqa: BLE001 - located below
+            pass
+    results = {}
+    for c in rules:
+        try:
+            results[c.rule.id] = c.program.execute(ctx) is True
+        except Exception as exc:
+            raise RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}") from None
+    return results
+
+
+def _path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
+    tree: dict[Any, Any] = {}
+    for path in paths:
+        node = tree
+        for segment in path:
+            node = node.setdefault(segment, {})
+        node[None] = True  # the path ends here: keep the whole value
+    return tree
+
+
+def _prune(value: Any, tree: dict[Any, Any]) -> Any:
+    """Only the parts of `value` that the rules read (whole sub-values at path ends)."""
+
+    def walk(val: Any, node: dict[Any, Any]) -> Any:
+        if None in node or not isinstance(val, dict):
+            return val
+        out = {}
+        for key, child in node.items():
+            if key not in val:
+                return val  # a method call or an absent key: keep the whole map
+            out[key] = walk(val[key], child)
+        return out
+
+    return walk(value, tree)
 
 
 def _render(c: CompiledRule, ctx: Any) -> str:
