@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 SGLANG_DEFAULT_VERSION = "0.5.23"
 
@@ -77,6 +77,8 @@ class ServerConfig(_Strict):
     tp_size: int = 1
     ep_size: int = 1
     dp_size: int = 1
+    # --attn-dp-size (fields/parallel.py); `--dp-size N --enable-dp-attention` resolves to it.
+    attn_dp_size: int = 1
     enable_dp_attention: bool = False
     moe_dense_tp_size: int | None = None
     page_size: int | None = None
@@ -131,6 +133,35 @@ class QuantizationConfig(BaseModel):
     activation_scheme: str | None = None
 
 
+class QuantMethodWiring(_Strict):
+    """Stated: which quant-method class a layer class is wired to.
+
+    sglang 0.5.23's InklingModelOptNvfp4Config wires routed FusedMoE layers (and the FP4
+    shared sink, built as InklingSharedFusedMoE) to ModelOptNvFp4FusedMoEMethod; only an
+    InklingBatchDenseMLP with an FP4 strategy would get InklingNvfp4MoEMethod. Stating
+    another wiring checks a patched build (or a custom loader) against those guards.
+    """
+
+    routed_experts: str | None = None
+    shared_sink: str | None = None
+    # "own": the sink's forward runs its own FP4/BF16 path (sglang 0.5.23);
+    # "fused_moe_apply": generic FusedMoE code calls quant_method.apply() on it.
+    shared_sink_forward: Literal["own", "fused_moe_apply"] | None = None
+
+
+class AttnPrologueFacts(_Strict):
+    """Stated: the fused attention prologue's MXFP8 store inputs, per TP rank.
+
+    Normally derived (FA4 + use_sconv + head_dim 128 + SGLANG_OPT_USE_INKLING_FUSED_ATTN_PROLOGUE,
+    MXFP8 store with --kv-cache-dtype mxfp8 and page size 128); a stated value overrides.
+    """
+
+    mxfp8_store: bool | None = None
+    q_width: int | None = None
+    kv_width: int | None = None
+    kv_scale_buffers: bool | None = None
+
+
 class ModelConfig(BaseModel):
     """The Inkling `config.json` fields the rules read; other keys are HF's and ignored."""
 
@@ -156,8 +187,14 @@ class ModelConfig(BaseModel):
     shared_experts_size: int = 1
     inference_moe_w13_interleaved: bool = True
     use_sconv: bool = False
+    # Layers below this index use a dense MLP; the rest are MoE (configs/inkling.py default 0).
+    dense_mlp_idx: int = 0
     torch_dtype: str | None = "bfloat16"
     quantization_config: QuantizationConfig | None = None
+    # Stated module facts (not config.json keys): situations sglang 0.5.23's own wiring
+    # never produces, stated to check a patched build or a single module.
+    quant_method_wiring: QuantMethodWiring | None = None
+    attn_prologue: AttnPrologueFacts | None = None
 
 
 class Platform(_Strict):
@@ -167,7 +204,12 @@ class Platform(_Strict):
     device: Literal["cuda", "rocm", "xpu", "cpu"] = "cuda"
     compute_capability: tuple[int, int] = (9, 0)
     torch_float8: bool = True
-    fa4_cute_available: bool = False
+    # None: derived. sglang 0.5.23 depends on nvidia-cutlass-dsl and vendors the FA4 CuTe
+    # modules, so `cutlass.cute` imports wherever CUDA does; state false for a broken install.
+    fa4_cute_available: bool | None = None
+    # CUDA runtime of the torch build (0.5.23 pins torch 2.14.1 + cu13 wheels); the
+    # is_blackwell/is_sm100 probes require >= 12.8, is_sm90 >= 12.3.
+    cuda_version: tuple[int, int] = (13, 0)
 
     @field_validator("compute_capability", mode="before")
     @classmethod
@@ -180,14 +222,23 @@ class Platform(_Strict):
             return (int(digits[:-1]), int(digits[-1]))
         return value
 
+    @field_validator("cuda_version", mode="before")
+    @classmethod
+    def _parse_cuda_version(cls, value: Any) -> Any:
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            major, _, minor = str(value).partition(".")
+            return (int(major), int(minor or 0))
+        return value
+
 
 PLATFORM_PRESETS: dict[str, dict[str, Any]] = {
     "h200": {"name": "H200", "compute_capability": (9, 0)},
     "h100": {"name": "H100", "compute_capability": (9, 0)},
     "a100": {"name": "A100", "compute_capability": (8, 0)},
     "l40s": {"name": "L40S", "compute_capability": (8, 9)},
-    "b200": {"name": "B200", "compute_capability": (10, 0), "fa4_cute_available": True},
-    "gb200": {"name": "GB200", "compute_capability": (10, 0), "fa4_cute_available": True},
+    "b200": {"name": "B200", "compute_capability": (10, 0)},
+    "gb200": {"name": "GB200", "compute_capability": (10, 0)},
+    "rtx5090": {"name": "RTX 5090", "compute_capability": (12, 0)},
     "mi300x": {"name": "MI300X", "device": "rocm", "compute_capability": (9, 4)},
     "cpu": {"name": "CPU", "device": "cpu", "compute_capability": (0, 0), "torch_float8": False},
 }
@@ -237,14 +288,42 @@ class PeftAdapterConfig(BaseModel):
     base_model_name_or_path: str | None = None
 
 
+class TensorTable(RootModel[dict[str, TensorSpec]]):
+    """Tensor name -> TensorSpec. A root model so that tensor names are never mistaken
+    for misspelt keys of TensorSpec by the unknown-key scan (they are free-form)."""
+
+    def items(self) -> Any:
+        return self.root.items()
+
+    def __len__(self) -> int:
+        return len(self.root)
+
+    def __getitem__(self, name: str) -> TensorSpec:
+        return self.root[name]
+
+    def __iter__(self) -> Any:  # type: ignore[override]
+        return iter(self.root)
+
+
 class PeftManifest(_Strict):
     """PEFT form: adapter_config.json fields plus tensor names, shapes and dtypes."""
 
+    # The adapter's name: its --lora-paths name (or the /load_lora_adapter lora_name).
     name: str = "adapter"
+    # The path given with the name in --lora-paths (`name=path`); defaults to the name, as
+    # for a bare `--lora-paths path`. sglang derives the adapter id quoted in some
+    # messages from both (LoRARef.deterministic_id).
+    path: str | None = None
+    # adapter_config.json as is: kept untyped because sglang's own reads of it
+    # (KeyError, type errors) are rules.
     adapter_config: dict[str, Any]
-    tensors: dict[str, TensorSpec] = Field(default_factory=dict)
+    # Every tensor of adapter_model.safetensors (name -> shape, dtype). Empty means an
+    # adapter without weights; tensor-based checks then find nothing.
+    tensors: TensorTable = Field(default_factory=lambda: TensorTable({}))
     # Contents of added_tokens.json (token -> id), if the adapter ships one.
     added_tokens: dict[str, int] | None = None
+    # Loaded as a pinned adapter (/load_lora_adapter `pinned`); for --lora-paths adapters
+    # the `pinned` of their --lora-paths entry is what sglang uses.
     pinned: bool = False
 
 

@@ -27,6 +27,7 @@ from inkling_compat.inputs import (
 
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_YAML_ALIASES = 256
+MAX_EXPANDED_NODES = 100_000
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -39,6 +40,26 @@ class _BoundedLoader(yaml.SafeLoader):
             if self._aliases > MAX_YAML_ALIASES:
                 raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (alias bomb?)")
         return super().compose_node(parent, index)
+
+
+def expanded_size(data: Any) -> int:
+    """Number of values `data` has once YAML aliases are expanded, computed without expanding."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        if isinstance(node, dict):
+            children = list(node.keys()) + list(node.values())
+        elif isinstance(node, list):
+            children = node
+        else:
+            return 1
+        key = id(node)
+        if key not in sizes:
+            sizes[key] = 0  # a recursive alias counts as small; YAML cannot build one with SafeLoader anyway
+            sizes[key] = 1 + sum(size(child) for child in children)
+        return sizes[key]
+
+    return size(data)
 
 
 def read_document(path: str | Path) -> dict[str, Any]:
@@ -75,6 +96,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise InputError(name, where, f"malformed YAML: {problem}") from None
     if data is None:
         data = {}
+    if expanded_size(data) > MAX_EXPANDED_NODES:
+        raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)")
     if not isinstance(data, dict):
         raise InputError(name, "(root)", f"expected a mapping, got {type(data).__name__}")
     return data

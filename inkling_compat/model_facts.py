@@ -1,72 +1,299 @@
 """Facts about the model checkpoint, its quantization and the attention setup.
 
 Mirrors sglang 0.5.23's `inkling_common/quantization/config.py` (is this a TML NVFP4
-checkpoint, what it excludes), `arg_groups/model_overrides/inkling.py` (attention backend
-defaults) and the geometry the attention and NVFP4 layers derive per TP rank.
+checkpoint, how its block parses, what it excludes), `layers/quantization/modelopt_quant.py`
+and `fp4_utils.py` (which NVFP4 kernels a platform gets), `arg_groups/model_overrides/inkling.py`
+(attention backend defaults) and the geometry the attention layers derive per TP rank.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from inkling_compat.inputs import ModelConfig, Platform, ServerConfig
 
+# modelopt_quant.py ModelOptFp4Config.from_config
+MODELOPT_QUANT_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")
+# attn.py InklingAttention.forward
+INKLING_ATTENTION_BACKENDS = ("fa4", "triton")
 
-def attention_backends(config: ServerConfig, platform: Platform) -> dict[str, str]:
-    """model_overrides/inkling.py: fa4 on SM100, triton elsewhere, only when no flag is set."""
-    explicit = (config.attention_backend, config.prefill_attention_backend, config.decode_attention_backend)
-    if all(value is None for value in explicit):
-        default = "fa4" if platform.compute_capability[0] == 10 else "triton"
-        return {"prefill": default, "decode": default, "explicit": False}
-    base = config.attention_backend
+
+def _capability(platform: Platform) -> tuple[int, int]:
+    return (int(platform.compute_capability[0]), int(platform.compute_capability[1]))
+
+
+def platform_probes(platform: Platform) -> dict[str, Any]:
+    """utils/common.py `_check_cuda_device_version` probes (CUDA only, SM major + CUDA version)."""
+    cuda = platform.device == "cuda"
+    major = _capability(platform)[0]
+    cuda_ok_128 = tuple(platform.cuda_version) >= (12, 8)
     return {
-        "prefill": config.prefill_attention_backend or base or "triton",
-        "decode": config.decode_attention_backend or base or "triton",
-        "explicit": True,
+        "is_cuda": cuda,
+        "is_sm90": cuda and major == 9 and tuple(platform.cuda_version) >= (12, 3),
+        "is_sm100": cuda and major == 10 and cuda_ok_128,
+        "is_blackwell": cuda and major in (10, 11, 12) and cuda_ok_128,
+        "capability": list(_capability(platform)),
     }
+
+
+def _generic_default_attention_backend(platform: Platform) -> str:
+    """Approximation of overrides.get_default_attn_backend for an MHA model (used only for
+    a half of the split backend flags the user left unset)."""
+    probes = platform_probes(platform)
+    if probes["is_sm90"]:
+        return "fa3"
+    if probes["is_sm100"]:
+        return "trtllm_mha"
+    return "flashinfer" if probes["is_cuda"] else "triton"
+
+
+def attention_backends(config: ServerConfig, platform: Platform) -> dict[str, Any]:
+    """model_overrides/inkling.py: fa4 on SM90/SM100, triton elsewhere, only when no
+    attention-backend flag is set; attn.py then accepts only fa4 or triton."""
+    explicit = (config.attention_backend, config.prefill_attention_backend, config.decode_attention_backend)
+    probes = platform_probes(platform)
+    if all(value is None for value in explicit):
+        default = "fa4" if probes["is_sm90"] or probes["is_sm100"] else "triton"
+        prefill = decode = default
+        is_explicit = False
+    else:
+        base = config.attention_backend or _generic_default_attention_backend(platform)
+        prefill = config.prefill_attention_backend or base
+        decode = config.decode_attention_backend or base
+        is_explicit = True
+    unsupported = [b for b in dict.fromkeys((prefill, decode)) if b not in INKLING_ATTENTION_BACKENDS]
+    cute = platform.fa4_cute_available
+    if cute is None:
+        cute = probes["is_cuda"]
+    fa4 = "fa4" in (prefill, decode)
+    env = config.env
+    # attn.py: the score_mod path (needs cutlass.cute) runs unless the sheared-bias kernel is
+    # on and batch-invariant (deterministic) mode is off.
+    score_mod_path = fa4 and not (env.SGLANG_OPT_USE_INKLING_SHEARED_BIAS and not config.enable_deterministic_inference)
+    return {
+        "prefill": prefill,
+        "decode": decode,
+        "explicit": is_explicit,
+        "unsupported": unsupported,
+        "first_unsupported": unsupported[0] if unsupported else None,
+        "fa4_serving": fa4,
+        "fa4_cute_available": bool(cute),
+        "fa4_score_mod_path": bool(score_mod_path),
+    }
+
+
+def _map_exclude_modules(exclude_modules: list[Any]) -> list[str]:
+    """quantization/config.py `_map_exclude_modules`: checkpoint names -> sglang prefixes."""
+    mapped: list[str] = []
+    for module in exclude_modules:
+        module = str(module)
+        if "audio" in module or "visual" in module:
+            mapped.append(module)
+            continue
+        module = module.removeprefix("model.")
+        module = module.replace(".mlp.w13_dn", ".mlp.gate_up_proj").replace(".mlp.w2_md", ".mlp.down_proj")
+        if module == "unembed":
+            module = "lm_head"
+        mapped.append(module)
+    return sorted(set(mapped))
+
+
+def _excluded(mapped: list[str], prefix: str) -> bool:
+    """InklingQuantizationConfigBase.exclude_layer: plain substring match (no globs)."""
+    return any(
+        module in prefix
+        or (prefix.startswith("language_model.") and module in prefix.removeprefix("language_model."))
+        for module in mapped
+    )
+
+
+def _first_missing_key(block: dict[str, Any]) -> str | None:
+    """InklingQuantizationConfigBase.is_nvfp4 dereferences these keys unguarded."""
+    node: Any = block
+    for key in ("modelopt_quant_config", "quant_cfg", "*weight_quantizer"):
+        if not isinstance(node, dict) or key not in node:
+            return key
+        node = node[key]
+    if not isinstance(node, dict) or "num_bits" not in node:
+        return "num_bits"
+    bits = node["num_bits"]
+    if isinstance(bits, (list, tuple)) and list(bits) == [2, 1] and "block_sizes" not in node:
+        return "block_sizes"
+    return None
 
 
 def quantization_facts(model: ModelConfig) -> dict[str, Any]:
-    """quantization/config.py: is this a TML NVFP4 checkpoint and what does it exclude."""
+    """quantization/config.py: is this a TML NVFP4 checkpoint, how does Inkling's
+    ModelOpt config parse, and which layers does it exclude."""
     quant = model.quantization_config
     raw = quant.model_dump(exclude_none=True) if quant is not None else {}
-    nested = raw.get("quantization") if isinstance(raw.get("quantization"), dict) else {}
-    block = raw.get("modelopt_quant_config")
+    if quant is not None and "exclude_modules" in quant.model_fields_set and quant.exclude_modules is None:
+        raw["exclude_modules"] = None
+    nested_form = isinstance(raw.get("quantization"), dict)
+    # get_quantization_config: the nested form is read from its `quantization` block only.
+    block: dict[str, Any] = raw["quantization"] if nested_form else raw
+    missing_key = _first_missing_key(block) if quant is not None else None
     weight_cfg = None
-    if isinstance(block, dict):
-        weight_cfg = (block.get("quant_cfg") or {}).get("*weight_quantizer")
     is_nvfp4 = False
-    if isinstance(weight_cfg, dict):
+    if quant is not None and missing_key is None:
+        weight_cfg = block["modelopt_quant_config"]["quant_cfg"]["*weight_quantizer"]
         bits = weight_cfg.get("num_bits")
-        scale_bits = (weight_cfg.get("block_sizes") or {}).get("scale_bits", [])
-        is_nvfp4 = list(bits or []) == [2, 1] and list(scale_bits or []) == [4, 3]
-    group_size = nested.get("group_size", raw.get("group_size"))
-    excludes = nested.get("exclude_modules", raw.get("exclude_modules")) or []
-    shared_excluded = any(
-        re.search(r"shared_w13_weight|shared_w2_weight|shared_experts", str(pattern))
-        or str(pattern) in ("*", "*mlp*", "*experts*")
-        for pattern in excludes
-    )
+        scale_bits = (weight_cfg.get("block_sizes") or {}).get("scale_bits", []) if isinstance(weight_cfg.get("block_sizes"), dict) else []
+        is_nvfp4 = isinstance(bits, (list, tuple)) and list(bits) == [2, 1] and list(scale_bits or []) == [4, 3]
+
+    # ModelOptFp4Config.from_config({"quantization": block}) -- always the nested branch.
+    algo = block.get("quant_algo")
+    group_size = block.get("group_size")
+    group_ok = isinstance(group_size, int) and not isinstance(group_size, bool)
+    has_excludes_key = "exclude_modules" in block
+    excludes_raw = block.get("exclude_modules", [])
+    parse_error = None
+    if is_nvfp4:
+        if algo is None or not group_ok:
+            parse_error = "missing_quant_algo"
+        elif algo not in MODELOPT_QUANT_ALGOS:
+            parse_error = "unsupported_algo"
+        elif has_excludes_key and excludes_raw is None:
+            parse_error = "missing_group_size_or_excludes"
+        elif group_size != 16:
+            parse_error = "inkling_group_size"
+    built = is_nvfp4 and parse_error is None
+    mapped = _map_exclude_modules(list(excludes_raw or []))
+
+    layers = range(max(model.num_hidden_layers, 0))
+    moe_layers = [i for i in layers if i >= model.dense_mlp_idx]
+    sink_fp4_layers = [
+        i
+        for i in moe_layers
+        if model.n_shared_experts > 0
+        and model.shared_expert_sink
+        and not (
+            _excluded(mapped, f"llm.layers.{i}.mlp.shared_experts.shared_w13_weight")
+            or _excluded(mapped, f"llm.layers.{i}.mlp.shared_experts.shared_w2_weight")
+        )
+    ]
+    routed_quantized = [
+        i for i in moe_layers if model.n_routed_experts > 0 and not _excluded(mapped, f"llm.layers.{i}.mlp.experts")
+    ]
+    linear_prefixes = [f"llm.layers.{i}.attn.{name}" for i in layers for name in ("qkvr", "wo_ud")]
+    linear_prefixes += [
+        f"llm.layers.{i}.mlp.{name}" for i in layers if i < model.dense_mlp_idx for name in ("gate_up_proj", "down_proj")
+    ]
+    linears_quantized = [p for p in linear_prefixes if not _excluded(mapped, p)]
     return {
         "present": quant is not None,
         "method": raw.get("quant_method"),
-        "algo": nested.get("quant_algo", raw.get("quant_algo")),
+        "nested_form": nested_form,
+        "algo": algo,
         "group_size": group_size,
-        "exclude_modules": list(excludes),
+        "exclude_modules": mapped,
+        "missing_key": missing_key,
         "has_modelopt_block": isinstance(weight_cfg, dict),
         "is_inkling_nvfp4": is_nvfp4,
-        "shared_sink_excluded": shared_excluded,
+        "parse_error": parse_error,
+        "inkling_config_built": built,
+        "nvfp4_serialized": built and "NVFP4" in str(algo),
+        # The sink is BF16 only where every MoE layer's shared_w13/shared_w2 is excluded.
+        "shared_sink_excluded": not sink_fp4_layers,
+        "routed_moe_quantized": built and bool(routed_quantized),
+        "linears_quantized": built and bool(linears_quantized),
+        "first_quantized_linear": linears_quantized[0] if built and linears_quantized else None,
+        "mixed_precision_layers": raw.get("quant_algo", "").upper() == "MIXED_PRECISION"
+        and isinstance(raw.get("quantized_layers"), dict)
+        and bool(raw.get("quantized_layers")),
     }
 
 
+def nvfp4_serving(config: ServerConfig, platform: Platform) -> dict[str, Any]:
+    """Which NVFP4 kernels this platform/config gets (modelopt_quant.py, fp4_utils.py)."""
+    probes = platform_probes(platform)
+    cap = tuple(probes["capability"])
+    moe = config.moe_runner_backend
+    is_lora = moe in ("lora_cutedsl", "lora_triton", "lora_marlin")
+    # ModelOptNvFp4FusedMoEMethod.__init__
+    if (moe == "auto" or is_lora) and probes["is_cuda"]:
+        marlin_fallback = (8, 0) <= cap < (10, 0)
+    else:
+        marlin_fallback = moe in ("marlin", "experimental_sgl_marlin")
+    # fp4_utils.initialize_fp4_gemm_config
+    fp4 = config.fp4_gemm_backend
+    if fp4 == "auto":
+        if probes["is_sm100"]:
+            fp4 = "flashinfer_cutedsl"
+        elif probes["is_cuda"] and (8, 0) <= cap < (10, 0):
+            fp4 = "marlin"
+        else:
+            fp4 = "flashinfer_cutlass"
+    return {
+        "is_blackwell": probes["is_blackwell"],
+        "moe_runner_backend": moe,
+        "moe_lora_non_marlin": moe in ("lora_cutedsl", "lora_triton"),
+        "moe_marlin_fallback": marlin_fallback,
+        "moe_supported": probes["is_blackwell"] or marlin_fallback,
+        "fp4_gemm_backend": fp4,
+        "dense_gemm_supported": fp4 == "marlin" or probes["is_blackwell"],
+    }
+
+
+def attn_prologue_facts(
+    model: ModelConfig, config: ServerConfig, attention: dict[str, Any], head_dim: int, attn_tp: int
+) -> dict[str, Any]:
+    """attn.py InklingAttention.forward `fused_prologue` gate and the MXFP8 store selection."""
+    fused = (
+        attention["fa4_serving"]
+        and model.use_sconv
+        and head_dim == 128
+        and config.env.SGLANG_OPT_USE_INKLING_FUSED_ATTN_PROLOGUE
+    )
+    # The FA4 MXFP8 pool exposes 5-D K/V scale buffers; the store needs page size 128.
+    mxfp8 = fused and config.kv_cache_dtype == "mxfp8" and config.page_size == 128
+    heads = max(model.num_attention_heads // attn_tp, 0)
+    kv_heads = max(1, model.num_key_value_heads // attn_tp)
+    facts: dict[str, Any] = {
+        "fused": bool(fused),
+        "mxfp8_store": bool(mxfp8),
+        "q_width": heads * head_dim,
+        "kv_width": kv_heads * head_dim,
+        "kv_scale_buffers": True,
+        "given": [],
+    }
+    stated = model.attn_prologue.model_dump(exclude_none=True) if model.attn_prologue else {}
+    for name, value in stated.items():
+        facts[name] = value
+        facts["given"].append(name)
+    return facts
+
+
 def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platform) -> dict[str, Any]:
-    """Geometry derived from config.json (sglang's InklingModelConfig defaults)."""
+    """Geometry derived from config.json (sglang's InklingModelConfig defaults), plus how
+    this model is served on this platform (NVFP4 kernels, attention prologue)."""
+    config = server_config
     head_dim = model.head_dim or model.hidden_size // max(model.num_attention_heads, 1)
+    swa_heads = model.swa_num_attention_heads or model.num_attention_heads
+    swa_kv = model.swa_num_key_value_heads or model.num_key_value_heads
+    tp = max(config.tp_size, 1)
+    attn_tp = tp // max(config.dp_size, 1) if config.enable_dp_attention else tp
+    attn_tp = max(attn_tp, 1)
+    attention = attention_backends(config, platform)
+    wiring = model.quant_method_wiring.model_dump() if model.quant_method_wiring else {
+        "routed_experts": None,
+        "shared_sink": None,
+        "shared_sink_forward": None,
+    }
     return {
         "head_dim": head_dim,
-        "swa_num_attention_heads": model.swa_num_attention_heads or model.num_attention_heads,
-        "swa_num_key_value_heads": model.swa_num_key_value_heads or model.num_key_value_heads,
+        "swa_num_attention_heads": swa_heads,
+        "swa_num_key_value_heads": swa_kv,
         "swa_head_dim": model.swa_head_dim or head_dim,
         "dense_intermediate_size": model.dense_intermediate_size or model.intermediate_size,
+        "attn_tp_size": attn_tp,
+        # attn.py InklingAttention.__init__ divisibility (full and SWA layers)
+        "heads_divisible": model.num_attention_heads % attn_tp == 0 and swa_heads % attn_tp == 0,
+        "kv_heads_divisible": all(
+            (kv % attn_tp == 0) if kv >= attn_tp else (kv > 0 and attn_tp % kv == 0) for kv in (model.num_key_value_heads, swa_kv)
+        ),
+        "nvfp4": nvfp4_serving(config, platform),
+        "attn_prologue": attn_prologue_facts(model, config, attention, head_dim, attn_tp),
+        "quant_wiring": wiring,
+        "is_pd_decode": config.disaggregation_mode == "decode",
     }
