@@ -10,6 +10,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 from typing import Sequence
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -67,19 +68,36 @@ def _run_rules(args: argparse.Namespace) -> int:
     width = max(len(c.rule.id) for c in compiled)
     for c in compiled:
         r = c.rule
-        print(f"{r.id:<{width}}  {r.severity:<7}  {r.origin:<8}  {r.stage:<13}  {r.title}")
+        print(f"{r.id:<{width}}  {r.severity:<7}  {r.origin:<14}  {r.stage:<13}  {r.title}")
     print(f"{len(compiled)} rules")
     return EXIT_OK
+
+
+_EXCEPTION_PREFIX = re.compile(r"^.*?\b(?:[A-Z]\w*(?:Error|Exception|Exit)|Traceback[^:]*):\s?")
+
+
+def explain_candidates(text: str) -> list[str]:
+    """The pasted text, each of its lines, and each line without a log or "XError: " prefix."""
+    out = [text]
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            out.append(line)
+            stripped = _EXCEPTION_PREFIX.sub("", line, count=1)
+            if stripped != line:
+                out.append(stripped)
+    return out
 
 
 def explain_matches(text: str) -> list:
     """Rules whose message pattern matches the text, most specific pattern first."""
     from inkling_compat.rulebook import load_rules
 
+    candidates = explain_candidates(text)
     hits = []
     for c in load_rules():
-        match = re.search(c.rule.message_pattern, text)
-        if match:
+        pattern = re.compile(c.rule.message_pattern)
+        if any(pattern.search(candidate) for candidate in candidates):
             hits.append((len(c.rule.message_pattern), c))
     return [c for _, c in sorted(hits, key=lambda item: -item[0])]
 
@@ -92,7 +110,7 @@ def _run_explain(args: argparse.Namespace) -> int:
     best = matches[0].rule
     print(f"{best.id}: {best.title}")
     print(f"  {best.error_class}, raised at {best.stage} ({best.source.path}:{best.source.line})" if best.source else f"  {best.error_class}")
-    print(f"\nWhat it means\n  {best.explanation.strip()}")
+    print("\nWhat it means\n" + textwrap.indent(best.explanation.strip(), "  "))
     print(f"\nWhen it happens\n  when: {best.when}\n  condition: {best.condition}")
     print("\nFixes")
     for fix in best.fixes:
@@ -104,12 +122,15 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from inkling_compat.errors import InputError, RuleEvaluationError
+    from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError
 
     args = _parser().parse_args(argv)
     runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain}
     try:
         return runners[args.command](args)
+    except RuleFileError as exc:
+        print(f"inkling-compat: internal error: broken rule file: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
     except InputError as exc:
         print(f"inkling-compat: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

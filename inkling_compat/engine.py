@@ -102,23 +102,24 @@ def check(
     }
     compiled = tuple(rules) if rules is not None else load_rules()
     plan = _plan(compiled, sglang_version)
-    global_ctx = _context(_prune(base, plan.global_tree))
-    adapter_ctxs = [
-        _context(_prune(dict(base, adapter=doc, adapter_facts=af), plan.adapter_tree))
+    # One CEL context: converting values into CEL dominates the cost of a check, so the
+    # shared part is converted once and only the adapter variables change per adapter.
+    ctx = _context(_prune(base, plan.tree))
+    adapter_views = [
+        (_prune(doc, plan.adapter_tree.get("adapter", {None: True})), _prune(af, plan.adapter_tree.get("adapter_facts", {None: True})))
         for doc, af in zip(adapter_docs, per_adapter)
     ]
 
     fired: list[tuple[tuple[int, int, int], CompiledRule, str, str | None]] = []
     evaluated = 0
-    global_hits = _evaluate_all(plan.global_rules, plan.global_program, global_ctx)
-    scopes = [(-1, global_ctx, global_hits)] + [
-        (index, ctx, _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx))
-        for index, ctx in enumerate(adapter_ctxs)
-    ]
     global_fired: set[str] = set()
-    for index, ctx, hits in scopes:
+    for index in range(-1, len(adapter_views)):
+        if index >= 0:
+            ctx.update({"adapter": adapter_views[index][0], "adapter_facts": adapter_views[index][1]})
+        rules = plan.global_rules if index < 0 else plan.adapter_rules
+        hits = _evaluate_all(rules, plan.global_program if index < 0 else plan.adapter_program, ctx)
         scope_fired = global_fired if index < 0 else set(global_fired)
-        for c in plan.global_rules if index < 0 else plan.adapter_rules:
+        for c in rules:
             rule = c.rule
             if rule.after and not scope_fired.isdisjoint(rule.after):
                 continue
@@ -145,8 +146,9 @@ class _Plan:
         self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
         self.global_paths = set().union(*(c.paths for c in self.global_rules))
         self.adapter_paths = set().union(*(c.paths for c in self.adapter_rules))
-        self.global_tree = _path_tree(self.global_paths)
-        self.adapter_tree = _path_tree(self.adapter_paths)
+        shared = {p for p in self.global_paths | self.adapter_paths if p[0] not in ("adapter", "adapter_facts")}
+        self.tree = _path_tree(shared)
+        self.adapter_tree = _path_tree({p for p in self.adapter_paths if p[0] in ("adapter", "adapter_facts")})
         self.global_program = _combined(self.global_rules)
         self.adapter_program = _combined(self.adapter_rules)
 

@@ -19,3 +19,7 @@ class RuleEvaluationError(Exception):
     def __init__(self, rule_id: str, detail: str):
         self.rule_id = rule_id
         super().__init__(f"rule {rule_id}: {detail}")
+
+
+class RuleFileError(InputError):
+    """A rule file in `rules/` is broken (a defect of the tool's data, exit 3 in the CLI)."""

@@ -19,7 +19,7 @@ import cel
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from inkling_compat.errors import InputError
+from inkling_compat.errors import RuleFileError as InputError
 
 # sglang's start-up sequence; problems are reported in this order (then by `order`).
 STAGES = (
@@ -35,6 +35,8 @@ STAGES = (
     "first_forward",  # fails on the first request, not at start-up
 )
 SEVERITIES = ("error", "runtime", "warning")
+# libyaml's safe loader parses the ~100 rule files about 20x faster than the pure-Python one.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
@@ -180,7 +182,7 @@ def rules_dir() -> Path:
 
 def load_rule_file(path: Path) -> CompiledRule:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
