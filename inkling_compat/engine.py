@@ -104,20 +104,28 @@ def check(
     plan = _plan(compiled, sglang_version)
     # One CEL context: converting values into CEL dominates the cost of a check, so the
     # shared part is converted once and only the adapter variables change per adapter.
-    ctx = _context(_prune(base, plan.tree))
+    shared = _prune(base, plan.tree)
     adapter_views = [
         (_prune(doc, plan.adapter_tree.get("adapter", {None: True})), _prune(af, plan.adapter_tree.get("adapter_facts", {None: True})))
         for doc, af in zip(adapter_docs, per_adapter)
     ]
+    if adapter_views:  # the first adapter rides along with the global variables
+        shared["adapter"], shared["adapter_facts"] = adapter_views[0]
+    ctx = _context(shared)
 
     fired: list[tuple[tuple[int, int, int], CompiledRule, str, str | None]] = []
     evaluated = 0
     global_fired: set[str] = set()
+    if adapter_views:
+        all_hits = _evaluate_all(plan.global_rules + plan.adapter_rules, plan.both_program, ctx)
+    else:
+        all_hits = _evaluate_all(plan.global_rules, plan.global_program, ctx)
     for index in range(-1, len(adapter_views)):
-        if index >= 0:
+        if index > 0:
             ctx.update({"adapter": adapter_views[index][0], "adapter_facts": adapter_views[index][1]})
+            all_hits = _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx)
         rules = plan.global_rules if index < 0 else plan.adapter_rules
-        hits = _evaluate_all(rules, plan.global_program if index < 0 else plan.adapter_program, ctx)
+        hits = all_hits
         scope_fired = global_fired if index < 0 else set(global_fired)
         for c in rules:
             rule = c.rule
@@ -151,6 +159,7 @@ class _Plan:
         self.adapter_tree = _path_tree({p for p in self.adapter_paths if p[0] in ("adapter", "adapter_facts")})
         self.global_program = _combined(self.global_rules)
         self.adapter_program = _combined(self.adapter_rules)
+        self.both_program = _combined(self.global_rules + self.adapter_rules)
 
 
 @lru_cache(maxsize=8)

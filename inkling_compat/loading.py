@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -134,7 +136,9 @@ def _strip_unknown(model: type[BaseModel], data: dict[str, Any]) -> dict[str, An
 
 
 def _nested_model(annotation: Any) -> type[BaseModel] | None:
-    candidates = getattr(annotation, "__args__", None) or (annotation,)
+    """The model a field holds directly or as Optional; never the values of a dict or list."""
+    origin = typing.get_origin(annotation)
+    candidates = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
     for candidate in candidates:
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
