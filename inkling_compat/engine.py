@@ -132,7 +132,10 @@ def check(
             if rule.after and not scope_fired.isdisjoint(rule.after):
                 continue
             evaluated += 1
-            if not hits[rule.id]:
+            hit = hits[rule.id]
+            if isinstance(hit, RuleEvaluationError):
+                raise hit
+            if not hit:
                 continue
             scope_fired.add(rule.id)
             key = (STAGES.index(rule.stage), index, rule.order)
@@ -171,20 +174,20 @@ def _combined(rules: tuple[CompiledRule, ...]) -> Any:
     return cel.compile("[" + ", ".join(c.expression for c in rules) + "]") if rules else None
 
 
-def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> dict[str, bool]:
-    """Every rule's `when && condition` in one evaluation; if that fails, rule by rule so the
-    defect is pinned on the rule whose expression fails."""
+def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> dict[str, Any]:
+    """Every rule's `when && condition` in one evaluation. If that fails, rule by rule: a
+    rule whose expression fails gets the exception, raised only if the rule is reached."""
     if program is not None:
         try:
             return {c.rule.id: value is True for c, value in zip(rules, program.execute(ctx))}
-        except Exception:  # noqa: BLE001 - located below
+        except Exception:  # noqa: BLE001 - located rule by rule below
             pass
-    results = {}
+    results: dict[str, Any] = {}
     for c in rules:
         try:
             results[c.rule.id] = c.program.execute(ctx) is True
-        except Exception as exc:
-            raise RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001
+            results[c.rule.id] = RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}")
     return results
 
 
