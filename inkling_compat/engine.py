@@ -12,7 +12,7 @@ import string
 from functools import lru_cache
 from typing import Any, Iterable
 
-import cel
+from inkling_compat import _cel as cel
 
 from inkling_compat import adapter_facts as adapter_facts_mod
 from inkling_compat import facts as facts_mod
