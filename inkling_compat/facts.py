@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from inkling_compat.inputs import ModelConfig, Platform, ServerConfig
-from inkling_compat.model_facts import attention_backends, model_facts, quantization_facts
+from inkling_compat.model_facts import apply_stated, attention_backends, model_facts, quantization_facts
 
 # models/inkling.py `supported_lora_modules`
 INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")
@@ -149,10 +149,7 @@ def sink_facts(
         "pool_rank": rank,
         "given": [],
     }
-    stated = config.sink.model_dump(exclude_none=True) if config.sink else {}
-    for name, value in stated.items():
-        facts[name] = value
-        facts["given"].append(name)
+    stated = apply_stated(facts, config.sink.model_dump(exclude_none=True) if config.sink else {})
     # Facts derived from a stated one follow it unless they are stated too.
     if "backend_name" in stated and "backend_has_dense_engine" not in stated:
         facts["backend_has_dense_engine"] = stated["backend_name"] == "triton_v2"
@@ -194,12 +191,10 @@ def derive(
         shared_outer = bool(detected) and detected[0]
     quant = quantization_facts(model)
     tp = max(config.tp_size, 1)
-    attn_tp = tp // max(config.dp_size, 1) if config.enable_dp_attention else tp
     return {
         "lora_enabled": lora_on,
         "lora_paths": lora_path_entries(config),
         "target_modules": targets,
-        "attn_tp_size": attn_tp,
         "moe_tp_size": tp // max(config.ep_size, 1),
         "attention": attention_backends(config, platform),
         "quant": quant,

@@ -257,11 +257,16 @@ def attn_prologue_facts(
         "kv_scale_buffers": True,
         "given": [],
     }
-    stated = model.attn_prologue.model_dump(exclude_none=True) if model.attn_prologue else {}
+    apply_stated(facts, model.attn_prologue.model_dump(exclude_none=True) if model.attn_prologue else {})
+    return facts
+
+
+def apply_stated(facts: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
+    """Override derived facts with the ones the user stated, recording them in `given`."""
     for name, value in stated.items():
         facts[name] = value
         facts["given"].append(name)
-    return facts
+    return stated
 
 
 def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platform) -> dict[str, Any]:
