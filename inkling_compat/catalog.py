@@ -41,6 +41,12 @@ finds the rule for an error message copied from a log.
 
 Severity: {severities}.
 Origin: {origins}.
+
+Versions: the wording is sglang 0.5.23's (the default). `--sglang-version 53ccafdf`
+(`check(..., sglang_version="53ccafdf")`) selects the public revision 53ccafdf023b, whose
+`inkling_common/lora.py` words some sink errors differently; those rules show an
+"In sglang 53ccafdf" section. Rules without one are assumed to read the same there: only
+that file of the revision was compared.
 """
 
 
@@ -89,14 +95,14 @@ def _yaml(data: Any) -> str:
     return text.rstrip("\n")
 
 
-def _example_message(rule: Any, example: Any) -> str | None:
+def _example_message(rule: Any, example: Any, version: str | None = None) -> str | None:
     """The exact text for a firing example: the stated one, else what check() produces."""
     if example.message is not None:
         return example.message
     from inkling_compat.engine import check
     from inkling_compat.scenarios import example_arguments
 
-    report = check(**example_arguments(example.input))
+    report = check(**example_arguments(example.input), **({"sglang_version": version} if version else {}))
     hits = [p for p in report.problems if p.rule_id == rule.id]
     return hits[0].message if hits else None
 
@@ -174,8 +180,29 @@ def _section(rule: Any) -> list[str]:
     out += ["### Fixes", ""]
     out += [f"- {fix.strip()}" for fix in rule.fixes]
     out += [""]
+    out += _variants(rule)
     if rule.references:
         out += ["### References", ""] + [f"- {ref}" for ref in rule.references] + [""]
+    return out
+
+
+def _variants(rule: Any) -> list[str]:
+    """How the rule reads in the other sglang versions (`check(..., sglang_version=...)`)."""
+    out: list[str] = []
+    for variant in rule.variants:
+        version = variant.sglang_versions[0]
+        merged = rule.for_version(version)
+        out += [f"### In sglang {', '.join(variant.sglang_versions)}", ""]
+        if variant.message is not None:
+            out += ["Message template:", "", _fence(merged.message, "text"), ""]
+        if variant.condition is not None:
+            out += ["Fires when:", "", _fence(merged.condition.strip(), "cel"), ""]
+        if variant.source is not None:
+            out += _source(merged) + [""]
+        if variant.examples is not None:
+            message = _example_message(merged, merged.examples.fire[0], version)
+            if message is not None:
+                out += ["Reported as:", "", _fence(f"{merged.error_class}: {message}", "text"), ""]
     return out
 
 

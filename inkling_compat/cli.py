@@ -13,6 +13,8 @@ import sys
 import textwrap
 from typing import Sequence
 
+from inkling_compat.inputs import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
+
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
@@ -30,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form); repeatable")
     chk.add_argument("--format", choices=("text", "json"), default="text")
-    chk.add_argument("--sglang-version", default="0.5.23")
+    chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     rules = sub.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -139,6 +141,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (`| head`) went away: stop quietly, and keep Python from complaining
+        # again when it flushes stdout at exit.
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_OK
     except Exception as exc:  # never a traceback for the user
         print(f"inkling-compat: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL

@@ -17,13 +17,13 @@ from inkling_compat import _cel as cel
 from inkling_compat import adapter_facts as adapter_facts_mod
 from inkling_compat import facts as facts_mod
 from inkling_compat.errors import RuleEvaluationError
-from inkling_compat.inputs import SGLANG_DEFAULT_VERSION
+from inkling_compat.inputs import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
 from inkling_compat.loading import load_adapter, load_model_config, load_platform, load_server_config
 from inkling_compat.report import Problem, Report
 from inkling_compat.rulebook import STAGES, CompiledRule, load_rules
 
 _FORMATTER = string.Formatter()
-SUPPORTED_VERSIONS = ("0.5.23",)
+SUPPORTED_VERSIONS = SGLANG_VERSIONS
 
 
 def python_type_name(value: Any) -> str:
@@ -152,7 +152,8 @@ class _Plan:
     CEL list so a check costs one evaluation per scope, and the variable paths they read."""
 
     def __init__(self, compiled: tuple[CompiledRule, ...], version: str):
-        self.ordered = tuple(c for c in compiled if version in c.rule.sglang_versions)
+        versioned = (c.for_version(version) for c in compiled)
+        self.ordered = tuple(c for c in versioned if c is not None)
         self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
         self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
         self.global_paths = set().union(*(c.paths for c in self.global_rules))

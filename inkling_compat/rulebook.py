@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inkling_compat.errors import RuleFileError as InputError
+from inkling_compat.inputs import SGLANG_VERSIONS
 
 # sglang's start-up sequence; problems are reported in this order (then by `order`).
 STAGES = (
@@ -75,6 +76,35 @@ class Examples(BaseModel):
     pass_: list[Example] = Field(alias="pass", min_length=1)
 
 
+class Variant(BaseModel):
+    """How the rule reads in other sglang versions: the fields given replace the rule's own.
+
+    One id per error condition across versions, so a user's suppressions and CI filters
+    keep working when they move between versions; only the wording or condition changes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    sglang_versions: list[str] = Field(min_length=1)
+    message: str | None = None
+    message_pattern: str | None = None
+    params: dict[str, str] | None = None
+    error_class: str | None = None
+    when: str | None = None
+    condition: str | None = None
+    source: Source | None = None
+    explanation: str | None = None
+    examples: Examples | None = Field(None, description="Run with check(..., sglang_version=<first of sglang_versions>)")
+
+    @field_validator("sglang_versions")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [v for v in value if v not in SGLANG_VERSIONS]
+        if unknown:
+            raise ValueError(f"unknown sglang version(s) {unknown}; known: {list(SGLANG_VERSIONS)}")
+        return value
+
+
 class Rule(BaseModel):
     """One rule file."""
 
@@ -90,7 +120,10 @@ class Rule(BaseModel):
     params: dict[str, str] = Field(default_factory=dict, description="hole -> CEL expression")
     join: Join | None = None
     source: Source | None = None
-    sglang_versions: list[str] = Field(default_factory=lambda: ["0.5.23"])
+    sglang_versions: list[str] | None = Field(
+        None, description="Versions the rule applies to; default: every known version not taken by a variant"
+    )
+    variants: list[Variant] = Field(default_factory=list)
     stage: Literal[STAGES]  # type: ignore[valid-type]
     order: int = 0
     scope: Literal["global", "adapter", "fleet"] = "global"
@@ -125,7 +158,43 @@ class Rule(BaseModel):
         missing = sorted(holes - set(self.params))
         if missing:
             raise ValueError(f"message holes without params: {missing}")
+        for variant in self.variants:
+            message = variant.message if variant.message is not None else self.message
+            params = variant.params if variant.params is not None else self.params
+            missing = sorted(template_fields(message) - set(params))
+            if missing:
+                raise ValueError(f"variant {variant.sglang_versions}: message holes without params: {missing}")
         return self
+
+    @model_validator(mode="after")
+    def _versions(self) -> "Rule":
+        taken: list[str] = [v for variant in self.variants for v in variant.sglang_versions]
+        if len(taken) != len(set(taken)):
+            raise ValueError("a version appears in two variants")
+        if self.sglang_versions is None:
+            self.sglang_versions = [v for v in SGLANG_VERSIONS if v not in taken]
+        unknown = [v for v in self.sglang_versions if v not in SGLANG_VERSIONS]
+        if unknown:
+            raise ValueError(f"unknown sglang version(s) {unknown}; known: {list(SGLANG_VERSIONS)}")
+        both = sorted(set(self.sglang_versions) & set(taken))
+        if both:
+            raise ValueError(f"version(s) {both} are both the rule's own and a variant's")
+        return self
+
+    def for_version(self, version: str) -> "Rule | None":
+        """The rule as it reads in `version` (a variant merged in), or None if it does not apply."""
+        assert self.sglang_versions is not None
+        if version in self.sglang_versions:
+            return self
+        for variant in self.variants:
+            if version in variant.sglang_versions:
+                overrides = variant.model_dump(exclude_none=True, exclude={"sglang_versions", "examples"})
+                if variant.examples is not None:
+                    overrides["examples"] = variant.examples
+                if variant.source is not None:
+                    overrides["source"] = variant.source
+                return self.model_copy(update=dict(overrides, sglang_versions=list(variant.sglang_versions), variants=[]))
+        return None
 
 
 def template_fields(template: str) -> set[str]:
@@ -157,15 +226,26 @@ def referenced_paths(expression: str) -> set[tuple[str, ...]]:
 class CompiledRule:
     """A validated rule with its CEL programs compiled once."""
 
-    __slots__ = ("rule", "expression", "program", "param_programs", "file", "paths")
+    __slots__ = ("rule", "expression", "program", "param_programs", "file", "paths", "_versions")
 
     def __init__(self, rule: Rule, file: str):
         self.rule = rule
         self.file = file
+        self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
         self.expression = f"({rule.when}) && ({rule.condition})"
         self.program = _compile(self.expression, file, "when/condition")
         self.param_programs = {name: _compile(expr, file, f"params.{name}") for name, expr in rule.params.items()}
         self.paths = set().union(referenced_paths(self.expression), *(referenced_paths(e) for e in rule.params.values()))
+        for index, variant in enumerate(rule.variants):
+            merged = rule.for_version(variant.sglang_versions[0])
+            assert merged is not None
+            compiled = CompiledRule(merged, f"{file} (variants[{index}])")
+            for version in variant.sglang_versions:
+                self._versions[version] = compiled
+
+    def for_version(self, version: str) -> "CompiledRule | None":
+        """This rule as compiled for `version`: itself, a variant, or None (not in that version)."""
+        return self._versions.get(version)
 
 
 def _compile(expression: str, file: str, field: str) -> Any:

@@ -90,6 +90,35 @@ def test_failing_setup_exits_1_with_sglangs_text(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_sglang_version_selects_the_wording(tmp_path):
+    paths = write_setup(tmp_path, config={"lora_backend": "csgmv", "max_loras_per_batch": 8}, adapter=eight_slot_pool())
+    result = run_cli(*check_args(paths), "--sglang-version", "53ccafdf")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "multi-slot dense LoRA requires a Triton backend" in result.stdout
+    bad = run_cli(*check_args(paths), "--sglang-version", "0.4.0")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "--sglang-version" in bad.stderr
+
+
+def test_closed_stdout_is_not_an_internal_error(tmp_path, monkeypatch, capsys):
+    """`inkling-compat check ... | head -1`: the reader leaves early; no 'internal error'."""
+
+    class ClosedPipe:
+        def isatty(self):
+            return False
+
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    paths = write_setup(tmp_path, config={"lora_backend": "csgmv", "max_loras_per_batch": 8}, adapter=eight_slot_pool())
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert cli.main(check_args(paths)) == 0
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.skipif(
     not (rules_dir() / "unknown-config-key.yaml").is_file(),
     reason="rules/unknown-config-key.yaml (the 'did you mean' rule) is not written yet",
