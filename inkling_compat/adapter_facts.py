@@ -22,8 +22,10 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from functools import lru_cache
 from typing import Any
 
+from inkling_compat import slicing
 from inkling_compat.inputs import ModelConfig, PeftManifest, PoolManifest
 
 # lora/utils.get_normalized_target_modules `params_mapping`, exactly as in 0.5.23. Inkling's
@@ -114,6 +116,7 @@ def _is_inkling_base(model: ModelConfig) -> bool:
     return any("Inkling" in arch for arch in model.architectures) or "inkling" in model.model_type.lower()
 
 
+@lru_cache(maxsize=65536)
 def layer_id(name: str) -> int | None:
     match = _LAYER.search(name)
     return int(match.group(1)) if match else None
@@ -139,6 +142,36 @@ def _cat(a: list[int], b: list[int], dim: int) -> list[int]:
     if len(a) == len(b) and -len(a) <= dim < len(a):
         out[dim] = a[dim] + b[dim]
     return out
+
+
+_LAYER_MEMO: dict[Any, Any] = {}
+
+
+def _normalize_layer_shared(
+    lid: int, weights: dict[str, list[int]], r: int | None, n: int, inkling: bool
+) -> dict[str, Any] | None:
+    """_normalize_layer, computed once per layer *shape* (names with the layer number taken
+    out, shapes, r, n): every layer of an adapter, and the layers of alike adapters, share it."""
+    tag = f"layers.{lid}."
+    try:
+        key = (tuple((name.replace(tag, "layers.#."), tuple(shape)) for name, shape in weights.items()), r, n, inkling)
+        hash(key)
+    except TypeError:
+        return _normalize_layer(weights, r, n, inkling)
+    memo = _LAYER_MEMO.get(key)
+    if memo is None:
+        template = {name: list(shape) for name, shape in key[0]}
+        failure = _normalize_layer(template, r, n, inkling)
+        memo = (tuple((name, tuple(shape)) for name, shape in template.items()), failure)
+        if len(_LAYER_MEMO) >= 8192:
+            _LAYER_MEMO.clear()
+        _LAYER_MEMO[key] = memo
+    items, failure = memo
+    weights.clear()
+    weights.update((name.replace("layers.#.", tag), list(shape)) for name, shape in items)
+    if failure is not None:
+        failure = dict(failure, name=failure["name"].replace("layers.#.", tag))
+    return failure
 
 
 def _normalize_layer(
@@ -234,23 +267,32 @@ def _normalize_layer(
     return None
 
 
-def _slice_failure(layers: list[tuple[int, dict[str, list[int]]]], n: int) -> dict[str, Any] | None:
-    """First 2-D shared-sink factor the sink's slice methods reject (non-normalized path):
-    per layer, gate_up (A then B) before down (A then B), as mem_pool's canonical loop."""
+def _slice_failure(
+    layers: list[tuple[int, dict[str, list[int]]]],
+    n: int,
+    tp_size: int = 1,
+    tp_rank: int = 0,
+    f_local: int = 0,
+) -> dict[str, Any] | None:
+    """First unnumbered shared-sink factor the sink's slice methods reject (non-normalized
+    path), in mem_pool's order: per layer, canonical gate_up then down, lora_A then lora_B
+    (mem_pool.load_lora_weight_to_buffer l.1077-1101). The geometry is `inkling_compat.slicing`."""
     if n <= 0:
         return None
     for _, weights in layers:
         packed = {
             name: shape
             for name, shape in weights.items()
-            if "shared_experts." in name and not re.search(r"experts\.(\d+)\.", name) and len(shape) == 2
+            if "shared_experts." in name and not re.search(r"experts\.(\d+)\.", name)
         }
-        for name, shape in packed.items():
-            if "gate_up_proj" in name and "lora_A" not in name and shape[0] % n != 0:
-                return {"site": "gate_up_b", "name": name, "n": n, "value": shape[0]}
-        for name, shape in packed.items():
-            if "down_proj" in name and "lora_A" in name and shape[1] % n != 0:
-                return {"site": "down_a", "name": name, "n": n, "value": shape[1]}
+        for module, target in (("gate_up_proj", slicing.GATE_UP), ("down_proj", slicing.DOWN)):
+            for factor in ("a", "b"):
+                for name, shape in packed.items():
+                    if module not in name or ("lora_A" in name) != (factor == "a"):
+                        continue
+                    failure = slicing.slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local)
+                    if failure is not None:
+                        return {**failure.as_dict(), "name": name}
     return None
 
 
@@ -282,6 +324,12 @@ _NEUTRAL_PEFT_KEYS: dict[str, Any] = {
     "slice_failure": None,
     "outer_layouts": [],
     "normalizes_shared_sink": False,
+    # Filled per adapter by pool_fit after the global facts (mem_pool.load_lora_weight_to_buffer).
+    "normalized_shapes": {},
+    "target_failure": None,
+    "pool_fit": None,
+    "pool_partial": None,
+    "unmatched_weight_names": [],
 }
 
 
@@ -301,6 +349,14 @@ def pool_facts(manifest: PoolManifest) -> dict[str, Any]:
             "normalized_targets": ["gate_up_proj", "down_proj"],
             "shared_outer": (gate_a[1] == 1) if len(gate_a) >= 2 else None,
             "sites": [],
+            # Full shapes for facts.derive's `binding` (inkling_compat/binding.py), which needs
+            # the sink class and n: what set_lora_info / re-bind / slot updates do with them.
+            "binding_input": {
+                "pool": [list(getattr(pool, name).shape) for name in buffers],
+                "rebind": [list(getattr(manifest.rebind, name).shape) for name in buffers] if manifest.rebind else None,
+                "updated_slots": manifest.updated_slots,
+            },
+            "binding": None,
         }
     )
     return facts
@@ -363,8 +419,8 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
 
     layers = sorted(by_layer.items())
     reshape_failure = None
-    for _, weights in layers:
-        reshape_failure = _normalize_layer(weights, r, n, inkling)
+    for lid, weights in layers:
+        reshape_failure = _normalize_layer_shared(lid, weights, r, n, inkling)
         if reshape_failure is not None:
             break
 
@@ -424,6 +480,12 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "shared_outer": outer_layouts[0] if outer_layouts else None,
         "sites": sites,
         "normalizes_shared_sink": normalizes,
+        # name -> shape once normalized (what the pool copies); pool_fit reads it.
+        "normalized_shapes": {} if reshape_failure else {n_: s for _, w in layers for n_, s in w.items()},
+        "target_failure": None,
+        "pool_fit": None,
+        "pool_partial": None,
+        "unmatched_weight_names": [],
         "pool": None,
         "rebind": None,
     }
@@ -432,4 +494,15 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
 def derive(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[str, Any]:
     if isinstance(manifest, PoolManifest):
         return pool_facts(manifest)
+    if manifest.source is not None and manifest.source.unreadable:
+        return unreadable_facts(manifest)
     return peft_facts(manifest, model)
+
+
+def unreadable_facts(manifest: PeftManifest) -> dict[str, Any]:
+    """An adapter directory that could not be read: form "unreadable", so that no pool or
+    PEFT rule applies to it and only adapter-file-unreadable reports it."""
+    facts = dict(_NEUTRAL_PEFT_KEYS)
+    facts.update({"name": manifest.name, "form": "unreadable", "path": manifest.path, "rank": None,
+                  "normalized_targets": [], "shared_outer": None, "sites": [], "pool": None, "rebind": None})
+    return facts

@@ -30,7 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
     chk.add_argument("--model", help="the model's config.json")
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
-    chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form); repeatable")
+    chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON) or PEFT adapter directory; repeatable")
+    chk.add_argument("--adapter-dir", action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")
     chk.add_argument("--format", choices=("text", "json"), default="text")
     chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -38,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--format", choices=("text", "json"), default="text")
     explain = sub.add_parser("explain", help="explain an error message copied from a log")
     explain.add_argument("text", help="the error text (a full log line is fine)")
+    from inkling_compat.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
+
+    add_run_parser(sub)
     return parser
 
 
@@ -45,18 +49,40 @@ def _run_check(args: argparse.Namespace) -> int:
     from inkling_compat.engine import check
     from inkling_compat.render import render_text
 
-    report = check(
-        args.config,
-        args.adapter or None,
-        model=args.model,
-        platform=args.platform,
-        sglang_version=args.sglang_version,
-    )
+    if args.adapter_dir:
+        from inkling_compat.fleet import ProgressBar, check_fleet
+
+        bar = ProgressBar()
+        try:
+            report = check_fleet(
+                args.config,
+                args.adapter_dir,
+                args.adapter,
+                model=args.model,
+                platform=args.platform,
+                sglang_version=args.sglang_version,
+                progress=bar,
+            )
+        finally:
+            bar.close()
+    else:
+        report = check(
+            args.config,
+            args.adapter or None,
+            model=args.model,
+            platform=args.platform,
+            sglang_version=args.sglang_version,
+        )
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=2))
     else:
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        print(render_text(report, color=color))
+        if args.adapter_dir:
+            from inkling_compat.render import render_by_adapter
+
+            print(render_by_adapter(report, color=color))
+        else:
+            print(render_text(report, color=color))
     return EXIT_OK if report.ok else EXIT_PROBLEMS
 
 
@@ -123,11 +149,17 @@ def _run_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_run(args: argparse.Namespace) -> int:
+    from inkling_compat.run_cli import run_command
+
+    return run_command(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError
 
     args = _parser().parse_args(argv)
-    runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain}
+    runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain, "run": _run_run}
     try:
         return runners[args.command](args)
     except RuleFileError as exc:

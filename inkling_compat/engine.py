@@ -8,14 +8,16 @@ evaluable, once an earlier one fails).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import string
 from functools import lru_cache
 from typing import Any, Iterable
 
 from inkling_compat import _cel as cel
 
-from inkling_compat import adapter_facts as adapter_facts_mod
 from inkling_compat import facts as facts_mod
+from inkling_compat import fastpath
 from inkling_compat.errors import RuleEvaluationError
 from inkling_compat.inputs import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
 from inkling_compat.loading import load_adapter, load_model_config, load_platform, load_server_config
@@ -79,15 +81,19 @@ def check(
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
     manifests = []
+    lora_paths = facts_mod.lora_path_entries(server)  # names adapter directories listed there
     for item in _adapters_list(adapter):
-        manifest, unknown_adapter = load_adapter(item)
+        manifest, unknown_adapter = load_adapter(item, lora_paths)
         manifests.append(manifest)
         unknown += unknown_adapter
-    per_adapter = [adapter_facts_mod.derive(m, model_cfg) for m in manifests]
+    # Alike adapters (one training recipe: same tensor table) share their derived facts.
+    per_adapter = fastpath.derive_adapter_facts(manifests, model_cfg)
     facts = facts_mod.derive(server, model_cfg, platform_cfg, per_adapter)
-    adapter_docs = [
-        dict(m.model_dump(mode="json"), form=f["form"]) for m, f in zip(manifests, per_adapter)
-    ]
+    fastpath.add_pool_fit(per_adapter, facts, model_cfg, server)  # the pool is known now
+    compiled = tuple(rules) if rules is not None else load_rules()
+    plan = _plan(compiled, sglang_version)
+    adapter_docs = [fastpath.adapter_document(m, f["form"], plan.adapter_keys) for m, f in zip(manifests, per_adapter)]
+    facts["fleet"] = fastpath.fleet_facts(facts, manifests, per_adapter)
     base = {
         "config": server.model_dump(mode="json"),
         "env": server.env.model_dump(mode="json"),
@@ -100,11 +106,12 @@ def check(
         "adapter": None,
         "adapter_facts": None,
     }
-    compiled = tuple(rules) if rules is not None else load_rules()
-    plan = _plan(compiled, sglang_version)
     # One CEL context: converting values into CEL dominates the cost of a check, so the
     # shared part is converted once and only the adapter variables change per adapter.
     shared = _prune(base, plan.tree)
+    for key in ("adapters", "adapter_facts_list"):  # cross-adapter rules: only the keys they read
+        if isinstance(shared.get(key), list):
+            shared[key] = [_keep_keys(item, plan.item_keys) for item in shared[key]]
     adapter_views = [
         (_prune(doc, plan.adapter_tree.get("adapter", {None: True})), _prune(af, plan.adapter_tree.get("adapter_facts", {None: True})))
         for doc, af in zip(adapter_docs, per_adapter)
@@ -112,6 +119,17 @@ def check(
     if adapter_views:  # the first adapter rides along with the global variables
         shared["adapter"], shared["adapter_facts"] = adapter_views[0]
     ctx = _context(shared)
+    # The CEL context re-converts *every* variable on the first evaluation after an update, so
+    # the second and later adapters get a context of their own holding only what adapter rules
+    # read: without the whole-fleet lists (unless an adapter rule reads them) a fleet check
+    # stays linear in the number of adapters.
+    actx = ctx
+    if len(adapter_views) > 1:
+        adapter_shared = _prune(base, plan.adapter_global_tree)
+        for key in ("adapters", "adapter_facts_list"):
+            if isinstance(adapter_shared.get(key), list):
+                adapter_shared[key] = shared[key]
+        actx = _context(adapter_shared)
 
     fired: list[tuple[tuple[int, int, int], CompiledRule, str, str | None]] = []
     evaluated = 0
@@ -121,9 +139,10 @@ def check(
     else:
         all_hits = _evaluate_all(plan.global_rules, plan.global_program, ctx)
     for index in range(-1, len(adapter_views)):
+        rctx = actx if index > 0 else ctx
         if index > 0:
-            ctx.update({"adapter": adapter_views[index][0], "adapter_facts": adapter_views[index][1]})
-            all_hits = _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx)
+            actx.update({"adapter": adapter_views[index][0], "adapter_facts": adapter_views[index][1]})
+            all_hits = _evaluate_all(plan.adapter_rules, plan.adapter_program, actx)
         rules = plan.global_rules if index < 0 else plan.adapter_rules
         hits = all_hits
         scope_fired = global_fired if index < 0 else set(global_fired)
@@ -139,12 +158,15 @@ def check(
                 continue
             scope_fired.add(rule.id)
             key = (STAGES.index(rule.stage), index, rule.order)
-            fired.append((key, c, _render(c, ctx), per_adapter[index]["name"] if index >= 0 else None))
+            fired.append((key, c, _render(c, rctx), per_adapter[index]["name"] if index >= 0 else None))
 
     fired.sort(key=lambda item: item[0])
-    problems = _join(fired)
+    problems = [
+        dataclasses.replace(p, adapter_index=item[0][1]) if item[0][1] >= 0 else p for p, item in zip(_join(fired), fired)
+    ]
     given = {name: facts["sink"][name] for name in facts["sink"]["given"]}
-    return Report(problems=problems, given_facts=given, sglang_version=sglang_version, rules_evaluated=evaluated)
+    summary = [{"name": m.name, "path": getattr(m, "path", None), "form": f["form"]} for m, f in zip(manifests, per_adapter)]
+    return Report(problems=problems, given_facts=given, sglang_version=sglang_version, rules_evaluated=evaluated, adapters=summary)
 
 
 class _Plan:
@@ -161,6 +183,15 @@ class _Plan:
         shared = {p for p in self.global_paths | self.adapter_paths if p[0] not in ("adapter", "adapter_facts")}
         self.tree = _path_tree(shared)
         self.adapter_tree = _path_tree({p for p in self.adapter_paths if p[0] in ("adapter", "adapter_facts")})
+        # What adapter rules read besides the adapter (their own, smaller context).
+        self.adapter_global_tree = _path_tree({p for p in self.adapter_paths if p[0] not in ("adapter", "adapter_facts")})
+        # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
+        # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
+        expressions = [c.expression for c in self.ordered] + [e for c in self.ordered for e in c.rule.params.values()]
+        self.item_keys = frozenset(m.group(1) for e in expressions for m in _ATTRIBUTE.finditer(e))
+        # Top-level manifest keys any rule may read (None: the whole manifest is read).
+        adapter_node = _path_tree({p for p in self.adapter_paths | self.global_paths if p[0] == "adapter"}).get("adapter", {})
+        self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
         self.global_program = _combined(self.global_rules)
         self.adapter_program = _combined(self.adapter_rules)
         self.both_program = _combined(self.global_rules + self.adapter_rules)
@@ -192,6 +223,13 @@ def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> di
     return results
 
 
+_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _keep_keys(item: Any, keys: frozenset[str]) -> Any:
+    return {k: v for k, v in item.items() if k in keys} if isinstance(item, dict) else item
+
+
 def _path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
     tree: dict[Any, Any] = {}
     for path in paths:
@@ -200,6 +238,11 @@ def _path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
             node = node.setdefault(segment, {})
         node[None] = True  # the path ends here: keep the whole value
     return tree
+
+
+_CEL_METHODS = frozenset(
+    {"size", "exists", "all", "exists_one", "map", "filter", "contains", "startsWith", "endsWith", "matches", "keys", "values"}
+)
 
 
 def _prune(value: Any, tree: dict[Any, Any]) -> Any:
@@ -211,7 +254,9 @@ def _prune(value: Any, tree: dict[Any, Any]) -> Any:
         out = {}
         for key, child in node.items():
             if key not in val:
-                return val  # a method call or an absent key: keep the whole map
+                if key in _CEL_METHODS:
+                    return val  # a method call on the map: keep the whole map
+                continue  # absent here too (e.g. a pool-form key on a PEFT adapter)
             out[key] = walk(val[key], child)
         return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inkling_compat import binding
 from inkling_compat.inputs import ModelConfig, Platform, ServerConfig
 from inkling_compat.model_facts import apply_stated, attention_backends, model_facts, quantization_facts
 
@@ -191,6 +192,8 @@ def derive(
         shared_outer = bool(detected) and detected[0]
     quant = quantization_facts(model)
     tp = max(config.tp_size, 1)
+    sink = sink_facts(config, model, quant, lora_on, targets, shared_outer, rank)
+    bind_pools(adapter_facts, sink, model)
     return {
         "lora_enabled": lora_on,
         "lora_paths": lora_path_entries(config),
@@ -198,6 +201,19 @@ def derive(
         "moe_tp_size": tp // max(config.ep_size, 1),
         "attention": attention_backends(config, platform),
         "quant": quant,
-        "sink": sink_facts(config, model, quant, lora_on, targets, shared_outer, rank),
+        "sink": sink,
         "model": model_facts(model, server_config=config, platform=platform),
     }
+
+
+def bind_pools(adapter_facts: list[dict[str, Any]], sink: dict[str, Any], model: ModelConfig) -> None:
+    """Completes each pool-form adapter's facts with `binding`: what the LoRA sink class built
+    here does with the pool (set_lora_info, re-bind, slot updates; `inkling_compat.binding`).
+    It needs the sink class, a global fact, so it is added once that is known."""
+    for af in adapter_facts:
+        given = af.get("binding_input")
+        if af.get("form") != "pool" or not given or not sink["lora_attached"]:
+            continue
+        af["binding"] = binding.simulate(
+            sink["sink_class"], model.n_shared_experts, given["pool"], given["rebind"], given["updated_slots"]
+        )

@@ -310,6 +310,22 @@ class TensorTable(RootModel[dict[str, TensorSpec]]):
         return iter(self.root)
 
 
+class AdapterSource(_Strict):
+    """Where a PEFT manifest was read from: set by the adapter-directory reader
+    (`inkling_compat.adapter_reader`), absent for manifests written by hand."""
+
+    directory: str
+    # What sglang's loader would read: "safetensors" (headers read), "pickle" (*.bin / *.pt,
+    # never unpickled: tensors unknown) or "none" (no weights file at all).
+    weights_format: Literal["safetensors", "pickle", "none"] = "safetensors"
+    weights_files: list[str] = Field(default_factory=list)
+    # sglang's warning text when added_tokens.json is not valid JSON (the file is then ignored).
+    added_tokens_error: str | None = None
+    # Why the adapter could not be read (then nothing else of it is checked), and which file.
+    unreadable: str | None = None
+    unreadable_file: str | None = None
+
+
 class PeftManifest(_Strict):
     """PEFT form: adapter_config.json fields plus tensor names, shapes and dtypes."""
 
@@ -330,6 +346,8 @@ class PeftManifest(_Strict):
     # Loaded as a pinned adapter (/load_lora_adapter `pinned`); for --lora-paths adapters
     # the `pinned` of their --lora-paths entry is what sglang uses.
     pinned: bool = False
+    # Set when the manifest was read from an adapter directory.
+    source: AdapterSource | None = None
 
 
 AdapterManifest = PoolManifest | PeftManifest

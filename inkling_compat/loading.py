@@ -201,9 +201,17 @@ def load_platform(source: Any) -> tuple[Platform, list[dict[str, str]]]:
     return validate(Platform, data, file), found
 
 
-def load_adapter(source: Any) -> tuple[PoolManifest | PeftManifest, list[dict[str, str]]]:
+def load_adapter(
+    source: Any, lora_paths: list[dict[str, Any]] | None = None
+) -> tuple[PoolManifest | PeftManifest, list[dict[str, str]]]:
+    """A manifest (pool or PEFT form) from a model, a dict, a YAML/JSON file or a PEFT adapter
+    directory (read by `adapter_reader`; `lora_paths` names it by its --lora-paths entry)."""
     if isinstance(source, (PoolManifest, PeftManifest)):
         return source, []
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        from inkling_compat.adapter_reader import read_fleet
+
+        return read_fleet([source], lora_paths=lora_paths)[0], []
     data, file = _as_mapping(source, "<adapter>")
     if "pool" in data:
         model: type[BaseModel] = PoolManifest

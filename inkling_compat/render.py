@@ -40,3 +40,60 @@ def render_text(report: Report, color: bool = False) -> str:
         lines.append(_paint(summary, "error", color))
         lines.append(f"  {report.first.error_class}: {report.first.message}")
     return "\n".join(lines)
+
+
+def render_by_adapter(report: Report, color: bool = False) -> str:
+    """A fleet report: problems not tied to an adapter first, then one block per adapter
+    (in input order) with its own problems; fixes are printed once per rule."""
+    lines = []
+    for given, value in report.given_facts.items():
+        lines.append(_paint(f"note: fact {given}={value!r} was given, not derived", "dim", color))
+    fixes_shown: set[str] = set()
+
+    def block(problems: list, indent: str) -> None:
+        seen: set[str] = set()
+        for problem in problems:
+            head = f"{indent}{problem.severity} {problem.rule_id} ({problem.origin}, {problem.stage})"
+            lines.append(_paint(head, problem.severity, color))
+            if problem.message in seen:
+                lines.append(f"{indent}  same {problem.error_class} as above; this part: {problem.fragment}")
+            else:
+                lines.append(f"{indent}  {problem.error_class}: {problem.message}")
+                seen.add(problem.message)
+            if problem.rule_id in fixes_shown:
+                continue
+            fixes_shown.add(problem.rule_id)
+            for fix in problem.fixes:
+                lines.append(f"{indent}  fix: {fix}")
+
+    shared = [p for p in report.problems if p.adapter_index is None]
+    if shared:
+        lines.append(_paint("setup (every adapter)", "dim", color))
+        block(shared, "  ")
+    groups = report.by_adapter()
+    own: dict[int, list] = {}
+    for p in report.problems:
+        if p.adapter_index is not None:
+            own.setdefault(p.adapter_index, []).append(p)
+    counts = {"ok": 0, "errors": 0, "warnings": 0}
+    for index, group in enumerate(groups):
+        where = f"adapter {group['name']}" + (f" ({group['path']})" if group.get("path") else "")
+        if not group["problems"]:
+            counts["ok"] += 1
+            lines.append(f"{where}: " + _paint("ok", "ok", color))
+            continue
+        counts["errors" if group["errors"] else "warnings"] += 1
+        lines.append(f"{where}: {group['errors']} error(s), {group['warnings']} warning(s)")
+        block(own.get(index, []), "  ")
+    shared_errors = sum(1 for p in shared if p.severity != "warning")
+    summary = (
+        f"{len(groups)} adapter(s): {counts['ok']} ok, {counts['errors']} with errors, "
+        f"{counts['warnings']} with warnings only; {shared_errors} setup error(s); "
+        f"{report.rules_evaluated} checks, sglang {report.sglang_version}"
+    )
+    lines.append(_paint(summary, "ok" if report.ok else "error", color))
+    if not report.ok:
+        first = report.first
+        who = f" [{first.adapter}]" if first.adapter else ""
+        lines.append(f"sglang would first raise{who}: {first.error_class}: {first.message}")
+    return "\n".join(lines)

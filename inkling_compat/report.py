@@ -31,6 +31,8 @@ class Problem:
     field_paths: tuple[str, ...]
     fixes: tuple[str, ...]
     adapter: str | None = None
+    # Position of the adapter in the check's adapter list (names may repeat in a fleet).
+    adapter_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -45,6 +47,9 @@ class Report:
     given_facts: dict[str, Any] = field(default_factory=dict)
     sglang_version: str = "0.5.23"
     rules_evaluated: int = 0
+    # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
+    # adapter directory that could not be read).
+    adapters: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -81,7 +86,30 @@ class Report:
             "rules_evaluated": self.rules_evaluated,
             "given_facts": self.given_facts,
             "problems": [p.to_dict() for p in self.problems],
+            "adapters": self.by_adapter(),
         }
+
+    def by_adapter(self) -> list[dict[str, Any]]:
+        """Per adapter, in input order: name, path, form, ok, counts and its own problems
+        (rule id, severity, message); problems not tied to an adapter are left out."""
+        own: dict[int, list[Problem]] = {}
+        for p in self.problems:
+            if p.adapter_index is not None:
+                own.setdefault(p.adapter_index, []).append(p)
+        out = []
+        for index, adapter in enumerate(self.adapters):
+            problems = own.get(index, [])
+            errors = sum(1 for p in problems if p.severity != "warning")
+            out.append(
+                dict(
+                    adapter,
+                    ok=errors == 0,
+                    errors=errors,
+                    warnings=len(problems) - errors,
+                    problems=[{"rule_id": p.rule_id, "severity": p.severity, "message": p.message} for p in problems],
+                )
+            )
+        return out
 
     def __str__(self) -> str:
         from inkling_compat.render import render_text

@@ -220,7 +220,11 @@ def referenced_paths(expression: str) -> set[tuple[str, ...]]:
     Used to hand CEL only the values the rules read: converting Python values into CEL
     costs microseconds per element, far more than evaluating the expressions.
     """
-    return {(m.group(1),) + tuple(filter(None, m.group(2).split("."))) for m in _PATH.finditer(expression)}
+    code = _STRING_LITERAL.sub('""', expression)  # "LoRA adapter " is text, not the variable
+    return {(m.group(1),) + tuple(filter(None, m.group(2).split("."))) for m in _PATH.finditer(code)}
+
+
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
 
 
 class CompiledRule:

@@ -2,4 +2,14 @@
 
 Installed as `inkling_compat.kernels` (PyPI has a distribution named `kernels`); only the
 `runtime` extra's torch and triton are needed here, never on the checking path.
+
+One operation per module, each with its torch reference beside it:
+
+* `routing.py`        token -> slot grouping, built once per forward (torch, no host sync);
+* `lora_shrink.py`    multi-slot LoRA shrink (gate/up and down sites, windowed per expert);
+* `gate_up_swiglu.py` base gate/up GEMM + per-slot LoRA expand + gamma-weighted SwiGLU epilogue;
+* `down_proj.py`      down GEMM + per-slot LoRA expand, rows scattered back to token order;
+* `sink.py`           the composed forward (Triton) and the same forward in plain torch;
+* `reference.py`      float64 reference of the whole forward from the spec (torch only);
+* `_triton.py`        the one place triton is imported (interpreter mode without CUDA).
 """

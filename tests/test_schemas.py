@@ -97,6 +97,10 @@ def example_files() -> list[Path]:
 
 def load_example(path: Path) -> None:
     """Load an example file as the format its name or content says it is."""
+    if path.name == "adapter_config.json":  # a PEFT adapter directory: read as the directory
+        manifest, _ = load_adapter(path.parent)
+        assert manifest.source.unreadable is None, manifest.source.unreadable
+        return
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     name = path.name.lower()
     if isinstance(data, dict) and ("pool" in data or "adapter_config" in data) or "adapter" in name:

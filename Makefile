@@ -1,0 +1,18 @@
+# Developer entry points. The README's commands set up a fresh machine; these assume .venv.
+PY ?= .venv/bin/python
+FUZZ_EXAMPLES ?= 100000
+FUZZ_JOBS ?= 2
+
+.PHONY: test fidelity fuzz
+
+test:
+	$(PY) -m pytest -q
+
+# The differential properties against sglang's own lora.py at their default size.
+fidelity:
+	$(PY) -m pytest -q tests/test_fidelity.py
+
+# The same properties with FUZZ_EXAMPLES examples each, in FUZZ_JOBS processes; prints the
+# summary table (also in build/fuzz/summary.md). Needs the sglang 0.5.23 wheel (see docs/fidelity.md).
+fuzz:
+	INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) tests/oracle/fuzz.py --examples $(FUZZ_EXAMPLES) --jobs $(FUZZ_JOBS) --out build/fuzz

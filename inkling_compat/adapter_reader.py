@@ -1,0 +1,599 @@
+"""PEFT adapter directories read without touching tensor bytes.
+
+`read_adapter_dir(path)` turns a directory as PEFT's `save_pretrained` writes it into the
+`PeftManifest` every adapter rule reads:
+
+* `adapter_config.json` as is (sglang's `LoRAConfig` reads it with `json.load`,
+  lora_config.py:75-85, and its own KeyError/type checks on it are rules);
+* `added_tokens.json` if present (lora_config.py:87-108: a JSON syntax error there is only a
+  warning in sglang, kept as `source.added_tokens_error`);
+* the weights sglang's loader would pick (model_loader/loader.py `_prepare_weights`,
+  l.480-582: every `*.safetensors` of the folder, else every `*.bin` (minus training files),
+  else every `*.pt`): for safetensors files only the header is read, 8 bytes of little-endian
+  length and that many bytes of JSON, never the tensor data. `*.bin`/`*.pt` are pickles and are
+  **never unpickled**: the manifest then has no tensors and `source.weights_format` says so.
+
+A directory that cannot be read (a file missing, unreadable, malformed, a header that is
+corrupt or hostile, a symlink leaving the directory) still gives a manifest: one whose
+`source.unreadable` names the file and the reason. The engine checks nothing else of such an
+adapter and reports it through the `adapter-file-unreadable` rule, so one broken adapter
+never stops a fleet check. Only a path that is not a directory at all raises `InputError`.
+
+The safetensors header is validated the way the `safetensors` library validates it before
+sglang could load the file (header length cap 100,000,000 bytes, UTF-8 JSON object, known
+dtypes, non-negative shapes, offsets contiguous from 0 and covering the data exactly, byte
+sizes matching shape x dtype), so an adapter this reader accepts is one `safe_open` accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from inkling_compat.errors import InputError
+from inkling_compat.inputs import AdapterSource, PeftManifest, TensorSpec, TensorTable
+
+# safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
+MAX_HEADER_BYTES = 100_000_000
+# adapter_config.json / added_tokens.json: the loader's cap on input documents.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+_U64_MAX = 2**64 - 1
+CONFIG_NAME = "adapter_config.json"
+ADDED_TOKENS_NAME = "added_tokens.json"
+# model_loader/weight_utils.filter_files_not_needed_for_inference
+_NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
+
+# safetensors dtype -> (bits per element, the torch name TensorSpec uses).
+DTYPES: dict[str, tuple[int, str]] = {
+    "BOOL": (8, "bool"),
+    "F4": (4, "float4_e2m1fn_x2"),
+    "F6_E2M3": (6, "float6_e2m3"),
+    "F6_E3M2": (6, "float6_e3m2"),
+    "U8": (8, "uint8"),
+    "I8": (8, "int8"),
+    "F8_E5M2": (8, "float8_e5m2"),
+    "F8_E4M3": (8, "float8_e4m3fn"),
+    "F8_E8M0": (8, "float8_e8m0fnu"),
+    "I16": (16, "int16"),
+    "U16": (16, "uint16"),
+    "F16": (16, "float16"),
+    "BF16": (16, "bfloat16"),
+    "I32": (32, "int32"),
+    "U32": (32, "uint32"),
+    "F32": (32, "float32"),
+    "C64": (64, "complex64"),
+    "F64": (64, "float64"),
+    "I64": (64, "int64"),
+    "U64": (64, "uint64"),
+}
+
+
+class AdapterFileError(Exception):
+    """One file of an adapter directory cannot be used; `file` is relative to the adapter."""
+
+    def __init__(self, file: str, reason: str):
+        self.file = file
+        self.reason = reason
+        super().__init__(f"{file}: {reason}")
+
+
+@dataclass(frozen=True)
+class _Key:
+    """What identifies a file's content for the header cache (path, size, mtime, inode)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+# Header caches. By file identity: a fleet re-checked in one process (an API user, a server)
+# reads each unchanged weights file once. By header bytes: adapters of one training recipe have
+# byte-identical headers (same names, shapes, dtypes, offsets), which are parsed and validated
+# once per fleet. Both are bounded by entries; a cached header is names and shapes only.
+_HEADER_CACHE: dict[_Key, "_Header"] = {}
+_HEADER_CACHE_MAX = 4096
+_BY_BYTES: dict[tuple[bytes, int], "_Header"] = {}
+_BY_BYTES_MAX = 256
+
+
+class _Header:
+    """A validated header and, once built, the interned TensorTable of a one-file adapter."""
+
+    __slots__ = ("tensors", "table")
+
+    def __init__(self, tensors: dict[str, tuple[list[int], str]]):
+        self.tensors = tensors
+        self.table: TensorTable | None = None
+
+
+# --- paths ------------------------------------------------------------------------------
+
+
+def _inside(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def _resolve_inside(path: str, root_real: str, label: str) -> str:
+    """The real path of `path`, a direct child of the folder whose real path is `root_real`,
+    refusing symlink loops and links that leave `root_real`."""
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return os.path.join(root_real, os.path.basename(path))  # a plain entry of the folder
+    except OSError as exc:
+        raise AdapterFileError(label, _os_reason(exc)) from None
+    except ValueError as exc:  # an embedded NUL
+        raise AdapterFileError(label, f"cannot resolve: {exc}") from None
+    try:
+        real = os.path.realpath(path, strict=True)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise AdapterFileError(label, "symlink loop") from None
+        if os.path.islink(path):
+            raise AdapterFileError(label, f"dangling symlink to {os.readlink(path)!r}") from None
+        raise AdapterFileError(label, _os_reason(exc)) from None
+    except (RuntimeError, ValueError) as exc:  # RuntimeError: older pathlib loops; ValueError: NUL
+        raise AdapterFileError(label, f"cannot resolve: {exc}") from None
+    if not _inside(real, root_real):
+        raise AdapterFileError(label, f"symlink points outside the adapter directory (to {real})")
+    return real
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _regular_file(real: str, label: str) -> os.stat_result:
+    try:
+        info = os.stat(real)
+    except OSError as exc:
+        raise AdapterFileError(label, f"cannot stat: {_os_reason(exc)}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise AdapterFileError(label, "is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        # FIFOs, sockets and devices could block or never end: never opened.
+        raise AdapterFileError(label, "is not a regular file (FIFO, socket or device)")
+    return info
+
+
+def _read_bytes(real: str, label: str, start: int, count: int) -> bytes:
+    try:
+        with open(real, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(count)
+    except OSError as exc:
+        raise AdapterFileError(label, f"cannot read: {_os_reason(exc)}") from None
+    if len(data) != count:
+        raise AdapterFileError(label, f"file shrank while reading (expected {count} bytes at offset {start}, got {len(data)})")
+    return data
+
+
+# --- JSON documents -----------------------------------------------------------------------
+
+
+def read_json_file(path: str, root_real: str, label: str, limit: int = MAX_JSON_BYTES) -> Any:
+    """A small JSON document of the adapter (adapter_config.json, added_tokens.json)."""
+    real = _resolve_inside(path, root_real, label)
+    info = _regular_file(real, label)
+    if info.st_size > limit:
+        raise AdapterFileError(label, f"{info.st_size} bytes is more than the {limit}-byte limit")
+    raw = _read_bytes(real, label, 0, info.st_size)
+    return parse_json(raw, label)
+
+
+def parse_json(raw: bytes, label: str) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AdapterFileError(label, f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AdapterFileError(label, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise AdapterFileError(label, "invalid JSON: nested too deeply") from None
+
+
+# --- safetensors headers --------------------------------------------------------------------
+
+
+def read_safetensors_header(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> dict[str, tuple[list[int], str]]:
+    """Tensor name -> (shape, safetensors dtype) from a safetensors file's header only.
+
+    Raises `AdapterFileError` with the reason for anything `safetensors` would refuse, and
+    for a symlink leaving `root` (default: the file's folder). Reads at most 8 + header bytes.
+    """
+    path = os.fspath(path)
+    root_real = os.path.realpath(os.fspath(root) if root is not None else os.path.dirname(os.path.abspath(path)))
+    return _header(path, root_real).tensors
+
+
+def _header(path: str, root_real: str) -> _Header:
+    label = os.path.basename(path)
+    real = _resolve_inside(path, root_real, label)
+    info = _regular_file(real, label)
+    key = _Key(real, info.st_size, info.st_mtime_ns, info.st_ino)
+    cached = _HEADER_CACHE.get(key)
+    if cached is not None:
+        return cached
+    size = info.st_size
+    if size < 8:
+        raise AdapterFileError(label, f"{size} bytes: too short for a safetensors file (8-byte header length missing)")
+    try:
+        with open(real, "rb") as handle:
+            head = handle.read(8)
+            if len(head) != 8:
+                raise AdapterFileError(label, "file shrank while reading")
+            (length,) = struct.unpack("<Q", head)
+            if length > MAX_HEADER_BYTES:
+                raise AdapterFileError(label, f"header length {length} is more than safetensors' {MAX_HEADER_BYTES}-byte limit")
+            if length + 8 > size:
+                raise AdapterFileError(label, f"header length {length} runs past the end of the {size}-byte file (truncated?)")
+            raw = handle.read(length)
+    except OSError as exc:
+        raise AdapterFileError(label, f"cannot read: {_os_reason(exc)}") from None
+    if len(raw) != length:
+        raise AdapterFileError(label, f"file shrank while reading (expected {length} header bytes, got {len(raw)})")
+    data_size = size - 8 - length
+    header = _BY_BYTES.get((raw, data_size))
+    if header is None:
+        header = _Header(parse_header(raw, data_size, label))
+        if len(_BY_BYTES) >= _BY_BYTES_MAX:
+            _BY_BYTES.clear()
+        _BY_BYTES[(raw, data_size)] = header
+    if len(_HEADER_CACHE) >= _HEADER_CACHE_MAX:
+        _HEADER_CACHE.clear()
+    _HEADER_CACHE[key] = header
+    return header
+
+
+def clear_caches() -> None:
+    """Forget every cached header and interned table (benchmarks; long-running processes)."""
+    _HEADER_CACHE.clear()
+    _BY_BYTES.clear()
+    _TABLES.clear()
+    _SPECS.clear()
+
+
+def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str, tuple[list[int], str]]:
+    """Validate a safetensors header (the JSON bytes) against a data section of `data_size`."""
+    doc = parse_json(raw, label)
+    if not isinstance(doc, dict):
+        raise AdapterFileError(label, f"header is a JSON {type(doc).__name__}, expected an object")
+    out: dict[str, tuple[list[int], str]] = {}
+    spans: list[tuple[int, int, str]] = []
+    bits_of = _BITS
+    for name, entry in doc.items():
+        if name == "__metadata__":  # optional: null or an object of strings (as safetensors reads it)
+            if entry is not None and (not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values())):
+                raise AdapterFileError(label, "__metadata__ must map strings to strings")
+            continue
+        # Fast path for a well-formed entry; anything odd is explained by _entry_error.
+        try:
+            dtype = entry["dtype"]
+            shape = entry["shape"]
+            begin, end = entry["data_offsets"]
+            bits = bits_of[dtype]
+            numel = 1
+            for d in shape:
+                if type(d) is not int or d < 0 or d > _U64_MAX:
+                    raise ValueError
+                numel *= d
+            if type(begin) is not int or type(end) is not int or begin < 0 or end > _U64_MAX or type(shape) is not list:
+                raise ValueError
+            if type(entry["data_offsets"]) is not list or numel > _U64_MAX or numel * bits > _U64_MAX or (numel * bits) % 8:
+                raise ValueError
+            if end < begin or end - begin != (numel * bits) >> 3:
+                raise ValueError
+        except (TypeError, KeyError, ValueError):
+            raise AdapterFileError(label, _entry_error(name, entry)) from None
+        spans.append((begin, end, name))
+        out[name] = (shape, dtype)
+    # safetensors: sorted by offsets, each tensor starts where the previous ended, from 0.
+    spans.sort()
+    position = 0
+    for begin, end, name in spans:
+        if begin != position:
+            what = "overlaps the previous tensor" if begin < position else f"leaves a gap after byte {position}"
+            raise AdapterFileError(label, f"tensor {name!r}: data_offsets [{begin}, {end}] {what}")
+        position = end
+    if position != data_size:
+        raise AdapterFileError(
+            label, f"tensors cover {position} data bytes but the file has {data_size} after the header (truncated or padded)"
+        )
+    return out
+
+
+_BITS = {name: bits for name, (bits, _) in DTYPES.items()}
+
+
+def _entry_error(name: str, entry: Any) -> str:
+    """Why a header entry is not a valid tensor description (the slow, explaining path)."""
+    if not isinstance(entry, dict):
+        return f"tensor {name!r}: entry is a JSON {type(entry).__name__}, expected an object"
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    missing = [k for k, v in (("dtype", dtype), ("shape", shape), ("data_offsets", offsets)) if v is None]
+    if missing:
+        return f"tensor {name!r}: missing {', '.join(missing)}"
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        return f"tensor {name!r}: unknown dtype {_short(dtype)}"
+    if not isinstance(shape, list) or not all(type(d) is int and 0 <= d <= _U64_MAX for d in shape):
+        return f"tensor {name!r}: shape {_short(shape)} is not a list of non-negative 64-bit integers"
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int and 0 <= o <= _U64_MAX for o in offsets):
+        return f"tensor {name!r}: data_offsets {_short(offsets)} is not two non-negative 64-bit integers"
+    begin, end = offsets
+    numel = 1
+    for d in shape:
+        numel *= d
+    bits = numel * DTYPES[dtype][0]
+    if numel > _U64_MAX or bits > _U64_MAX:
+        return f"tensor {name!r}: shape {_short(shape)} overflows 64 bits"
+    if bits % 8:
+        return f"tensor {name!r}: {numel} x {dtype} is not a whole number of bytes"
+    if end < begin:
+        return f"tensor {name!r}: data_offsets [{begin}, {end}] end before they begin"
+    return f"tensor {name!r}: shape {_short(shape)} x {dtype} is {bits // 8} bytes but data_offsets [{begin}, {end}] span {end - begin}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --- adapter directories -------------------------------------------------------------------
+
+
+def _weight_files(directory: str) -> tuple[str, list[str]]:
+    """(format, file names) sglang's loader would read: safetensors, else bin, else pt."""
+    try:
+        names = sorted(e.name for e in os.scandir(directory) if not e.name.startswith("."))
+    except OSError as exc:
+        raise AdapterFileError(".", f"cannot list the directory: {_os_reason(exc)}") from None
+    for suffix, fmt in ((".safetensors", "safetensors"), (".bin", "pickle"), (".pt", "pickle")):
+        found = [n for n in names if n.endswith(suffix)]
+        if found:
+            if fmt == "safetensors":
+                return fmt, found
+            # The first pattern that matched decides, even if filtering then empties it
+            # (a lone training_args.bin means "no weights" to sglang, not "try *.pt").
+            kept = [n for n in found if not n.endswith(_NOT_WEIGHTS)]
+            return (fmt if kept else "none"), kept
+    return "none", []
+
+
+def read_adapter_dir(
+    directory: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    path: str | None = None,
+    pinned: bool = False,
+    _root_real: str | None = None,
+) -> PeftManifest:
+    """The manifest of a PEFT adapter directory (see the module doc). Never raises for the
+    directory's content; raises `InputError` only if `directory` is not a directory."""
+    directory = os.fspath(directory)
+    display = path if path is not None else directory
+    adapter_name = name if name is not None else (os.path.basename(os.path.normpath(directory)) or directory)
+    if not os.path.isdir(directory):
+        raise InputError(directory, "(adapter)", "not a directory")
+    root_real = _root_real if _root_real is not None else os.path.realpath(directory)
+    source: dict[str, Any] = {"directory": directory, "weights_format": "none", "weights_files": []}
+    config: dict[str, Any] = {}
+    added: dict[str, int] | None = None
+    table = _EMPTY_TABLE
+    try:
+        config_path = os.path.join(directory, CONFIG_NAME)
+        if not os.path.lexists(config_path):
+            raise AdapterFileError(CONFIG_NAME, "missing (sglang's LoRAConfig opens it unconditionally)")
+        doc = read_json_file(config_path, root_real, CONFIG_NAME)
+        if not isinstance(doc, dict):
+            raise AdapterFileError(CONFIG_NAME, f"is a JSON {type(doc).__name__}, expected an object")
+        config = doc
+        added, source["added_tokens_error"] = _added_tokens(directory, root_real)
+        fmt, files = _weight_files(directory)
+        source["weights_format"], source["weights_files"] = fmt, files
+        if fmt == "safetensors":
+            headers = [_header(os.path.join(directory, file), root_real) for file in files]
+            if len(headers) == 1:
+                if headers[0].table is None:
+                    headers[0].table = _table([headers[0].tensors])
+                table = headers[0].table
+            else:
+                table = _table([h.tensors for h in headers])
+    except AdapterFileError as exc:
+        source["unreadable"] = exc.reason
+        source["unreadable_file"] = exc.file
+        config, added, table = {}, None, _EMPTY_TABLE
+    return PeftManifest.model_construct(
+        name=adapter_name,
+        path=display,
+        adapter_config=config,
+        tensors=table,
+        added_tokens=added,
+        pinned=pinned,
+        source=AdapterSource.model_construct(**_source_defaults(source)),
+    )
+
+
+# Interned by content: alike adapters (same names, shapes, dtypes) share one TensorTable and
+# one TensorSpec per distinct (shape, dtype), so the facts derived from a table are computed
+# once per fleet (inkling_compat/fastpath.py). Tables and specs are never mutated.
+_TABLES: dict[tuple, TensorTable] = {}
+_SPECS: dict[tuple, TensorSpec] = {}
+_EMPTY_TABLE = TensorTable.model_construct(root={})
+
+
+def _spec(shape: list[int], dtype: str) -> TensorSpec:
+    key = (tuple(shape), dtype)
+    spec = _SPECS.get(key)
+    if spec is None:
+        if len(_SPECS) >= 65536:
+            _SPECS.clear()
+        spec = _SPECS[key] = TensorSpec.model_construct(shape=list(shape), dtype=DTYPES[dtype][1])
+    return spec
+
+
+def _table(headers: list[dict[str, tuple[list[int], str]]]) -> TensorTable:
+    """One TensorTable for the weights files' headers (a later file's name wins, as in sglang)."""
+    merged: dict[str, tuple[list[int], str]] = {}
+    for header in headers:
+        merged.update(header)
+    key = tuple((name, tuple(shape), dtype) for name, (shape, dtype) in merged.items())
+    table = _TABLES.get(key)
+    if table is None:
+        if len(_TABLES) >= 4096:
+            _TABLES.clear()
+        table = _TABLES[key] = TensorTable.model_construct(root={n: _spec(s, d) for n, (s, d) in merged.items()})
+    return table
+
+
+def _source_defaults(source: dict[str, Any]) -> dict[str, Any]:
+    out = {"added_tokens_error": None, "unreadable": None, "unreadable_file": None}
+    out.update(source)
+    return out
+
+
+def _added_tokens(directory: str, root_real: str) -> tuple[dict[str, int] | None, str | None]:
+    """added_tokens.json: (tokens, None), or (None, the warning sglang logs for a JSON error).
+
+    sglang catches only json.JSONDecodeError (a warning, the file is then ignored); anything
+    else (not UTF-8, not an object, non-integer ids) fails the adapter load."""
+    file = os.path.join(directory, ADDED_TOKENS_NAME)
+    if not os.path.lexists(file):
+        return None, None
+    real = _resolve_inside(file, root_real, ADDED_TOKENS_NAME)
+    info = _regular_file(real, ADDED_TOKENS_NAME)
+    if info.st_size > MAX_JSON_BYTES:
+        raise AdapterFileError(ADDED_TOKENS_NAME, f"{info.st_size} bytes is more than the {MAX_JSON_BYTES}-byte limit")
+    raw = _read_bytes(real, ADDED_TOKENS_NAME, 0, info.st_size)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AdapterFileError(ADDED_TOKENS_NAME, f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # lora_config.py:106-108 logs f"Failed to parse added_tokens.json: {e}" and goes on.
+        return None, str(exc)
+    except RecursionError:
+        raise AdapterFileError(ADDED_TOKENS_NAME, "invalid JSON: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise AdapterFileError(ADDED_TOKENS_NAME, f"is a JSON {type(doc).__name__}, expected an object of token -> id")
+    bad = [k for k, v in doc.items() if type(v) is not int]
+    if bad:
+        raise AdapterFileError(ADDED_TOKENS_NAME, f"token {bad[0]!r} has a non-integer id")
+    return doc, None
+
+
+def list_adapter_dirs(folder: str | os.PathLike[str]) -> list[str]:
+    """The adapters of a fleet folder: its subdirectories (hidden ones skipped), sorted.
+
+    Raises `InputError` (exit 2) when `folder` is missing, not a directory or unlistable.
+    Entries that are symlinks are kept; the reader refuses them if they leave the folder."""
+    folder = os.fspath(folder)
+    if not os.path.exists(folder):
+        raise InputError(folder, "(adapter-dir)", "no such directory")
+    if not os.path.isdir(folder):
+        raise InputError(folder, "(adapter-dir)", "not a directory")
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        raise InputError(folder, "(adapter-dir)", f"cannot list: {_os_reason(exc)}") from None
+    out = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False) or (entry.is_symlink() and _link_is_dir(entry.path))
+        except OSError:
+            is_dir = entry.is_symlink()
+        if is_dir:
+            out.append(entry.path)
+    return out
+
+
+def _link_is_dir(path: str) -> bool:
+    try:
+        return os.path.isdir(path)
+    except OSError:
+        return False
+
+
+def read_fleet(
+    dirs: Iterable[str | os.PathLike[str]],
+    *,
+    folder: str | os.PathLike[str] | None = None,
+    lora_paths: list[dict[str, Any]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[PeftManifest]:
+    """Manifests of many adapter directories; never raises for an adapter's content.
+
+    With `folder`, an entry whose real path leaves the folder (a symlinked directory pointing
+    elsewhere, or a loop) is refused as unreadable. `lora_paths` (sglang's parsed --lora-paths)
+    names an adapter by its --lora-paths entry when the paths resolve to the same directory."""
+    dirs = [os.fspath(d) for d in dirs]
+    folder_real = os.path.realpath(os.fspath(folder)) if folder is not None else None
+    by_real = _lora_path_index(lora_paths or [])
+    out = []
+    for index, directory in enumerate(dirs):
+        name, path, pinned = None, None, False
+        entry = by_real.get(_real_or_none(directory))
+        if entry is not None:
+            name, path, pinned = entry["name"], entry["path"], bool(entry.get("pinned", False))
+        out.append(_read_entry(directory, folder_real, name, path, pinned))
+        if progress is not None:
+            progress(index + 1, len(dirs))
+    return out
+
+
+def _read_entry(directory: str, folder_real: str | None, name: str | None, path: str | None, pinned: bool) -> PeftManifest:
+    label = os.path.basename(os.path.normpath(directory)) or directory
+    reason = None
+    real = None
+    if folder_real is not None:
+        try:
+            real = _resolve_inside(directory, folder_real, label)
+        except AdapterFileError as exc:
+            reason = exc.reason.replace("adapter directory", "adapter folder")
+    if reason is None and not os.path.isdir(directory):
+        reason = "not a directory"
+    if reason is not None:
+        return PeftManifest.model_construct(
+            name=name or label,
+            path=path if path is not None else directory,
+            adapter_config={},
+            tensors=_EMPTY_TABLE,
+            added_tokens=None,
+            pinned=pinned,
+            source=AdapterSource.model_construct(
+                **_source_defaults({"directory": directory, "weights_format": "none", "weights_files": [], "unreadable": reason, "unreadable_file": "."})
+            ),
+        )
+    return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real)
+
+
+def _real_or_none(path: str) -> str | None:
+    try:
+        return os.path.realpath(path, strict=True)
+    except (OSError, ValueError):
+        return None
+
+
+def _lora_path_index(entries: list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
+    index: dict[str | None, dict[str, Any]] = {}
+    for entry in entries:
+        real = _real_or_none(str(entry.get("path", "")))
+        if real is not None and os.path.isdir(real):
+            index.setdefault(real, entry)
+    index.pop(None, None)
+    return index
+
+
+def is_adapter_dir(source: Any) -> bool:
+    """True for a str/Path naming an existing directory (an adapter to read with this module)."""
+    return isinstance(source, (str, Path)) and os.path.isdir(source)

@@ -1,0 +1,104 @@
+"""Fleet checks: every adapter directory of one or more folders, plus the cross-adapter rules.
+
+`check_fleet(config, ["adapters/"], model=...)` reads each subdirectory of each folder with
+`adapter_reader` (headers only; a broken adapter becomes an `adapter-file-unreadable`
+problem of that adapter, the others are still checked) and runs one `check()` over all of
+them, so the global rules are evaluated once, the adapter rules once per adapter and the
+cross-adapter rules (duplicate names, mixed shared-outer layouts, --max-loaded-loras,
+pinned slots) over the whole fleet. `Report.by_adapter()` groups the result.
+
+Unusable input (a folder that does not exist, is not a directory, cannot be listed or holds
+no adapter directory) raises `InputError` (exit 2 in the CLI).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Iterable, TextIO
+
+from inkling_compat.adapter_reader import list_adapter_dirs, read_fleet
+from inkling_compat.engine import check
+from inkling_compat.errors import InputError
+from inkling_compat.facts import lora_path_entries
+from inkling_compat.inputs import SGLANG_DEFAULT_VERSION
+from inkling_compat.loading import load_server_config
+from inkling_compat.report import Report
+
+
+def fleet_manifests(
+    folders: Iterable[str | os.PathLike[str]],
+    config: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Any]:
+    """Manifests of every adapter directory in `folders` (in folder order, then by name)."""
+    server, _ = load_server_config(config)
+    lora_paths = lora_path_entries(server)
+    listed = []
+    for folder in folders:
+        dirs = list_adapter_dirs(folder)
+        if not dirs:
+            raise InputError(os.fspath(folder), "(adapter-dir)", "holds no adapter directory (one subdirectory per adapter expected)")
+        listed.append((folder, dirs))
+    total = sum(len(dirs) for _, dirs in listed)
+    done = 0
+    manifests: list[Any] = []
+    for folder, dirs in listed:
+        base = done
+
+        def step(index: int, _count: int, base: int = base) -> None:
+            if progress is not None:
+                progress(base + index, total)
+
+        manifests += read_fleet(dirs, folder=folder, lora_paths=lora_paths, progress=step)
+        done += len(dirs)
+    return manifests
+
+
+def check_fleet(
+    config: Any = None,
+    folders: Iterable[str | os.PathLike[str]] = (),
+    adapters: Iterable[Any] = (),
+    *,
+    model: Any = None,
+    platform: Any = None,
+    sglang_version: str = SGLANG_DEFAULT_VERSION,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """`check()` over `adapters` (paths, dicts, models, adapter directories) plus every
+    adapter directory found in `folders`."""
+    manifests = list(adapters) + fleet_manifests(folders, config, progress)
+    return check(config, manifests, model=model, platform=platform, sglang_version=sglang_version)
+
+
+class ProgressBar:
+    """`done/total` on stderr, only on a terminal and only once a run has lasted `delay` s."""
+
+    def __init__(self, stream: TextIO | None = None, delay: float = 0.5, label: str = "adapters"):
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.start = time.monotonic()
+        self.delay = delay
+        self.label = label
+        self.last = 0.0
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.start < self.delay or (now - self.last < 0.1 and done < total):
+            return
+        self.last = now
+        width = 30
+        filled = width * done // max(total, 1)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.label}")
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.drawn = False

@@ -1,0 +1,337 @@
+"""Pool fit: what happens when the memory pool copies a PEFT adapter into a slot.
+
+Per adapter, once the global facts are known (the pool sglang allocates from the server and
+model config), this replays sglang 0.5.23's `LoRAMemoryPool.load_lora_weight_to_buffer`
+(lora/mem_pool.py l.891-1384) on shapes only, for every TP rank of the shared sink:
+
+1. every normalized layer weight must contain a pool target module
+   (`get_target_module_name`, utils.py l.351-370, called without a guard at mem_pool.py l.983);
+2. `shared_experts.` weights of a layer owning the sink go to the `*_shared_moe` buffers,
+   numbered ones (`experts.<N>.`) as a per-expert dict, others as one packed tensor
+   (l.985-1015);
+3. the sink's `slice_moe_lora_{a,b}_weights` cut them for the rank (`inkling_compat.slicing`;
+   a dict of per-expert tensors only gets the TP cut, l.163-223 of inkling_common/lora.py);
+4. the copy into the slot (l.1146-1370): lora_A buffers of the layer, then lora_B buffers;
+   with `experts_shared_outer_loras` the gate_up lora_A and down lora_B must have one expert
+   (the "experts_shared_outer_loras is enabled but ..." ValueErrors), and every copied view
+   must have the weight's shape (the bare assert "LoRA buffer shape ... does not match weight
+   shape ...", where a rank above the pool's R shows up as a clamped buffer view).
+
+Pool buffers per slot (spec section 3): gate_up A `[E_a, 2R, H]`, gate_up B `[n, 2F, R]`,
+down A `[n, R, F]`, down B `[E_b, H, R]` with `E_a = E_b = 1` when shared-outer, else `n`.
+
+The result is the first failure in sglang's order, or None. Where sglang's order depends on
+Python set iteration (the order of the two shared buffers inside a layer), gate_up comes
+before down. A layer whose slicing itself fails (the sink-slice-* rules) or that holds a
+degenerate factor (0-D, 1-D, a non-3-D packed tensor in a per-expert pool) ends the replay
+with no result: sglang raises something else there first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from inkling_compat import slicing
+
+_EXPERT = re.compile(r"experts\.(\d+)\.")
+_LAYER = re.compile(r"layers\.(\d+)\.")
+_STOP = object()  # sglang fails here with something this module does not report
+
+
+def _cut(length: int, start: int, end: int) -> int:
+    return max(0, min(end, length) - min(start, length))
+
+
+def target_module(name: str, targets: list[str]) -> str | None:
+    """utils.get_target_module_name: the longest target contained in the name."""
+    best = None
+    for target in targets:
+        if target in name and (best is None or len(target) > len(best)):
+            best = target
+    return best
+
+
+def set_repr(names: list[str]) -> str:
+    """repr() of a Python set of strings (sorted here; sglang's order varies per process)."""
+    return "{" + ", ".join(repr(n) for n in sorted(names)) + "}" if names else "set()"
+
+
+def startup_pool(facts: dict[str, Any], adapter_facts_list: list[dict[str, Any]], model: Any, config: Any) -> dict[str, Any] | None:
+    """The four shared-sink buffer shapes sglang allocates, with R and the shared-outer layout
+    decided the way LoRAManager.init_state decides them: from --max-lora-rank /
+    --experts-shared-outer-loras when given, else from the **start-up** (--lora-paths) adapters
+    only (init_lora_shapes, _detect_shared_outer_loras; nothing detected means per-expert).
+    Adapters loaded at run time never change the pool. Pool-form manifests state a pool and
+    count as start-up adapters."""
+    from inkling_compat.facts import expected_pool_shapes
+
+    sink = facts.get("sink") or {}
+    startup_names = {p["name"] for p in facts.get("lora_paths") or []}
+    startup = [a for a in adapter_facts_list if a.get("form") == "pool" or (a.get("form") == "peft" and a.get("name") in startup_names)]
+    rank = config.max_lora_rank if config.max_lora_rank else max((a["rank"] for a in startup if isinstance(a.get("rank"), int)), default=None)
+    if config.experts_shared_outer_loras is not None:
+        shared_outer = bool(config.experts_shared_outer_loras)
+    else:
+        detected = [a["shared_outer"] for a in startup if a.get("shared_outer") is not None]
+        shared_outer = bool(detected) and bool(detected[0])
+    pool = expected_pool_shapes(
+        sink.get("max_loras_per_batch") or 0,
+        getattr(model, "n_shared_experts", 0),
+        rank,
+        getattr(model, "hidden_size", 0),
+        int(sink.get("intermediate_size_per_partition") or 0),
+        shared_outer,
+    )
+    return None if pool is None else {"buffers": pool, "shared_outer": shared_outer, "rank": rank}
+
+
+def derive(
+    adapter_facts: dict[str, Any],
+    facts: dict[str, Any],
+    model: Any,
+    config: Any,
+    pool: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`{"target_failure", "pool_fit", "pool_partial", "unmatched_weight_names"}` for one adapter.
+
+    `pool` is `startup_pool(...)` (computed once per check by the caller)."""
+    out: dict[str, Any] = {"target_failure": None, "pool_fit": None, "pool_partial": None, "unmatched_weight_names": []}
+    if adapter_facts.get("form") != "peft":
+        return out
+    targets = list(facts.get("target_modules") or [])
+    # mem_pool l.930-935: weights (layer and embedding, normalized) containing no target module.
+    out["unmatched_weight_names"] = [
+        n for n in adapter_facts.get("normalized_weight_names") or [] if not any(t in n for t in targets)
+    ]
+    shapes = adapter_facts.get("normalized_shapes")
+    if not shapes:
+        return out
+    layers: dict[int, dict[str, list[int]]] = {}
+    for name, shape in shapes.items():
+        match = _LAYER.search(name)
+        if match is not None:
+            layers.setdefault(int(match.group(1)), {})[name] = shape
+    for lid in sorted(layers):
+        for name in layers[lid]:
+            if target_module(name, targets) is None:
+                out["target_failure"] = {"name": name, "layer": lid, "targets": set_repr(targets)}
+                break
+        if out["target_failure"] is not None:
+            break
+    sink = facts.get("sink") or {}
+    r = adapter_facts.get("r")
+    if (
+        pool is None
+        or not sink.get("lora_attached")
+        or not isinstance(r, int)
+        or r <= 0
+        or getattr(model, "n_routed_experts", 0) <= 0
+        or adapter_facts.get("reshape_failure") is not None
+        or adapter_facts.get("layer_out_of_range") is not None
+    ):
+        return out
+    fit = _Fit(
+        pool=pool["buffers"],
+        r=r,
+        n=max(getattr(model, "n_shared_experts", 0), 0),
+        shared_outer=bool(pool["shared_outer"]),
+        tp=max(int(getattr(config, "tp_size", 1) or 1), 1),
+        f_local=int(sink.get("intermediate_size_per_partition") or 0),
+    )
+    first_moe = max(int(getattr(model, "dense_mlp_idx", 0) or 0), 0)
+    for lid in sorted(layers):
+        if out["target_failure"] is not None and lid >= out["target_failure"]["layer"]:
+            break  # the unmatched name raises before this layer's copies
+        if lid < first_moe:
+            continue  # dense-MLP layer: no sink, its shared-buffer weights are never copied
+        result = fit.layer(lid, layers[lid], targets)
+        if result is _STOP:
+            break
+        if result is not None:
+            out["pool_fit"] = result
+            break
+    out["pool_partial"] = fit.partial
+    return out
+
+
+class _Fit:
+    def __init__(self, pool: dict[str, list[int]], r: int, n: int, shared_outer: bool, tp: int, f_local: int):
+        self.r = r
+        self.n = n
+        self.shared_outer = shared_outer
+        self.tp = tp
+        self.f_local = f_local
+        # Per-slot views of the four buffers: [experts, rows, cols].
+        self.slot = {
+            "gate_up_a": list(pool["gate_up_lora_a"][1:]),
+            "gate_up_b": list(pool["gate_up_lora_b"][1:]),
+            "down_a": list(pool["down_lora_a"][1:]),
+            "down_b": list(pool["down_lora_b"][1:]),
+        }
+        self.max_r = pool["gate_up_lora_b"][-1]
+        self.partial: dict[str, Any] | None = None  # a shared-outer factor in a per-expert pool
+        self._memo: dict[Any, Any] = {}
+        self._layer = 0
+        self._names: dict[str, Any] = {}
+
+    def layer(self, lid: int, weights: dict[str, list[int]], targets: list[str]) -> Any:
+        """The first failure copying this layer (or _STOP / None), computed once per layer
+        shape: layers whose weights differ only in the layer number give the same answer."""
+        tag = f"layers.{lid}."
+        key = (tuple((name.replace(tag, "layers.#."), tuple(shape)) for name, shape in weights.items()), tuple(targets))
+        memo = self._memo.get(key)
+        if memo is None:
+            template = {name: list(shape) for name, shape in key[0]}
+            partial_before = self.partial
+            self.partial = None
+            result = self._layer_uncached(-1, template, targets)
+            memo = self._memo[key] = (result, self.partial)
+            self.partial = partial_before
+        result, partial = memo
+        if self.partial is None and partial is not None:
+            self.partial = dict(partial, layer=lid, name=partial["name"].replace("layers.#.", tag))
+        if isinstance(result, dict):
+            result = dict(result, layer=lid, name=result["name"].replace("layers.#.", tag))
+        return result
+
+    def _layer_uncached(self, lid: int, weights: dict[str, list[int]], targets: list[str]) -> Any:
+        # mem_pool l.982-1015: route shared-expert weights to the sink's buffers.
+        routed: dict[str, Any] = {"gate_up_a": None, "gate_up_b": None, "down_a": None, "down_b": None}
+        names: dict[str, Any] = {}
+        for name, shape in weights.items():
+            if "shared_experts." not in name:
+                continue
+            module = target_module(name, targets)
+            if module not in ("gate_up_proj", "down_proj"):
+                continue
+            site = f"{module[:-5]}_{'a' if 'lora_A' in name else 'b'}"
+            expert = _EXPERT.search(name)
+            if expert is not None:
+                if not isinstance(routed[site], dict):
+                    routed[site] = {}
+                    names[site] = {}
+                routed[site][int(expert.group(1))] = list(shape)
+                names[site][int(expert.group(1))] = name
+            else:
+                routed[site] = list(shape)
+                names[site] = name
+        if all(v is None for v in routed.values()):
+            return None
+        self._layer, self._names = lid, names
+        for rank in range(self.tp):
+            sliced = {}
+            for site, weight in routed.items():
+                cut = self._slice(site, weight, rank)
+                if cut is _STOP:
+                    return _STOP
+                sliced[site] = cut
+            # A buffers of the layer, then B buffers (mem_pool l.1146 and l.1275).
+            for site in ("gate_up_a", "down_a", "gate_up_b", "down_b"):
+                failure = self._copy(site, sliced[site])
+                if failure is _STOP:
+                    return _STOP
+                if failure is not None:
+                    expert = failure.get("expert")
+                    name = names[site].get(expert, next(iter(names[site].values()))) if isinstance(names[site], dict) else names[site]
+                    failure.update({"layer": lid, "tp_rank": rank, "site": site, "name": name})
+                    return failure
+        return None
+
+    def _slice(self, site: str, weight: Any, rank: int) -> Any:
+        if weight is None:
+            return None
+        factor = site[-1]
+        target = slicing.GATE_UP if site.startswith("gate_up") else slicing.DOWN
+        if isinstance(weight, dict):
+            # Per-expert dicts skip the 2-D step; only the TP cut applies (l.165-169, l.200-204).
+            if self.tp <= 1:
+                return weight
+            out = {}
+            for eid, shape in weight.items():
+                if site == "down_a":
+                    if not shape:
+                        return _STOP
+                    start = rank * self.f_local
+                    shape = shape[:-1] + [_cut(shape[-1], start, start + self.f_local)]
+                elif site == "gate_up_b":
+                    if not shape:
+                        return _STOP
+                    start, half = rank * self.f_local, shape[0] // 2
+                    rows = _cut(shape[0], start, start + self.f_local) + _cut(shape[0], half + start, half + start + self.f_local)
+                    shape = [rows] + shape[1:]
+                out[eid] = shape
+            return out
+        result = slicing.slice_factor(factor, weight, target, self.n, self.tp, rank, self.f_local)
+        if result.failure is not None or result.shape is None:
+            return _STOP
+        return result.shape
+
+    def _experts(self, weight: Any) -> Any:
+        """_iter_local_expert_weights (shared buffers: not localized): (eid, shape) pairs."""
+        if isinstance(weight, dict):
+            return list(weight.items())
+        if len(weight) == 3:
+            return [(i, weight[1:]) for i in range(weight[0])]
+        return _STOP  # TypeError "Expected dict or 3D torch.Tensor, got Tensor."
+
+    def _outer(self, site: str, weight: Any) -> Any:
+        """The one shared-outer expert of gate_up A / down B (l.1164-1201, l.1291-1340)."""
+        module = "gate_up_proj_moe lora_A" if site == "gate_up_a" else "down_proj_moe lora_B"
+        if isinstance(weight, dict):
+            if len(weight) != 1:
+                return {"kind": "dict_entries", "module": module, "value": len(weight)}
+            return next(iter(weight.items()))
+        if len(weight) == 3:
+            if weight[0] != 1:
+                return {"kind": "expert_dim", "module": module, "value": weight[0]}
+            return (0, weight[1:])
+        return {"kind": "unexpected_format", "module": module, "weight": list(weight)}
+
+    def _copy(self, site: str, weight: Any) -> Any:
+        if weight is None or (isinstance(weight, dict) and not weight):
+            return None
+        experts_in_pool, rows, cols = self.slot[site]
+        r, max_r = self.r, self.max_r
+        is_a = site.endswith("_a")
+        c = 2 if site == "gate_up_a" else 1
+        special = self.shared_outer and site in ("gate_up_a", "down_b")
+        if special:
+            outer = self._outer(site, weight)
+            if isinstance(outer, dict):
+                return outer
+            pairs = [outer]
+        else:
+            pairs = self._experts(weight)
+            if pairs is _STOP:
+                return _STOP
+            if (
+                self.partial is None
+                and site in ("gate_up_a", "down_b")
+                and not isinstance(weight, dict)
+                and weight[0] == 1
+                and experts_in_pool > 1
+            ):
+                # _iter_local_expert_weights yields expert 0 only; experts 1.. stay zero.
+                self.partial = {"layer": self._layer, "site": site, "name": self._names[site], "experts": experts_in_pool}
+        for eid, shape in pairs:
+            if not special and eid >= experts_in_pool:
+                return {"kind": "expert_out_of_range", "expert": eid, "value": experts_in_pool}
+            if is_a:
+                if special:
+                    # The representative check: buffer[slot, 0, :r*c, :] against the weight.
+                    view = [_cut(rows, 0, r * c), cols]
+                    if list(shape) != view:
+                        return {"kind": "shape_mismatch", "buffer": view, "weight": list(shape), "expert": eid}
+                if len(shape) < 2:
+                    return _STOP  # IndexError: too many indices
+                for ci in range(c):
+                    view = [_cut(rows, ci * max_r, ci * max_r + r), cols]
+                    part = [_cut(shape[0], ci * r, (ci + 1) * r)] + list(shape[1:])
+                    if part != view:
+                        return {"kind": "shape_mismatch", "buffer": view, "weight": part, "expert": eid}
+            else:
+                view = [rows, _cut(cols, 0, r)]
+                if list(shape) != view:
+                    return {"kind": "shape_mismatch", "buffer": view, "weight": list(shape), "expert": eid}
+        return None

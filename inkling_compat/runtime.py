@@ -1,0 +1,360 @@
+"""The reference runtime: run the shared sink + multi-slot LoRA forward for a setup the checker
+accepts, and refuse (with sglang's own message) a setup it rejects.
+
+    from inkling_compat.runtime import load
+    sink = load("serve.yaml", "config.json", ["adapter_pool.yaml"], device="cpu")
+    x, gammas, slots = sink.random_inputs(16)
+    out = sink.forward(x, gammas, slots)          # Triton kernels (interpreted on the CPU)
+    ref = sink.reference(x, gammas, slots)        # float64 torch reference
+
+`load()` runs `check()` first; if the report has errors it raises `RuntimeRefused`, whose text
+is exactly what sglang 0.5.23 would raise first (`exc.report` holds every problem, and
+`exc.__cause__` is that exception with sglang's class). Otherwise it builds the base weights
+(random, seeded, or given) and the pool `[S, E_a, 2R, H]`, ... (spec section 3) from pool
+manifests or PEFT adapters (see `pool_builder`). Importing this module needs neither torch nor
+triton; `load()` raises `RuntimeUnavailable` (one line) when they are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from inkling_compat.errors import InputError
+
+
+class RuntimeRefused(Exception):
+    """check() found errors: the runtime refuses, as sglang would. ``str(exc)`` is sglang's
+    message for the first error; ``exc.report`` is the whole report."""
+
+    def __init__(self, report: Any):
+        self.report = report
+        first = report.first
+        self.error_class = first.error_class
+        self.rule_id = first.rule_id
+        super().__init__(first.message)
+
+
+class RuntimeInputError(InputError):
+    """Input the checker accepts but the runtime cannot run (no batch-dense sink, ...)."""
+
+
+def _import_runtime() -> tuple[Any, Any]:
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        from inkling_compat.kernels.errors import RuntimeUnavailable  # pragma: no cover
+
+        raise RuntimeUnavailable(f"the reference runtime needs torch and triton (pip install 'inkling-compat[runtime]'): {exc}") from None
+    from inkling_compat.kernels import sink as sink_mod
+    from inkling_compat.kernels._triton import torch
+
+    return torch, sink_mod
+
+
+def _adapter_items(adapters: Any) -> list[Any]:
+    if adapters is None:
+        return []
+    if isinstance(adapters, (list, tuple)):
+        return list(adapters)
+    return [adapters]
+
+
+@dataclass
+class SharedSink:
+    """One TP rank's shared sink with its LoRA pool, ready to run."""
+
+    operands: Any  # kernels.sink.SinkOperands
+    w13: Any  # [n, 2F, H] in the layout the sink uses (for the reference)
+    w2: Any  # [n, H, F]
+    pool: Any | None  # pool_builder.Pool (on the device) or None
+    report: Any
+    geometry: Any
+    device: Any
+    dtype: Any
+    sink_class: str
+    lora_attached: bool
+    layer: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return self.operands.n
+
+    @property
+    def hidden(self) -> int:
+        return self.operands.hidden
+
+    @property
+    def f_local(self) -> int:
+        return self.operands.f_local
+
+    @property
+    def slots(self) -> int:
+        return self.operands.slots
+
+    @property
+    def rank(self) -> int:
+        return self.operands.rank
+
+    @property
+    def interleaved(self) -> bool:
+        return self.operands.interleaved
+
+    @property
+    def shared_outer(self) -> bool:
+        return self.operands.shared_outer
+
+    def _check_slots(self, slot_ids: Any) -> Any:
+        torch, _ = _import_runtime()
+        ids = torch.as_tensor(slot_ids).reshape(-1)
+        if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+            raise TypeError(f"slot ids must be integers, got {ids.dtype}")
+        bad = ids[(ids < -1) | (ids >= self.slots)]
+        if bad.numel():
+            raise IndexError(f"slot ids must be -1 (no adapter) or in [0, {self.slots}): got {sorted(set(bad.tolist()))[:8]}")
+        return ids.to(self.device)
+
+    def forward(self, x: Any, gammas: Any, slot_ids: Any = None, *, validate: bool = True) -> Any:
+        """out [T, H] via the Triton kernels. ``slot_ids`` [T]: slot per token, -1 = no adapter."""
+        _, sink_mod = _import_runtime()
+        if not self.lora_attached:
+            slot_ids = None  # no LoRA on this sink: every token runs the base MLP
+        elif slot_ids is not None and validate:
+            slot_ids = self._check_slots(slot_ids)
+        return sink_mod.sink_forward_triton(self.operands, x, gammas, slot_ids)
+
+    __call__ = forward
+
+    def forward_torch(self, x: Any, gammas: Any, slot_ids: Any = None) -> Any:
+        """The same forward in plain torch (storage dtype; the benchmark's torch LoRA path)."""
+        _, sink_mod = _import_runtime()
+        slot_ids = self._check_slots(slot_ids) if (slot_ids is not None and self.lora_attached) else None
+        return sink_mod.sink_forward_torch(self.operands, x, gammas, slot_ids)
+
+    def reference(self, x: Any, gammas: Any, slot_ids: Any = None, *, dtype: Any = None) -> Any:
+        """float64 torch reference (spec 6.1) on the unlinearized weights and pool buffers."""
+        torch, _ = _import_runtime()
+        from inkling_compat.kernels.reference import sink_forward_reference
+
+        pool = self.pool.buffers() if (self.pool is not None and self.lora_attached) else None
+        return sink_forward_reference(
+            x, gammas, self.w13, self.w2, interleaved=self.interleaved, pool=pool,
+            slot_ids=None if (slot_ids is None or pool is None) else torch.as_tensor(slot_ids).to(x.device),
+            dtype=dtype or torch.float64,
+        )
+
+    def random_inputs(self, tokens: int, *, seed: int = 0, no_adapter_fraction: float = 0.25) -> tuple[Any, Any, Any]:
+        """(x [T, H], gammas [T, n], slot_ids [T]) on the device: x ~ N(0, 1), gammas ~ U(0, 1),
+        slots uniform over the filled slots with about ``no_adapter_fraction`` tokens at -1."""
+        torch, _ = _import_runtime()
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(tokens, self.hidden, generator=gen).to(self.device, self.dtype)
+        gammas = torch.rand(tokens, self.n, generator=gen).to(self.device, self.dtype)
+        filled = [s for s, r in enumerate(self.pool.slot_ranks) if r > 0] if self.pool is not None else []
+        if filled:
+            pick = torch.tensor(filled)[torch.randint(0, len(filled), (tokens,), generator=gen)]
+            none = torch.rand(tokens, generator=gen) < no_adapter_fraction
+            slots = torch.where(none, torch.full_like(pick, -1), pick)
+        else:
+            slots = torch.full((tokens,), -1, dtype=torch.int64)
+        return x, gammas, slots.to(self.device)
+
+    def describe(self) -> str:
+        layout = "interleaved" if self.interleaved else "contiguous [gate||up]"
+        if self.pool is None or not self.lora_attached:
+            lora = "no LoRA pool"
+        else:
+            outer = "shared outer (E_a = 1)" if self.shared_outer else f"per-expert outer (E_a = {self.n})"
+            ranks = ", ".join(str(r) for r in self.pool.slot_ranks)
+            lora = f"S={self.slots} slots, R={self.rank}, {outer}, true ranks [{ranks}]"
+        return (
+            f"{self.sink_class} sink: n={self.n}, H={self.hidden}, F={self.f_local} "
+            f"(TP rank {self.geometry.tp_rank}/{self.geometry.tp_size}), w13 {layout}; {lora}"
+        )
+
+
+def _resolve_device(device: Any, torch: Any) -> Any:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeInputError("<device>", "device", "CUDA is not available on this machine (use --device cpu)")
+    if dev.type not in ("cuda", "cpu"):
+        raise RuntimeInputError("<device>", "device", f"unsupported device {dev.type!r} (cpu or cuda)")
+    return dev
+
+
+def load(
+    config: Any,
+    model: Any = None,
+    adapters: Any = None,
+    *,
+    weights: dict[str, Any] | None = None,
+    platform: Any = None,
+    device: Any = None,
+    dtype: Any = None,
+    seed: int = 0,
+    tp_rank: int = 0,
+    layer: int | None = None,
+    slot_ranks: Sequence[int] | None = None,
+    lora_scaling: float = 1.0,
+    sglang_version: str | None = None,
+) -> SharedSink:
+    """Check, then build a runnable sink. See the module doc.
+
+    ``model``: the model's config.json (path, dict or ModelConfig). ``weights``: optional base
+    weights ``{"w13": [n, 2F or 2I, H] in checkpoint (interleaved) order, "w2": [n, H, F or I]}``
+    (unsharded tensors are sliced for ``tp_rank``); random (seeded) when omitted.
+    ``adapters``: one pool manifest, or PEFT adapters (directories, or manifests with tensor
+    shapes), each a path, dict or manifest model. ``slot_ranks``: true ranks of the random
+    adapters a pool manifest gets (default: the pool rank R in every slot). ``layer``: which
+    layer's factors to load from PEFT adapters (default: the first that has shared-sink ones).
+    ``device``: "cpu" runs the kernels in Triton's interpreter (``TRITON_INTERPRET=1`` is set
+    before triton is imported), "cuda" compiled; default cuda when available.
+    """
+    from inkling_compat import facts as facts_mod
+    from inkling_compat import adapter_facts as adapter_facts_mod
+    from inkling_compat.engine import check
+    from inkling_compat.loading import load_adapter, load_model_config, load_platform, load_server_config
+
+    items = _adapter_items(adapters)
+    kwargs = {"model": model, "platform": platform}
+    if sglang_version is not None:
+        kwargs["sglang_version"] = sglang_version
+    report = check(config, items or None, **kwargs)
+    if not report.ok:
+        raise RuntimeRefused(report)
+
+    if device is not None and str(device).startswith("cpu") and "triton" not in sys.modules:
+        os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported (kernels/_triton.py)
+    torch, sink_mod = _import_runtime()
+    from inkling_compat import pool_builder as pb
+    from inkling_compat.kernels.reference import linearize
+
+    dev = _resolve_device(device, torch)
+    server, _ = load_server_config(config)
+    model_cfg = load_model_config(model)
+    platform_cfg, _ = load_platform(platform)
+    manifests = [load_adapter(item)[0] for item in items]
+    per_adapter = [adapter_facts_mod.derive(m, model_cfg) for m in manifests]
+    facts = facts_mod.derive(server, model_cfg, platform_cfg, per_adapter)
+    sink = facts["sink"]
+    if sink["kind"] != "batch_dense":
+        what = {
+            "none": "the model has no shared experts (n_shared_experts = 0)",
+            "dense_mlp": "the shared experts are a plain dense MLP (shared_expert_sink is false)",
+            "fused": "the shared experts are served by InklingSharedFusedMoE (non-interleaved w13 or an FP4 sink)",
+        }.get(sink["kind"], f"sink kind {sink['kind']!r}")
+        raise RuntimeInputError("<model>", "shared sink", f"{what}; the runtime implements InklingBatchDenseMLP only")
+    if dtype is None:
+        dtype = torch.bfloat16
+    elif isinstance(dtype, str):
+        dtype = {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float32": torch.float32, "fp32": torch.float32,
+                 "float16": torch.float16, "fp16": torch.float16}.get(dtype)
+        if dtype is None:
+            raise RuntimeInputError("<dtype>", "dtype", "bfloat16, float16 or float32")
+
+    n = model_cfg.n_shared_experts
+    tp = max(server.tp_size, 1)
+    if not 0 <= tp_rank < tp:
+        raise RuntimeInputError("<tp_rank>", "tp_rank", f"{tp_rank} is not in [0, {tp})")
+    lora_on = bool(sink["lora_attached"])
+    rank = sink["pool_rank"] or 0
+    geo = pb.Geometry(
+        n=n, hidden=model_cfg.hidden_size, intermediate=model_cfg.intermediate_size, tp_size=tp, tp_rank=tp_rank,
+        slots=sink["max_loras_per_batch"], rank=rank, shared_outer=bool(sink["shared_outer"]),
+    )
+    interleaved = not sink["w13_gate_up_contiguous"]
+
+    # Base weights, checkpoint (interleaved) order for this rank, then the sink's layout.
+    gen = torch.Generator().manual_seed(seed)
+    F, H, I = geo.f_local, geo.hidden, geo.intermediate
+    if weights is None:
+        w13 = torch.randn(n, 2 * F, H, generator=gen) * H ** -0.5
+        w2 = torch.randn(n, H, F, generator=gen) * F ** -0.5
+    else:
+        w13, w2 = torch.as_tensor(weights["w13"]).float(), torch.as_tensor(weights["w2"]).float()
+        if tuple(w13.shape) == (n, 2 * I, H) and tp > 1:
+            w13 = w13[:, 2 * tp_rank * F:2 * (tp_rank + 1) * F]
+        if tuple(w2.shape) == (n, H, I) and tp > 1:
+            w2 = w2[:, :, tp_rank * F:(tp_rank + 1) * F]
+        if tuple(w13.shape) != (n, 2 * F, H) or tuple(w2.shape) != (n, H, F):
+            raise RuntimeInputError("<weights>", "w13/w2", f"expected w13 [{n}, {2 * F}, {H}] and w2 [{n}, {H}, {F}] "
+                                    f"(or unsharded), got {list(w13.shape)} and {list(w2.shape)}")
+    if not interleaved:  # V2: the loader de-interleaves each TP block once (spec 1.2)
+        w13 = torch.cat((w13[:, 0::2], w13[:, 1::2]), dim=1)
+
+    pool = None
+    used_layer = None
+    notes: list[str] = []
+    if lora_on and rank > 0:
+        pool_manifests = [m for m in manifests if hasattr(m, "pool")]
+        peft = [m for m in manifests if not hasattr(m, "pool")]
+        if pool_manifests and peft:
+            raise RuntimeInputError("<adapters>", "adapter", "give either one pool manifest or PEFT adapters, not both")
+        if len(pool_manifests) > 1:
+            raise RuntimeInputError("<adapters>", "adapter", f"{len(pool_manifests)} pool manifests: the runtime builds one pool")
+        if pool_manifests:
+            pool = pb.random_pool(geo, seed=seed + 1, slot_ranks=list(slot_ranks) if slot_ranks else None,
+                                  scaling=lora_scaling, name=pool_manifests[0].name)
+            notes.append(f"pool manifest {pool_manifests[0].name!r}: random factors in all {geo.slots} slots, scaling {lora_scaling:g} folded into B")
+        elif peft:
+            pool, used_layer = _peft_pool(peft, geo, model_cfg, layer, seed, notes, torch, pb)
+        else:
+            notes.append("no adapters: the pool is empty (every slot zero)")
+            pool = geo.empty_pool()
+    elif items:
+        notes.append("LoRA is not attached to the sink (not enabled, or gate_up_proj/down_proj not both targeted): base forward only")
+
+    w13 = w13.to(dev, dtype)
+    w2 = w2.to(dev, dtype)
+    w13_lin, w2_lin = linearize(w13, w2)
+    if pool is not None:
+        pool = pool.to(dev, dtype)
+        ops = sink_mod.SinkOperands(
+            w13_lin, w2_lin, n, interleaved, *pool.buffers(),
+            slot_active=torch.tensor([r > 0 for r in pool.slot_ranks], device=dev),
+        ).refresh()
+    else:
+        ops = sink_mod.SinkOperands(w13_lin, w2_lin, n, interleaved)
+    return SharedSink(
+        operands=ops, w13=w13, w2=w2, pool=pool, report=report, geometry=geo, device=dev, dtype=dtype,
+        sink_class=sink["sink_class"] or "base", lora_attached=lora_on and pool is not None, layer=used_layer, notes=notes,
+    )
+
+
+def _peft_pool(peft: list[Any], geo: Any, model_cfg: Any, layer: int | None, seed: int, notes: list[str], torch: Any, pb: Any) -> tuple[Any, int | None]:
+    from inkling_compat.adapter_facts import _is_inkling_base
+
+    if len(peft) > geo.slots:
+        raise RuntimeInputError("<adapters>", "adapter", f"{len(peft)} adapters for {geo.slots} slots (--max-loras-per-batch)")
+    gen = torch.Generator().manual_seed(seed + 1)
+    loaded = []
+    for m in peft:
+        source = getattr(m, "source", None)
+        if source is not None and getattr(source, "directory", None):
+            tensors = pb.read_safetensors(source.directory, list(source.weights_files) or None)
+            origin = source.directory
+        else:
+            shapes = {name: list(spec.shape) for name, spec in m.tensors.items() if name in set(pb.sink_tensor_names(list(m.tensors)))}
+            tensors = pb.random_peft_tensors(shapes, gen)
+            origin = "random values of the manifest's shapes"
+        loaded.append((m, tensors, origin))
+    layers = sorted({lid for _, t, _ in loaded for lid in pb.sink_layers(list(t))})
+    if layer is None:
+        if not layers:
+            raise RuntimeInputError("<adapters>", "adapter", "no adapter has shared-sink (shared_experts.*) LoRA factors")
+        layer = layers[0]
+    pool = geo.empty_pool()
+    inkling = _is_inkling_base(model_cfg)
+    for slot, (m, tensors, origin) in enumerate(loaded):
+        factors, rank, scaling = pb.peft_factors(tensors, m.adapter_config, geo, layer, inkling=inkling, name=m.name)
+        if factors is None:
+            notes.append(f"slot {slot} {m.name!r}: no shared-sink factors in layer {layer} (slot stays zero)")
+            continue
+        pb.put_slot(pool, slot, factors, rank, m.name, scaling)
+        notes.append(f"slot {slot} {m.name!r}: rank {rank}, scaling {scaling:g}, layer {layer} ({origin})")
+    return pool, layer

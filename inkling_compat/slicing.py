@@ -1,0 +1,197 @@
+"""Geometry of the shared sink's TP slice methods, over shapes only (no torch).
+
+sglang 0.5.23 `models/inkling_common/lora.py` (l.138-223): before the memory pool copies an
+adapter factor into a shared-sink buffer it calls, on the sink module,
+
+* `slice_moe_lora_a_weights(w, tp_rank, target)` for lora_A factors and
+* `slice_moe_lora_b_weights(w, tp_rank, target)` for lora_B factors,
+
+with `target` the canonical pool name `"gate_up_proj_moe"` or `"down_proj_moe"` (also for the
+shared namespace) and `tp_rank` the sink's TP rank. Both classes (legacy and V2) share the
+methods. What they do to a tensor of a given shape:
+
+* a **2-D** factor is first brought into the per-expert 3-D form:
+  - A, gate_up: `[r2, H]` -> `[1, r2, H]` (unsqueeze);
+  - A, any other target (treated as down A): `[r, W]` -> `[n, r, W // n]`
+    (`ValueError` "Shared-sink down LoRA-A width must be divisible by {n}, got {W}" unless `W % n == 0`);
+  - B, down: `[H, r]` -> `[1, H, r]` (unsqueeze);
+  - B, any other target (treated as gate/up B): `[Hb, r]` -> `[n, Hb // n, r]`
+    (`ValueError` "Shared-sink gate/up LoRA-B height must be divisible by {n}, got {Hb}" unless `Hb % n == 0`);
+  any other rank (3-D, 4-D, ...) passes through unchanged;
+* then, only when `moe_tp_size > 1` (the sink's `tp_size`):
+  - A with target `"down_proj_moe"`: the last axis is cut to `[p*F, p*F + F)`
+    (`weights[..., start:end]`);
+  - B with target `"gate_up_proj_moe"`: rows `[p*F, p*F+F)` and `[half + p*F, half + p*F + F)`
+    of each expert matrix are glued together, `half = rows // 2`. A 3-D factor is cut expert by
+    expert along axis 1 and re-stacked; any other rank is cut along axis 0;
+  - everything else is returned as it is (gate/up A and down B are replicated across ranks).
+
+`p` is `tp_rank` and `F` is `intermediate_size_per_partition` (= intermediate_size // tp_size).
+Out-of-range cuts are **clamped**, as Python/torch slicing is: a cut past the end of an axis
+gives a shorter (possibly empty) axis, not an error. The few ways the geometry itself makes
+torch/Python raise are reported as failures too (see `slice_failure`).
+
+Public API (plain lists of ints in and out; nothing here raises):
+
+* `slice_lora_a(shape, target, n, tp_size, tp_rank, f_local) -> list[int] | None`
+* `slice_lora_b(shape, target, n, tp_size, tp_rank, f_local) -> list[int] | None`
+  the per-rank shape sglang's method returns, or None when the method raises;
+* `slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local) -> SliceFailure | None`
+  (`factor` is `"a"` or `"b"`): what the method raises (class, exact message, site), if anything;
+* `slice_factor(...)`: both at once, as a `SliceResult`;
+* `GATE_UP`, `DOWN`: the two canonical target names.
+
+A dict of per-expert tensors (`{expert_id: tensor}`) is sliced tensor by tensor: call the
+functions once per expert tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+GATE_UP = "gate_up_proj_moe"
+DOWN = "down_proj_moe"
+
+Factor = Literal["a", "b"]
+
+
+@dataclass(frozen=True)
+class SliceFailure:
+    """What a slice method raises: the exception class name, its exact text, and which check.
+
+    `site` is `"down_a"` / `"gate_up_b"` for sglang's two divisibility checks (`n` and `value`
+    are then the expert count and the rejected width/height), otherwise the name of the
+    Python/torch failure (`"zero_experts"`, `"scalar"`, `"empty_stack"`).
+    """
+
+    error_class: str
+    message: str
+    site: str
+    n: int
+    value: int | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"error_class": self.error_class, "message": self.message, "site": self.site, "n": self.n, "value": self.value}
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """The per-rank shape sglang's slice method returns, or the failure it raises."""
+
+    shape: list[int] | None
+    failure: SliceFailure | None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def _cut(length: int, start: int, end: int) -> int:
+    """len(range(length)[start:end]) for non-negative start <= end: Python/torch clamping."""
+    return max(0, min(end, length) - min(start, length))
+
+
+def _to_3d(factor: Factor, shape: list[int], target: str, n: int) -> SliceResult:
+    """The 2-D -> 3-D step of both methods (other ranks pass through)."""
+    if len(shape) != 2:
+        return SliceResult(list(shape), None)
+    if factor == "a":
+        if target == GATE_UP:
+            return SliceResult([1, *shape], None)
+        rank, width = shape
+        if n == 0:
+            return SliceResult(None, SliceFailure("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, width))
+        if width % n != 0:
+            message = f"Shared-sink down LoRA-A width must be divisible by {n}, got {width}"
+            return SliceResult(None, SliceFailure("ValueError", message, "down_a", n, width))
+        return SliceResult([n, rank, width // n], None)
+    if target == DOWN:
+        return SliceResult([1, *shape], None)
+    height, rank = shape
+    if n == 0:
+        return SliceResult(None, SliceFailure("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, height))
+    if height % n != 0:
+        message = f"Shared-sink gate/up LoRA-B height must be divisible by {n}, got {height}"
+        return SliceResult(None, SliceFailure("ValueError", message, "gate_up_b", n, height))
+    return SliceResult([n, height // n, rank], None)
+
+
+def _gate_up_rows(rows: int, tp_rank: int, f_local: int) -> int:
+    """_slice_gate_up_lora_b on an axis of `rows`: gate cut ++ up cut."""
+    start = tp_rank * f_local
+    end = start + f_local
+    half = rows // 2
+    return _cut(rows, start, end) + _cut(rows, half + start, half + end)
+
+
+def slice_factor(
+    factor: Factor,
+    shape: Sequence[int],
+    target: str,
+    n: int,
+    tp_size: int,
+    tp_rank: int,
+    f_local: int,
+) -> SliceResult:
+    """sglang's `slice_moe_lora_{a,b}_weights` on a tensor of `shape` (see the module doc).
+
+    `n` = n_shared_experts, `tp_size` = the sink's moe_tp_size, `tp_rank` in [0, tp_size),
+    `f_local` = intermediate_size_per_partition.
+    """
+    result = _to_3d(factor, list(shape), target, n)
+    if result.failure is not None or tp_size <= 1:
+        return result
+    out = list(result.shape or [])
+    if factor == "a":
+        if target != DOWN:
+            return result
+        if not out:
+            message = "too many indices for tensor of dimension 0"
+            return SliceResult(None, SliceFailure("IndexError", message, "scalar", n))
+        start = tp_rank * f_local
+        out[-1] = _cut(out[-1], start, start + f_local)
+        return SliceResult(out, None)
+    if target != GATE_UP:
+        return result
+    if len(out) == 3:
+        if out[0] == 0:
+            message = "stack expects a non-empty TensorList"
+            return SliceResult(None, SliceFailure("RuntimeError", message, "empty_stack", n))
+        out[1] = _gate_up_rows(out[1], tp_rank, f_local)
+        return SliceResult(out, None)
+    if not out:
+        return SliceResult(None, SliceFailure("IndexError", "tuple index out of range", "scalar", n))
+    out[0] = _gate_up_rows(out[0], tp_rank, f_local)
+    return SliceResult(out, None)
+
+
+def slice_lora_a(
+    shape: Sequence[int], target: str, n: int, tp_size: int, tp_rank: int, f_local: int
+) -> list[int] | None:
+    """Per-rank shape of a lora_A factor after `slice_moe_lora_a_weights`; None if it raises."""
+    return slice_factor("a", shape, target, n, tp_size, tp_rank, f_local).shape
+
+
+def slice_lora_b(
+    shape: Sequence[int], target: str, n: int, tp_size: int, tp_rank: int, f_local: int
+) -> list[int] | None:
+    """Per-rank shape of a lora_B factor after `slice_moe_lora_b_weights`; None if it raises."""
+    return slice_factor("b", shape, target, n, tp_size, tp_rank, f_local).shape
+
+
+def slice_failure(
+    factor: Factor,
+    shape: Sequence[int],
+    target: str,
+    n: int,
+    tp_size: int = 1,
+    tp_rank: int = 0,
+    f_local: int = 0,
+) -> SliceFailure | None:
+    """What `slice_moe_lora_{factor}_weights` raises for a tensor of `shape`, or None.
+
+    sglang's own checks are the two divisibility ValueErrors on 2-D factors (TP-independent);
+    the TP arguments only matter for the torch failures of degenerate shapes.
+    """
+    return slice_factor(factor, shape, target, n, tp_size, tp_rank, f_local).failure

@@ -1,0 +1,105 @@
+"""Importing Triton for the kernels: interpreter mode on machines without CUDA, a clear error
+when torch or triton is missing, and the launch options every kernel module shares.
+
+Triton decides at decoration time (``@triton.jit``) whether a kernel runs compiled on the GPU
+or in its numpy interpreter, reading ``TRITON_INTERPRET``. This module is the only place that
+imports triton; it sets ``TRITON_INTERPRET=1`` first when CUDA is not available, so that importing any kernel
+module on a CPU-only machine gives kernels that run there. (``runtime.load(device="cpu")`` and
+``inkling-compat run --device cpu`` set it themselves before triton is imported.)
+
+Interpreter pitfall (upstream triton-lang/triton #11584): under ``TRITON_INTERPRET=1`` a
+``tl.dot`` on bfloat16 operands multiplies raw bit patterns. Every kernel therefore takes an
+``UPCAST`` constexpr, set from :data:`INTERPRET`, that casts dot operands to float32 when
+interpreting; on the GPU the operands stay bf16 (tensor cores).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+from .errors import RuntimeUnavailable
+
+
+def _import() -> tuple:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
+        raise RuntimeUnavailable(
+            f"the reference runtime needs torch and triton (pip install 'inkling-compat[runtime]'): {exc}"
+        ) from None
+    if "triton" not in __import__("sys").modules and not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
+        raise RuntimeUnavailable(
+            f"the reference runtime needs triton (pip install 'inkling-compat[runtime]'): {exc}"
+        ) from None
+    return torch, triton, tl
+
+
+torch, triton, tl = _import()
+
+# Decided once, like triton's own decorators: the kernels below were built in this mode.
+INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
+# Opt-in autotuning over a few configs per kernel (GPU only; the benchmark turns it on).
+AUTOTUNE: bool = os.environ.get("INKLING_AUTOTUNE", "0") == "1" and not INTERPRET
+
+
+@triton.jit
+def round_bf16_rne(x):
+    """float32 -> float32 holding the nearest bfloat16 (ties to even). The interpreter's own
+    float32 -> bfloat16 cast truncates, which doubles the rounding error; kernels apply this
+    first when interpreting (``ROUND`` constexpr), after which the cast is exact."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = bits + 0x7FFF + ((bits >> 16) & 1)
+    bits = bits & 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
+
+
+def dot_precision(t: "torch.Tensor") -> str:
+    """The DOT_PREC constexpr: float32 storage gets IEEE float32 dots (Triton's default for a
+    float32 dot on the GPU is tf32, about 2.5e-3 relative error on this forward); bf16/fp16
+    operands ignore it."""
+    return "ieee" if t.dtype == torch.float32 else "tf32"
+
+
+def round_flag(out: "torch.Tensor") -> bool:
+    """The ROUND constexpr: fix the interpreter's truncating bf16 cast for this output."""
+    return INTERPRET and out.dtype == torch.bfloat16
+
+
+def autotune(configs: list, key: list[str]):
+    """``triton.autotune`` with short timing runs (5 ms warm-up, 25 ms of repeats per config)."""
+
+    def bench(fn, quantiles=None):
+        return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
+
+    try:
+        return triton.autotune(configs=configs, key=key, do_bench=bench)
+    except TypeError:  # a Triton without the do_bench argument
+        return triton.autotune(configs=configs, key=key)
+
+
+def check_device(*tensors: "torch.Tensor") -> None:
+    """Compiled kernels need CUDA tensors; interpreted kernels take any device."""
+    if INTERPRET:
+        return
+    for t in tensors:
+        if t is not None and not t.is_cuda:
+            raise RuntimeUnavailable(
+                "triton was imported in compiled (GPU) mode but got CPU tensors; "
+                "set TRITON_INTERPRET=1 before importing triton to run the kernels on the CPU"
+            )
+
+
+def next_pow2(value: int, minimum: int = 16) -> int:
+    """Triton block sizes are powers of two; tl.dot needs every dimension >= 16."""
+    return max(minimum, triton.next_power_of_2(max(int(value), 1)))
+
+
+def dot_dtype_flag() -> bool:
+    """The UPCAST constexpr: upcast dot operands to float32 when interpreting."""
+    return INTERPRET

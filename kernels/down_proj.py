@@ -1,0 +1,197 @@
+"""Down GEMM + per-slot LoRA expand, in one kernel, scattering rows back to token order.
+
+For each sorted row m (token ``order[m]``) and hidden column h::
+
+    out[order[m], h] = act[m] . w2_lin[:, h]  +  bridge[m] . B[s(m), h, :]
+
+``act`` [T, n*F] comes from the gate/up kernel (sorted order); the sum over experts happens in
+the K-loop because ``w2_lin[e*F + j, h] = w2[e, h, j]`` (spec 1.3). ``bridge`` is the down
+shrink output [T, KB] and ``B`` is ``[S, H, KB]``:
+
+* shared outer: KB = R, B = B_dn[:, 0]  (one rank-R bridge summed over experts);
+* per expert:   KB = n*R, B = B_cat with B_cat[s, h, e*R + k] = B_dn[s, e, h, k].
+
+Reference: :func:`down_proj_reference`.
+"""
+
+from __future__ import annotations
+
+from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from .lora_shrink import t_bucket
+from .routing import SlotRouting
+
+
+@triton.jit(do_not_specialize=["T", "TB"])
+def _down_proj_kernel(
+    act_ptr, w_ptr, out_ptr, bridge_ptr, b_ptr,
+    order_ptr, row_group_ptr, group_slot_ptr,
+    T, K, H, KB, TB,
+    stride_am, stride_ak,
+    stride_wk, stride_wn,
+    stride_om, stride_on,
+    stride_brm, stride_brk,
+    stride_bs, stride_bh, stride_bk,
+    HAS_LORA: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(T, BLOCK_M)
+    num_n = tl.cdiv(H, BLOCK_N)
+    group_size = GROUP_M * num_n
+    first_m = (pid // group_size) * GROUP_M
+    rows_in_group = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group_size) % rows_in_group
+    pid_n = (pid % group_size) // rows_in_group
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_mask = offs_m < T
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < H
+    offs_k = tl.arange(0, BLOCK_K)
+    a_base = act_ptr + offs_m[:, None] * stride_am
+    w_base = w_ptr + offs_n[None, :] * stride_wn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_mask = (k0 + offs_k) < K
+        at = tl.load(a_base + (k0 + offs_k)[None, :] * stride_ak, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
+        wt = tl.load(w_base + (k0 + offs_k).to(tl.int64)[:, None] * stride_wk, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+        if UPCAST:
+            at = at.to(tl.float32)
+            wt = wt.to(tl.float32)
+        acc += tl.dot(at, wt, input_precision=DOT_PREC)
+
+    if HAS_LORA:
+        row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
+        g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
+        g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
+        offs_kb = tl.arange(0, BLOCK_KB)
+        br_base = bridge_ptr + offs_m[:, None] * stride_brm
+        for g in range(g_lo, g_hi + 1):
+            slot = tl.load(group_slot_ptr + g)
+            if slot >= 0:
+                in_group = m_mask & (row_group == g)
+                b_base = b_ptr + slot.to(tl.int64) * stride_bs + offs_n[None, :] * stride_bh
+                for kb0 in range(0, KB, BLOCK_KB):
+                    kb_mask = (kb0 + offs_kb) < KB
+                    br = tl.load(br_base + (kb0 + offs_kb)[None, :] * stride_brk, mask=in_group[:, None] & kb_mask[None, :], other=0.0)
+                    bt = tl.load(b_base + (kb0 + offs_kb)[:, None] * stride_bk, mask=kb_mask[:, None] & n_mask[None, :], other=0.0)
+                    if UPCAST:
+                        br = br.to(tl.float32)
+                        bt = bt.to(tl.float32)
+                    else:
+                        bt = bt.to(br.dtype)
+                    acc += tl.dot(br, bt, input_precision=DOT_PREC)
+
+    if SCATTER:
+        dst = tl.load(order_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+    else:
+        dst = offs_m.to(tl.int64)
+    out = out_ptr + dst[:, None] * stride_om + offs_n[None, :] * stride_on
+    if ROUND:
+        acc = round_bf16_rne(acc)
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
+
+
+def _configs():
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=st)
+        for bm, bn, bk, w, st in (
+            (16, 32, 128, 4, 4), (16, 64, 128, 4, 4), (32, 64, 128, 4, 4),
+            (64, 128, 64, 4, 4), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3),
+        )
+    ]
+
+
+_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA"])(_down_proj_kernel) if AUTOTUNE else None
+
+
+def _heuristic(T: int, K: int, H: int) -> dict:
+    if INTERPRET:
+        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(128, next_pow2(H)), "BLOCK_K": min(256, next_pow2(K, 32)),
+                "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
+    if T <= 16:
+        return {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    if T <= 128:
+        return {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    if T <= 512:
+        return {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+
+
+def down_proj(
+    act: torch.Tensor,
+    w2_lin: torch.Tensor,
+    *,
+    routing: SlotRouting | None = None,
+    bridge: torch.Tensor | None = None,
+    b: torch.Tensor | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``out`` [T, H] in token order. ``act`` is in sorted order when ``routing`` is given
+    (rows are scattered back through ``routing.order``). ``bridge`` [T, KB] (sorted order) and
+    ``b`` [S, H, KB] enable the LoRA delta."""
+    T, K = act.shape
+    if w2_lin.shape[0] != K:
+        raise ValueError(f"down_proj: w2_lin {tuple(w2_lin.shape)} does not take {K} activations")
+    H = w2_lin.shape[1]
+    has_lora = bridge is not None
+    if has_lora and routing is None:
+        raise ValueError("down_proj: LoRA needs a routing")
+    check_device(act, w2_lin, bridge, b)
+    if out is None:
+        out = torch.empty((T, H), dtype=act.dtype, device=act.device)
+    if T == 0:
+        return out
+    if has_lora:
+        KB = bridge.shape[1]
+        if b.shape[1] != H or b.shape[2] != KB:
+            raise ValueError(f"down_proj: B {tuple(b.shape)} does not fit H={H}, bridge width {KB}")
+        lora_args = (bridge, b)
+        lora_strides = (bridge.stride(0), bridge.stride(1), *b.stride())
+    else:
+        KB = 1
+        lora_args = (act, act)
+        lora_strides = (0, 0, 0, 0, 0)
+    routing_args = (routing.order, routing.row_group, routing.group_slot) if routing is not None else (act, act, act)
+    args = (
+        act, w2_lin, out, *lora_args, *routing_args,
+        T, K, H, KB, t_bucket(T),
+        act.stride(0), act.stride(1),
+        w2_lin.stride(0), w2_lin.stride(1),
+        out.stride(0), out.stride(1),
+        *lora_strides,
+    )
+    flags = dict(HAS_LORA=has_lora, SCATTER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(act),
+                 BLOCK_KB=min(64, next_pow2(KB)) if has_lora else 16)
+    if _tuned is not None:
+        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
+        _tuned[grid](*args, **flags)
+    else:
+        cfg = _heuristic(T, K, H)
+        if act.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
+            cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
+        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * triton.cdiv(H, cfg["BLOCK_N"]),)
+        _down_proj_kernel[grid](*args, **flags, **cfg)
+    return out
+
+
+def down_proj_reference(
+    act: torch.Tensor,
+    w2_lin: torch.Tensor,
+    *,
+    bridge: torch.Tensor | None = None,
+    b: torch.Tensor | None = None,
+    slot_ids: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
+    """Same output with everything in token order, in ``dtype`` math."""
+    out = act.to(dtype) @ w2_lin.to(dtype)
+    if bridge is not None:
+        ids = slot_ids.reshape(-1)
+        for slot in sorted(set(ids.tolist())):
+            if slot < 0:
+                continue
+            rows = (ids == slot).nonzero().reshape(-1)
+            out[rows] += bridge[rows].to(dtype) @ b[slot].to(dtype).T
+    return out

@@ -1,0 +1,268 @@
+"""Base gate/up GEMM + per-slot LoRA expand + gamma-weighted SwiGLU, in one kernel.
+
+For each token t (in the routing's sorted order), expert e and feature j of the expert::
+
+    g = x_t . w13_lin[row_g(e, j)]  +  bridge_g[t] . B_gu[s(t), e, j]        (fp32 accumulators)
+    u = x_t . w13_lin[row_u(e, j)]  +  bridge_u[t] . B_gu[s(t), e, F + j]
+    act[t, e*F + j] = silu(g) * u * gamma[t, e]     computed in fp32, rounded once
+
+with ``row_g, row_u = e*2F + 2j, e*2F + 2j + 1`` for the interleaved w13 (legacy sink) and
+``e*2F + j, e*2F + F + j`` for the contiguous one (V2 sink); the LoRA B rows are contiguous
+halves in both cases (spec sections 1.4, 3, 6.1). ``bridge`` is the gate/up shrink output,
+``[T, E_a * 2R]`` in sorted order: expert e reads columns ``o*2R + [0, R)`` (gate) and
+``o*2R + R + [0, R)`` (up), ``o = 0`` for the shared outer layout and ``o = e`` per expert.
+
+The LoRA expand runs inside the tile after the base K-loop, once per slot group present in the
+tile (``routing.py``): the delta never round-trips through memory and the activation is the
+GEMM's epilogue, so Y itself is never stored. The activation is written in sorted order for the
+down kernel. Reference: :func:`gate_up_swiglu_reference`.
+"""
+
+from __future__ import annotations
+
+from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from .lora_shrink import t_bucket
+from .routing import SlotRouting
+
+
+@triton.jit(do_not_specialize=["T", "TB"])
+def _gate_up_swiglu_kernel(
+    x_ptr, w_ptr, gamma_ptr, act_ptr, bridge_ptr, b_ptr,
+    order_ptr, row_group_ptr, group_slot_ptr,
+    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, TB,
+    stride_xm, stride_xk,
+    stride_wn, stride_wk,
+    stride_gm, stride_ge,
+    stride_am, stride_an,
+    stride_brm, stride_brn,
+    stride_bs, stride_be, stride_bf, stride_br,
+    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # Grouped ordering of (M tile, N tile) for L2 reuse of the weight tiles.
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(T, BLOCK_M)
+    n_per_expert = tl.cdiv(F, BLOCK_N)
+    num_n = N_EXP * n_per_expert
+    group_size = GROUP_M * num_n
+    first_m = (pid // group_size) * GROUP_M
+    rows_in_group = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group_size) % rows_in_group
+    pid_n = (pid % group_size) // rows_in_group
+    e = pid_n // n_per_expert
+    jb = pid_n % n_per_expert
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_mask = offs_m < T
+    if GATHER:
+        src = tl.load(order_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+    else:
+        src = offs_m.to(tl.int64)
+    offs_j = jb * BLOCK_N + tl.arange(0, BLOCK_N)
+    j_mask = offs_j < F
+    if INTERLEAVED:
+        row_g = e * 2 * F + 2 * offs_j
+        row_u = row_g + 1
+    else:
+        row_g = e * 2 * F + offs_j
+        row_u = row_g + F
+    offs_k = tl.arange(0, BLOCK_K)
+    x_base = x_ptr + src[:, None] * stride_xm
+    wg_base = w_ptr + row_g.to(tl.int64)[None, :] * stride_wn
+    wu_base = w_ptr + row_u.to(tl.int64)[None, :] * stride_wn
+    acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_K):
+        k_mask = (k0 + offs_k) < H
+        xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
+        wmask = k_mask[:, None] & j_mask[None, :]
+        wg = tl.load(wg_base + (k0 + offs_k)[:, None] * stride_wk, mask=wmask, other=0.0)
+        wu = tl.load(wu_base + (k0 + offs_k)[:, None] * stride_wk, mask=wmask, other=0.0)
+        if UPCAST:
+            xt = xt.to(tl.float32)
+            wg = wg.to(tl.float32)
+            wu = wu.to(tl.float32)
+        acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
+        acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
+
+    if HAS_LORA:
+        row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
+        g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
+        g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
+        offs_r = tl.arange(0, BLOCK_R)
+        br_base = bridge_ptr + offs_m[:, None] * stride_brm + (e * BRIDGE_EXPERT_STRIDE) * stride_brn
+        for g in range(g_lo, g_hi + 1):
+            slot = tl.load(group_slot_ptr + g)
+            if slot >= 0:
+                in_group = m_mask & (row_group == g)
+                b_base = b_ptr + slot.to(tl.int64) * stride_bs + e * stride_be
+                for r0 in range(0, R, BLOCK_R):
+                    r_mask = (r0 + offs_r) < R
+                    bmask = in_group[:, None] & r_mask[None, :]
+                    br_g = tl.load(br_base + (r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
+                    br_u = tl.load(br_base + (R + r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
+                    lmask = r_mask[:, None] & j_mask[None, :]
+                    bg = tl.load(b_base + offs_j[None, :] * stride_bf + (r0 + offs_r)[:, None] * stride_br, mask=lmask, other=0.0)
+                    bu = tl.load(b_base + (F + offs_j)[None, :] * stride_bf + (r0 + offs_r)[:, None] * stride_br, mask=lmask, other=0.0)
+                    if UPCAST:
+                        br_g = br_g.to(tl.float32)
+                        br_u = br_u.to(tl.float32)
+                        bg = bg.to(tl.float32)
+                        bu = bu.to(tl.float32)
+                    else:
+                        bg = bg.to(br_g.dtype)
+                        bu = bu.to(br_u.dtype)
+                    acc_g += tl.dot(br_g, bg, input_precision=DOT_PREC)
+                    acc_u += tl.dot(br_u, bu, input_precision=DOT_PREC)
+
+    gamma = tl.load(gamma_ptr + src * stride_gm + e * stride_ge, mask=m_mask, other=0.0).to(tl.float32)
+    act = acc_g * tl.sigmoid(acc_g) * acc_u * gamma[:, None]
+    out = act_ptr + offs_m[:, None] * stride_am + (e * F + offs_j)[None, :] * stride_an
+    if ROUND:
+        act = round_bf16_rne(act)
+    tl.store(out, act.to(act_ptr.dtype.element_ty), mask=m_mask[:, None] & j_mask[None, :])
+
+
+def _configs():
+    out = []
+    for bm, bn, bk, w, st in (
+        (16, 32, 128, 4, 4), (16, 64, 128, 4, 4), (32, 64, 128, 4, 4),
+        (64, 64, 64, 4, 4), (128, 64, 64, 8, 3), (128, 128, 64, 8, 3),
+    ):
+        out.append(triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=st))
+    return out
+
+
+_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
+
+
+def _heuristic(T: int, H: int, F: int) -> dict:
+    if INTERPRET:
+        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(128, next_pow2(F)), "BLOCK_K": min(256, next_pow2(H, 32)),
+                "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
+    if T <= 16:
+        return {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    if T <= 128:
+        return {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    if T <= 512:
+        return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    return {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+
+
+def gate_up_swiglu(
+    x: torch.Tensor,
+    w13_lin: torch.Tensor,
+    gammas: torch.Tensor,
+    n_experts: int,
+    *,
+    interleaved: bool,
+    routing: SlotRouting | None = None,
+    bridge: torch.Tensor | None = None,
+    b_gu: torch.Tensor | None = None,
+    bridge_expert_stride: int = 0,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Activation ``[T, n*F]`` (dtype of x). In sorted order when ``routing`` is given (x and
+    gammas are then read through ``routing.order``), else in token order.
+
+    ``bridge`` [T, E_a*2R] (sorted order) and ``b_gu`` [S, n, 2F, R] enable the LoRA delta.
+    """
+    T, H = x.shape
+    rows = w13_lin.shape[0]
+    if rows % (2 * n_experts) or w13_lin.shape[1] != H:
+        raise ValueError(f"gate_up_swiglu: w13_lin {tuple(w13_lin.shape)} does not fit n={n_experts}, H={H}")
+    F = rows // (2 * n_experts)
+    if gammas.shape != (T, n_experts):
+        raise ValueError(f"gate_up_swiglu: gammas {tuple(gammas.shape)} != {(T, n_experts)}")
+    has_lora = bridge is not None
+    if has_lora and routing is None:
+        raise ValueError("gate_up_swiglu: LoRA needs a routing")
+    check_device(x, w13_lin, gammas, bridge, b_gu)
+    if out is None:
+        out = torch.empty((T, n_experts * F), dtype=x.dtype, device=x.device)
+    if T == 0:
+        return out
+    if has_lora:
+        R = b_gu.shape[3]
+        lora_args = (bridge, b_gu)
+        lora_strides = (bridge.stride(0), bridge.stride(1), *b_gu.stride())
+    else:
+        R = 1
+        lora_args = (x, x)  # never read
+        lora_strides = (0, 0, 0, 0, 0, 0)
+    routing_args = (routing.order, routing.row_group, routing.group_slot) if routing is not None else (x, x, x)
+    args = (
+        x, w13_lin, gammas, out, *lora_args, *routing_args,
+        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T),
+        x.stride(0), x.stride(1),
+        w13_lin.stride(0), w13_lin.stride(1),
+        gammas.stride(0), gammas.stride(1),
+        out.stride(0), out.stride(1),
+        *lora_strides,
+    )
+    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, GATHER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x),
+                 BLOCK_R=next_pow2(R) if has_lora else 16)
+    if _tuned is not None:
+        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
+        _tuned[grid](*args, **flags)
+    else:
+        cfg = _heuristic(T, H, F)
+        if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
+            cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
+        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
+        _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
+    return out
+
+
+def swiglu_reference(y: torch.Tensor, gammas: torch.Tensor, n_experts: int, *, interleaved: bool) -> torch.Tensor:
+    """gamma-weighted SwiGLU of ``y`` [T, n*2F] per (token, expert), in y's dtype (spec 1.4)."""
+    T = y.shape[0]
+    yv = y.reshape(T, n_experts, -1)
+    F = yv.shape[2] // 2
+    if interleaved:
+        g, u = yv[..., 0::2], yv[..., 1::2]
+    else:
+        g, u = yv[..., :F], yv[..., F:]
+    act = torch.nn.functional.silu(g) * u * gammas.to(y.dtype)[..., None]
+    return act.reshape(T, n_experts * F)
+
+
+def gate_up_swiglu_reference(
+    x: torch.Tensor,
+    w13_lin: torch.Tensor,
+    gammas: torch.Tensor,
+    n_experts: int,
+    *,
+    interleaved: bool,
+    bridge: torch.Tensor | None = None,
+    b_gu: torch.Tensor | None = None,
+    slot_ids: torch.Tensor | None = None,
+    bridge_expert_stride: int = 0,
+    dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
+    """The same activation in token order and ``dtype`` math; ``bridge`` in token order."""
+    T = x.shape[0]
+    y = x.to(dtype) @ w13_lin.to(dtype).T
+    if bridge is not None:
+        S, n, F2, R = b_gu.shape
+        F = F2 // 2
+        yv = y.view(T, n, F2)
+        br = bridge.to(dtype)
+        bd = b_gu.to(dtype)
+        ids = slot_ids.reshape(-1)
+        for slot in sorted(set(ids.tolist())):
+            if slot < 0:
+                continue
+            rows = (ids == slot).nonzero().reshape(-1)
+            for e in range(n):
+                o = e * bridge_expert_stride
+                dg = br[rows, o:o + R] @ bd[slot, e, :F].T
+                du = br[rows, o + R:o + 2 * R] @ bd[slot, e, F:].T
+                if interleaved:
+                    yv[rows, e, 0::2] += dg
+                    yv[rows, e, 1::2] += du
+                else:
+                    yv[rows, e, :F] += dg
+                    yv[rows, e, F:] += du
+    return swiglu_reference(y, gammas.to(dtype), n_experts, interleaved=interleaved)

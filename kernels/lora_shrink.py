@@ -1,0 +1,168 @@
+"""LoRA shrink for mixed slots in one launch: ``bridge[t] = x[t] . A[slot(t)]^T`` per block.
+
+``A`` is viewed as ``[S, NB * R, K_a]``: ``NB`` output blocks of ``R`` rank rows each. Block
+``b`` of token t's bridge is ``x[t, win_b] . A[s, bR:(b+1)R, :]^T`` where ``win_b`` is the whole
+input row, or with ``window`` set the input columns ``[b*window, b*window + K_a)`` (the
+per-expert down shrink: expert e's activations meet only expert e's down-A).
+
+The sites of the shared sink (spec section 6):
+
+* gate/up, shared outer:  A = A_gu[:, 0]            [S, 2R, H],   NB = 2
+* gate/up, per expert:    A = A_gu.view(S, n*2R, H) [S, 2nR, H],  NB = 2n
+* down, shared outer:     A = A_cat                 [S, R, n*F],  NB = 1 (A_cat[s,k,eF+j] = A_dn[s,e,k,j])
+* down, per expert:       A = A_dn.view(S, n*R, F)  [S, nR, F],   NB = n, window = F
+
+Rows are processed in the routing's sorted order (see ``routing.py``); the bridge is written in
+sorted order, zero for tokens without an adapter. Reference: :func:`lora_shrink_reference`.
+"""
+
+from __future__ import annotations
+
+from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from .routing import SlotRouting
+
+
+@triton.jit(do_not_specialize=["T", "TB"])
+def _lora_shrink_kernel(
+    x_ptr, a_ptr, out_ptr,
+    order_ptr, row_group_ptr, group_slot_ptr,
+    T, K, R, WINDOW, TB,
+    stride_xm, stride_xk,
+    stride_as, stride_ar, stride_ak,
+    stride_om, stride_on,
+    GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    blk = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_mask = offs_m < T
+    if GATHER:
+        src = tl.load(order_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+    else:
+        src = offs_m.to(tl.int64)
+    row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
+    g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
+    g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
+    offs_r = tl.arange(0, BLOCK_R)
+    r_mask = offs_r < R
+    offs_k = tl.arange(0, BLOCK_K)
+    x_base = x_ptr + src[:, None] * stride_xm + (blk * WINDOW) * stride_xk
+    acc = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
+    for g in range(g_lo, g_hi + 1):
+        slot = tl.load(group_slot_ptr + g)
+        if slot >= 0:
+            in_group = m_mask & (row_group == g)
+            a_base = a_ptr + slot.to(tl.int64) * stride_as + (blk * R + offs_r)[None, :] * stride_ar
+            part = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
+            for k0 in range(0, K, BLOCK_K):
+                k_mask = (k0 + offs_k) < K
+                xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=in_group[:, None] & k_mask[None, :], other=0.0)
+                at = tl.load(a_base + (k0 + offs_k)[:, None] * stride_ak, mask=k_mask[:, None] & r_mask[None, :], other=0.0)
+                if UPCAST:
+                    xt = xt.to(tl.float32)
+                    at = at.to(tl.float32)
+                else:
+                    at = at.to(xt.dtype)
+                part += tl.dot(xt, at, input_precision=DOT_PREC)
+            acc += part  # rows outside the group loaded zeros: their part is 0
+    out = out_ptr + offs_m[:, None] * stride_om + (blk * R + offs_r)[None, :] * stride_on
+    if ROUND:
+        acc = round_bf16_rne(acc)
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_mask[:, None] & r_mask[None, :])
+
+
+def _configs():
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_K": bk}, num_warps=w, num_stages=st)
+        for bm, bk, w, st in ((16, 128, 4, 4), (16, 256, 4, 3), (32, 128, 4, 4), (64, 64, 4, 4))
+    ]
+
+
+_tuned = autotune(_configs(), ["TB", "K", "R"])(_lora_shrink_kernel) if AUTOTUNE else None
+
+
+def _heuristic(T: int, K: int) -> dict:
+    if INTERPRET:
+        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_K": min(256, next_pow2(K, 32)), "num_warps": 4, "num_stages": 1}
+    if T <= 16:
+        return {"BLOCK_M": 16, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
+    if T <= 256:
+        return {"BLOCK_M": 32, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
+    return {"BLOCK_M": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+
+
+def t_bucket(T: int) -> int:
+    """Autotune key: tokens rounded up to a power of two (capped) so configs are reused."""
+    return min(triton.next_power_of_2(max(T, 1)), 8192)
+
+
+def lora_shrink(
+    x: torch.Tensor,
+    a: torch.Tensor,
+    routing: SlotRouting,
+    rank: int,
+    *,
+    window: int = 0,
+    gather: bool = True,
+    out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """Bridge ``[T, NB * rank]`` in sorted row order.
+
+    ``x`` [T, K_in] is in original token order when ``gather`` (rows read through
+    ``routing.order``), else already in sorted order. ``a`` is [S, NB * rank, K_a] (any strides).
+    """
+    T = x.shape[0]
+    S, rows, K = a.shape
+    if rows % rank:
+        raise ValueError(f"lora_shrink: A has {rows} rows, not a multiple of rank {rank}")
+    nb = rows // rank
+    if window == 0 and K != x.shape[1]:
+        raise ValueError(f"lora_shrink: A width {K} != input width {x.shape[1]}")
+    if window and nb * window > x.shape[1]:
+        raise ValueError(f"lora_shrink: {nb} windows of {window} exceed input width {x.shape[1]}")
+    check_device(x, a)
+    if out is None:
+        out = torch.empty((T, nb * rank), dtype=out_dtype or x.dtype, device=x.device)
+    if T == 0:
+        return out
+    block_r = next_pow2(rank)
+    args = (
+        x, a, out,
+        routing.order, routing.row_group, routing.group_slot,
+        T, K, rank, window, t_bucket(T),
+        x.stride(0), x.stride(1),
+        a.stride(0), a.stride(1), a.stride(2),
+        out.stride(0), out.stride(1),
+    )
+    if _tuned is not None:
+        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), nb)  # noqa: E731
+        _tuned[grid](*args, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r)
+    else:
+        cfg = _heuristic(T, K)
+        if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
+            cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
+        grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb)
+        _lora_shrink_kernel[grid](*args, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r, **cfg)
+    return out
+
+
+def lora_shrink_reference(
+    x: torch.Tensor, a: torch.Tensor, slot_ids: torch.Tensor, rank: int, *, window: int = 0,
+    dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
+    """Same bridge in *original* token order, in ``dtype`` math (torch only)."""
+    T = x.shape[0]
+    S, rows, K = a.shape
+    nb = rows // rank
+    xd, ad = x.to(dtype), a.to(dtype)
+    out = torch.zeros((T, nb * rank), dtype=dtype, device=x.device)
+    for slot in sorted(set(slot_ids.reshape(-1).tolist())):
+        if slot < 0:
+            continue
+        rows_t = (slot_ids.reshape(-1) == slot).nonzero().reshape(-1)
+        for b in range(nb):
+            xin = xd[rows_t, b * window: b * window + K] if window else xd[rows_t]
+            out[rows_t, b * rank:(b + 1) * rank] = xin @ ad[slot, b * rank:(b + 1) * rank].T
+    return out

@@ -1,0 +1,185 @@
+"""The shared-sink forward with multi-slot LoRA, composed of the three Triton kernels.
+
+One forward (spec sections 1.4 and 6)::
+
+    routing   = build_routing(slot_ids)                      # once per forward, no host sync
+    bridge_gu = lora_shrink(x, A_gu)                         # [T, E_a*2R], sorted rows
+    act       = gate_up_swiglu(x, w13_lin, gammas, bridge_gu, B_gu)   # base + delta + SwiGLU
+    bridge_dn = lora_shrink(act, A_down)                     # [T, R] or [T, n*R]
+    out       = down_proj(act, w2_lin, bridge_dn, B_down)    # base + delta, back to token order
+
+Four launches for a LoRA batch, two for a base-only one (``slot_ids`` None). ``SinkOperands``
+holds the base weights in their linearized views and the four pool buffers plus the two derived
+down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
+:func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._triton import torch
+from .down_proj import down_proj
+from .gate_up_swiglu import gate_up_swiglu
+from .lora_shrink import lora_shrink
+from .routing import SlotRouting, build_routing
+
+
+@dataclass
+class SinkOperands:
+    """Base weights (linearized) and the LoRA pool of one shared sink on one TP rank."""
+
+    w13_lin: torch.Tensor  # [n*2F, H]
+    w2_lin: torch.Tensor  # [n*F, H]
+    n: int
+    interleaved: bool  # w13 gate/up rows interleaved (legacy) or contiguous halves (V2)
+    gate_up_a: torch.Tensor | None = None  # [S, E_a, 2R, H]
+    gate_up_b: torch.Tensor | None = None  # [S, n, 2F, R], B pre-scaled
+    down_a: torch.Tensor | None = None  # [S, n, R, F]
+    down_b: torch.Tensor | None = None  # [S, E_b, H, R], B pre-scaled
+    slot_active: torch.Tensor | None = None  # [S] bool: slot holds an adapter
+    # derived, see refresh()
+    _down_shrink_a: torch.Tensor | None = None
+    _down_expand_b: torch.Tensor | None = None
+
+    @property
+    def hidden(self) -> int:
+        return self.w13_lin.shape[1]
+
+    @property
+    def f_local(self) -> int:
+        return self.w2_lin.shape[0] // self.n
+
+    @property
+    def has_pool(self) -> bool:
+        return self.gate_up_a is not None
+
+    @property
+    def slots(self) -> int:
+        return self.gate_up_a.shape[0] if self.has_pool else 0
+
+    @property
+    def rank(self) -> int:
+        return self.gate_up_b.shape[3] if self.has_pool else 0
+
+    @property
+    def shared_outer(self) -> bool:
+        return self.has_pool and self.gate_up_a.shape[1] == 1
+
+    def refresh(self) -> "SinkOperands":
+        """(Re)build the derived down operands from the pool buffers."""
+        if not self.has_pool:
+            return self
+        S, n, R, F = self.down_a.shape
+        if self.shared_outer:
+            # A_cat[s, k, e*F + j] = A_dn[s, e, k, j]; the expand reads B_dn[:, 0] in place.
+            self._down_shrink_a = self.down_a.permute(0, 2, 1, 3).reshape(S, R, n * F).contiguous()
+            self._down_expand_b = self.down_b[:, 0]
+        else:
+            # Windowed shrink over A_dn itself; B_cat[s, h, e*R + k] = B_dn[s, e, h, k].
+            self._down_shrink_a = self.down_a.reshape(S, n * R, F)
+            H = self.down_b.shape[2]
+            self._down_expand_b = self.down_b.permute(0, 2, 1, 3).reshape(S, H, n * R).contiguous()
+        if self.slot_active is None:
+            self.slot_active = torch.ones(S, dtype=torch.bool, device=self.gate_up_a.device)
+        return self
+
+
+def _flatten(x: torch.Tensor, gammas: torch.Tensor, n: int, hidden: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # sglang's forward asserts (spec 5.4), with the same texts.
+    assert x.ndim in (2, 3), f"{x.shape=}"
+    assert gammas.ndim in (2, 3), f"{gammas.shape=}"
+    assert gammas.size(-1) == n, f"{gammas.shape=} {n=}"
+    x_td = x.reshape(-1, hidden)
+    g_td = gammas.reshape(-1, n)
+    if g_td.shape[0] != x_td.shape[0]:
+        raise ValueError(f"gammas give {g_td.shape[0]} tokens, x gives {x_td.shape[0]}")
+    return x_td.contiguous(), g_td
+
+
+def sink_forward_triton(
+    ops: SinkOperands,
+    x: torch.Tensor,
+    gammas: torch.Tensor,
+    slot_ids: torch.Tensor | None = None,
+    *,
+    routing: SlotRouting | None = None,
+) -> torch.Tensor:
+    """out [T, H] (dtype of x). ``slot_ids`` [T] (-1 = no adapter) or None for base only."""
+    x_td, g_td = _flatten(x, gammas, ops.n, ops.hidden)
+    if slot_ids is None or not ops.has_pool:
+        act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
+        return down_proj(act, ops.w2_lin)
+    if ops._down_shrink_a is None:
+        ops.refresh()
+    S, E_a, R2, H = ops.gate_up_a.shape
+    R = R2 // 2
+    if routing is None:
+        routing = build_routing(slot_ids.to(x_td.device), S, ops.slot_active)
+    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, R)
+    act = gate_up_swiglu(
+        x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
+        bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,
+    )
+    window = 0 if ops.shared_outer else ops.f_local
+    bridge_dn = lora_shrink(act, ops._down_shrink_a, routing, R, window=window, gather=False)
+    return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b)
+
+
+def sink_forward_torch(
+    ops: SinkOperands,
+    x: torch.Tensor,
+    gammas: torch.Tensor,
+    slot_ids: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The same forward in plain torch, in the storage dtype (bf16 GEMMs, fp32 SwiGLU).
+
+    Base: two GEMMs around the activation. LoRA: tokens sorted by slot once (one host sync for
+    the segment sizes), then per active slot a shrink and an expand on its segment, added into
+    Y before the activation and into the output after the down GEMM (Punica's loop baseline).
+    """
+    x_td, g_td = _flatten(x, gammas, ops.n, ops.hidden)
+    T, n, F = x_td.shape[0], ops.n, ops.f_local
+    y = x_td @ ops.w13_lin.T  # [T, n*2F]
+    segments = []
+    if slot_ids is not None and ops.has_pool:
+        if ops._down_shrink_a is None:
+            ops.refresh()
+        ids = slot_ids.reshape(-1).to(x_td.device).long()
+        ids = torch.where((ids >= 0) & ops.slot_active[ids.clamp(min=0)], ids, -1)
+        order = torch.argsort(ids, stable=True)
+        counts = torch.bincount(ids + 1, minlength=ops.slots + 1).tolist()
+        start = counts[0]
+        for s in range(ops.slots):
+            if counts[s + 1]:
+                segments.append((s, order[start:start + counts[s + 1]]))
+                start += counts[s + 1]
+        R = ops.rank
+        yv = y.view(T, n, 2, F) if not ops.interleaved else None
+        for s, rows in segments:
+            xs = x_td[rows]
+            bridge = xs @ ops.gate_up_a[s].reshape(-1, ops.hidden).T  # [t, E_a*2R]
+            bridge = bridge.view(-1, ops.gate_up_a.shape[1], 2, R)
+            if ops.shared_outer:
+                bridge = bridge.expand(-1, n, 2, R)
+            # delta[t, e, h, j] = sum_k bridge[t, e, h, k] * B_gu[s, e, h*F + j, k]
+            delta = torch.einsum("tehk,ehjk->tehj", bridge, ops.gate_up_b[s].view(n, 2, F, R))
+            if ops.interleaved:
+                y.view(T, n, F, 2)[rows] += delta.transpose(2, 3)
+            else:
+                yv[rows] += delta
+    yv = y.float().view(T, n, -1)
+    if ops.interleaved:
+        g, u = yv[..., 0::2], yv[..., 1::2]
+    else:
+        g, u = yv[..., :F], yv[..., F:]
+    act = (torch.nn.functional.silu(g) * u * g_td.float()[..., None]).to(x_td.dtype).reshape(T, n * F)
+    out = act @ ops.w2_lin
+    for s, rows in segments:
+        acts = act[rows]
+        if ops.shared_outer:
+            bridge = acts @ ops._down_shrink_a[s].T  # [t, R]
+        else:
+            bridge = torch.einsum("tej,ekj->tek", acts.view(-1, n, F), ops.down_a[s]).reshape(-1, n * ops.rank)
+        out[rows] += bridge @ ops._down_expand_b[s].T
+    return out

@@ -1,0 +1,46 @@
+"""Shared fixtures: the sglang oracle (sglang 0.5.23's own lora.py, read from its wheel).
+
+The wheel comes from $INKLING_COMPAT_SGLANG_WHEEL, the cache (~/.cache/inkling-compat/ or
+$INKLING_COMPAT_CACHE), or `pip download` into the cache. Without it the oracle tests are
+skipped, or fail when INKLING_COMPAT_REQUIRE_ORACLE=1 (CI).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from oracle import sglang_sink, tally
+
+
+@pytest.fixture(scope="session")
+def sglang_oracle() -> sglang_sink.SglangSink:
+    try:
+        oracle = sglang_sink.load()
+    except (sglang_sink.WheelUnavailable, OSError, KeyError, ImportError) as exc:
+        reason = f"sglang {sglang_sink.SGLANG_VERSION} oracle unavailable: {exc}"
+        if os.environ.get("INKLING_COMPAT_REQUIRE_ORACLE") == "1":
+            pytest.fail(reason + " (INKLING_COMPAT_REQUIRE_ORACLE=1)", pytrace=False)
+        pytest.skip(reason)
+    same = oracle.lora_sha256 == sglang_sink.EXPECTED_LORA_SHA256
+    tally.META.update(
+        {"wheel": oracle.wheel.name, "lora.py sha256": oracle.lora_sha256[:16] + ("" if same else " (NOT the reference file)")}
+    )
+    return oracle
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook
+    data = tally.to_json()
+    if not data["properties"]:
+        return
+    text = tally.table(data)
+    terminalreporter.write_sep("-", "sglang fidelity")
+    terminalreporter.write_line(text)
+    path = tally.out_path()
+    if path:
+        tally.write(path)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fidelity: differential property against sglang's own code (needs the wheel)")

@@ -1,0 +1,1 @@
+"""Test-only oracles built from the reference implementation (never shipped, never copied)."""

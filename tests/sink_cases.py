@@ -1,0 +1,137 @@
+"""Random shared-sink problems for the kernel tests (CPU interpreter and GPU alike).
+
+Never zeros: base weights, pool factors (up to each slot's true rank), inputs and gammas are
+random; padded pool rows/columns are zero as the pool keeps them. The LoRA factors are scaled so
+that the LoRA delta is a large part of the output, so a wrong delta cannot hide under the
+tolerance (tests assert that share).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from hypothesis import strategies as st
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass(frozen=True)
+class Case:
+    T: int
+    n: int
+    H: int
+    F: int
+    S: int
+    R: int
+    ranks: tuple[int, ...]  # true rank per slot (0 = empty slot)
+    shared_outer: bool
+    interleaved: bool
+    slot_mode: str  # "none" (slot_ids None), "all-minus-one", "single", "mixed"
+    dtype: str = "bfloat16"
+    seed: int = 0
+
+
+@st.composite
+def cases(draw, *, max_T: int = 100, max_H: int = 160, max_F: int = 72, max_n: int = 3, dtypes=("bfloat16", "float32")) -> Case:
+    n = draw(st.integers(1, max_n))
+    S = draw(st.integers(1, 6))
+    R = draw(st.integers(1, 64))
+    ranks = tuple(draw(st.integers(0, R)) for _ in range(S))
+    if not any(ranks):
+        ranks = (R,) + ranks[1:]
+    # T: a single token, an odd count, or more than one 64-row tile.
+    T = draw(st.one_of(st.just(1), st.integers(1, 31).map(lambda k: 2 * k + 1), st.integers(65, max(65, max_T))))
+    return Case(
+        T=T,
+        n=n,
+        H=draw(st.integers(8, max_H)),
+        F=draw(st.integers(4, max_F)),
+        S=S,
+        R=R,
+        ranks=ranks,
+        shared_outer=draw(st.booleans()),
+        interleaved=draw(st.booleans()),
+        slot_mode=draw(st.sampled_from(["mixed", "mixed", "single", "all-minus-one", "none"])),
+        dtype=draw(st.sampled_from(dtypes)),
+        seed=draw(st.integers(0, 2**16)),
+    )
+
+
+@dataclass
+class Problem:
+    case: Case
+    w13: torch.Tensor  # [n, 2F, H] in the case's layout
+    w2: torch.Tensor  # [n, H, F]
+    pool: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+    x: torch.Tensor
+    gammas: torch.Tensor
+    slot_ids: torch.Tensor | None
+
+    def operands(self):
+        from inkling_compat.kernels.reference import linearize
+        from inkling_compat.kernels.sink import SinkOperands
+
+        w13_lin, w2_lin = linearize(self.w13, self.w2)
+        active = torch.tensor([r > 0 for r in self.case.ranks], device=self.x.device)
+        return SinkOperands(w13_lin, w2_lin, self.case.n, self.case.interleaved, *self.pool, slot_active=active).refresh()
+
+    def reference(self, *, lora: bool = True, dtype=torch.float64):
+        from inkling_compat.kernels.reference import sink_forward_reference
+
+        return sink_forward_reference(
+            self.x, self.gammas, self.w13, self.w2, interleaved=self.case.interleaved,
+            pool=self.pool if lora else None, slot_ids=self.slot_ids if lora else None, dtype=dtype,
+        )
+
+
+def make_problem(case: Case, device: torch.device = DEVICE, lora_scale: float = 1.0) -> Problem:
+    g = torch.Generator().manual_seed(case.seed)
+    dtype = getattr(torch, case.dtype)
+    T, n, H, F, S, R = case.T, case.n, case.H, case.F, case.S, case.R
+    E = 1 if case.shared_outer else n
+
+    def randn(*shape, std=1.0):
+        return torch.randn(*shape, generator=g) * std
+
+    w13 = randn(n, 2 * F, H, std=H ** -0.5)
+    w2 = randn(n, H, F, std=F ** -0.5)
+    a_gu = torch.zeros(S, E, 2 * R, H)
+    b_gu = torch.zeros(S, n, 2 * F, R)
+    a_dn = torch.zeros(S, n, R, F)
+    b_dn = torch.zeros(S, E, H, R)
+    for s, r in enumerate(case.ranks):
+        if r == 0:
+            continue
+        a_gu[s, :, :r] = randn(E, r, H, std=H ** -0.5)
+        a_gu[s, :, R:R + r] = randn(E, r, H, std=H ** -0.5)
+        b_gu[s, :, :, :r] = randn(n, 2 * F, r, std=lora_scale * r ** -0.5)
+        a_dn[s, :, :r] = randn(n, r, F, std=F ** -0.5)
+        b_dn[s, :, :, :r] = randn(E, H, r, std=lora_scale * r ** -0.5)
+    x = randn(T, H)
+    gammas = torch.rand(T, n, generator=g) + 0.05
+    filled = [s for s, r in enumerate(case.ranks) if r > 0]
+    if case.slot_mode == "none":
+        slots = None
+    elif case.slot_mode == "all-minus-one":
+        slots = torch.full((T,), -1, dtype=torch.int64)
+    elif case.slot_mode == "single":
+        slots = torch.full((T,), filled[0], dtype=torch.int64)
+    else:  # every slot (empty ones too) and -1, shuffled
+        slots = torch.randint(-1, S, (T,), generator=g)
+    to = lambda t: t.to(device=device, dtype=dtype)  # noqa: E731
+    return Problem(
+        case=case,
+        w13=to(w13), w2=to(w2),
+        pool=tuple(to(t) for t in (a_gu, b_gu, a_dn, b_dn)),
+        x=to(x), gammas=to(gammas),
+        slot_ids=None if slots is None else slots.to(device),
+    )
+
+
+def tolerance(case: Case) -> float:
+    """bf16 operands: 1e-2 (the brief's bound). float32: IEEE float32 dots (the kernels ask for
+    them for float32 storage, interpreted or compiled)."""
+    if case.dtype == "bfloat16":
+        return 1e-2
+    return 1e-5

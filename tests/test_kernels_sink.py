@@ -1,0 +1,104 @@
+"""The whole shared-sink forward: Triton kernels vs the float64 torch reference.
+
+Runs in Triton's interpreter on a CPU-only machine (small shapes: the interpreter executes each
+program instance in numpy) and compiled on a GPU. ||out - ref|| / ||ref|| <= 1e-2 for bf16
+operands over hypothesis-generated shapes: T in {1, odd, > one 64-row tile}, ranks 1-64 with mixed
+true ranks padded to R (empty slots included), slot -1 and mixed slots, both outer layouts,
+both gate/up layouts.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import HealthCheck, example, given, settings
+
+from inkling_compat.kernels.reference import relative_error
+from inkling_compat.kernels.sink import sink_forward_torch, sink_forward_triton
+from sink_cases import DEVICE, Case, cases, make_problem, tolerance
+
+SETTINGS = settings(max_examples=40 if DEVICE.type == "cpu" else 40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(cases())
+@example(Case(T=1, n=2, H=64, F=48, S=4, R=16, ranks=(16, 16, 16, 16), shared_outer=True, interleaved=True, slot_mode="single"))
+@example(Case(T=65, n=3, H=96, F=40, S=5, R=64, ranks=(1, 64, 0, 17, 33), shared_outer=False, interleaved=False, slot_mode="mixed"))
+@example(Case(T=33, n=1, H=17, F=5, S=2, R=3, ranks=(3, 1), shared_outer=False, interleaved=True, slot_mode="mixed"))
+@example(Case(T=7, n=2, H=40, F=24, S=3, R=8, ranks=(8, 2, 5), shared_outer=True, interleaved=False, slot_mode="all-minus-one"))
+def test_forward_matches_reference(case):
+    p = make_problem(case)
+    ref = p.reference()
+    out = sink_forward_triton(p.operands(), p.x, p.gammas, p.slot_ids)
+    assert out.shape == (case.T, case.H) and out.dtype == p.x.dtype
+    err = relative_error(out, ref)
+    assert err <= tolerance(case), (err, case)
+
+
+@settings(max_examples=15 if DEVICE.type == "cpu" else 20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(dtypes=("bfloat16",)))
+def test_lora_delta_is_tested(case):
+    """The generated pools make the LoRA delta a large part of the output whenever a token has
+    an adapter, so the 1e-2 bound above really constrains the delta."""
+    p = make_problem(case)
+    if p.slot_ids is None or not any(case.ranks[s] > 0 for s in p.slot_ids.tolist() if s >= 0):
+        return
+    share = relative_error(p.reference(lora=False), p.reference())
+    assert share > 0.05, share
+
+
+@settings(max_examples=15 if DEVICE.type == "cpu" else 20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(dtypes=("bfloat16",)))
+def test_torch_path_matches_reference(case):
+    p = make_problem(case)
+    out = sink_forward_torch(p.operands(), p.x, p.gammas, p.slot_ids)
+    assert relative_error(out, p.reference()) <= 1e-2
+
+
+def test_padded_rank_equals_compact_rank():
+    """A pool padded to R > r gives the output of a compact R = r pool (spec section 8)."""
+    compact = make_problem(Case(T=21, n=2, H=48, F=24, S=3, R=4, ranks=(4, 4, 4), shared_outer=True, interleaved=True, slot_mode="mixed", dtype="float32", seed=3))
+    R = 32
+    a_gu, b_gu, a_dn, b_dn = compact.pool
+    S, E, _, H = a_gu.shape
+    pa = torch.zeros(S, E, 2 * R, H, dtype=a_gu.dtype, device=a_gu.device)
+    pa[:, :, :4], pa[:, :, R:R + 4] = a_gu[:, :, :4], a_gu[:, :, 4:]
+    pb = torch.zeros(*b_gu.shape[:3], R, dtype=b_gu.dtype, device=b_gu.device)
+    pb[..., :4] = b_gu
+    pda = torch.zeros(S, a_dn.shape[1], R, a_dn.shape[3], dtype=a_dn.dtype, device=a_dn.device)
+    pda[:, :, :4] = a_dn
+    pdb = torch.zeros(*b_dn.shape[:3], R, dtype=b_dn.dtype, device=b_dn.device)
+    pdb[..., :4] = b_dn
+    padded = make_problem(compact.case)
+    padded.pool = (pa, pb, pda, pdb)
+    out_c = sink_forward_triton(compact.operands(), compact.x, compact.gammas, compact.slot_ids)
+    out_p = sink_forward_triton(padded.operands(), padded.x, padded.gammas, padded.slot_ids)
+    assert relative_error(out_p, out_c) <= tolerance(compact.case)
+
+
+def test_three_d_input_is_flattened():
+    p = make_problem(Case(T=12, n=2, H=32, F=16, S=2, R=4, ranks=(4, 2), shared_outer=False, interleaved=True, slot_mode="mixed"))
+    ops = p.operands()
+    flat = sink_forward_triton(ops, p.x, p.gammas, p.slot_ids)
+    three = sink_forward_triton(ops, p.x.view(3, 4, -1), p.gammas.view(3, 4, -1), p.slot_ids)
+    assert three.shape == flat.shape
+    assert torch.equal(three, flat)
+
+
+def test_sglang_input_assertions():
+    p = make_problem(Case(T=4, n=2, H=32, F=16, S=1, R=2, ranks=(2,), shared_outer=True, interleaved=True, slot_mode="none"))
+    ops = p.operands()
+    with pytest.raises(AssertionError, match=r"x\.shape="):
+        sink_forward_triton(ops, p.x.reshape(-1), p.gammas)
+    with pytest.raises(AssertionError, match=r"gammas\.shape="):
+        sink_forward_triton(ops, p.x, p.gammas.reshape(-1))
+    with pytest.raises(AssertionError, match=r"gammas\.shape=.* n=2"):
+        sink_forward_triton(ops, p.x, p.gammas[:, :1])
+
+
+def test_empty_batch():
+    p = make_problem(Case(T=1, n=2, H=32, F=16, S=2, R=4, ranks=(4, 2), shared_outer=True, interleaved=False, slot_mode="mixed"))
+    ops = p.operands()
+    out = sink_forward_triton(ops, p.x[:0], p.gammas[:0], p.slot_ids[:0])
+    assert out.shape == (0, 32)
