@@ -33,8 +33,10 @@ def test_divisibility_failures_carry_sglangs_text():
 def test_cuts_past_the_end_are_clamped_like_torch():
     # [1, 5] -> [1, 1, 5]; rank 1 of F=4 keeps columns [4, 8) -> one column
     assert slicing.slice_lora_a([1, 5], DOWN, n=1, tp_size=2, tp_rank=1, f_local=4) == [1, 1, 1]
-    # a rank past the TP size keeps nothing
-    assert slicing.slice_lora_b([2, 8, 1], GATE_UP, n=2, tp_size=2, tp_rank=2, f_local=2) == [2, 0, 1]
+    # rows [4, 6) of 8 keep the gate part only: the up cut [8, 10) is past the end (torch: [2, 2, 1])
+    assert slicing.slice_lora_b([2, 8, 1], GATE_UP, n=2, tp_size=2, tp_rank=2, f_local=2) == [2, 2, 1]
+    # a rank whose cuts both start past the end keeps nothing
+    assert slicing.slice_lora_b([2, 8, 1], GATE_UP, n=2, tp_size=2, tp_rank=4, f_local=2) == [2, 0, 1]
 
 
 POOL = [[4, 1, 32, 1536], [4, 2, 1536, 16], [4, 2, 16, 768], [4, 1, 1536, 16]]
