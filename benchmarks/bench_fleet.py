@@ -260,6 +260,18 @@ def time_headers_only(folder: Path) -> dict:
     return {"seconds": seconds, "files": len(files)}
 
 
+def _git_commit() -> str | None:
+    """The checked-out commit, with "+dirty" when the tree has changes (None outside git)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapters", type=int, default=1000)
@@ -289,7 +301,7 @@ def main() -> None:
     results = {
         "date": date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, {platform.system()} {platform.release()}",
-        "commit": "filled by lead",
+        "commit": _git_commit(),
         "load_average_at_start": os.getloadavg(),
         "generation_seconds": generated,
         "tensors_per_adapter": 14 * LAYERS,
