@@ -85,19 +85,23 @@ EXAMPLES = int(os.environ.get("INKLING_COMPAT_FIDELITY_EXAMPLES", "0") or 0)
 COUNT_MODE = os.environ.get("INKLING_COMPAT_FIDELITY_COUNT") == "1"
 
 
-def adapter_rules() -> tuple[Any, ...] | None:
-    """The rule set `check()` runs for the pool and slice properties.
+def adapter_rules(form: str) -> tuple[Any, ...] | None:
+    """The rule set `check()` runs for the pool (`form="pool"`) and slice (`"peft"`) properties.
 
     The normal run uses every rule (None). In count mode (`make fuzz`) only the rules that
-    read an adapter (scope adapter/fleet) are evaluated: in these properties only the
-    adapter varies, the server and model configs are consistent sink setups whose global
-    facts do not depend on it (explicit targets, --max-lora-rank, shared-outer flag), and
-    test_properties.py checks that no global rule fires on them. This halves the cost of a
-    check and is what lets 10^5 examples per property run in minutes on two cores.
+    read an adapter (scope adapter/fleet) are evaluated, and for pool manifests not those
+    whose `when` requires a PEFT manifest: in these properties only the adapter varies, the
+    server and model configs are consistent sink setups whose global facts do not depend on
+    it (explicit targets, --max-lora-rank, shared-outer flag), and test_properties.py checks
+    that no global rule fires on them. This halves the cost of a check and is what lets 10^5
+    examples per property run in minutes on two cores.
     """
     if not COUNT_MODE:
         return None
-    return tuple(c for c in load_rules() if c.rule.scope in ("adapter", "fleet"))
+    rules = [c for c in load_rules() if c.rule.scope in ("adapter", "fleet")]
+    if form == "pool":
+        rules = [c for c in rules if 'adapter.form == "peft"' not in c.rule.when]
+    return tuple(rules)
 
 
 SEED = os.environ.get("INKLING_COMPAT_FIDELITY_SEED")
@@ -200,19 +204,33 @@ def backend_names(draw: Any) -> str:
             return "".join(chars)
 
 
+# (class, runner: "real" (iff triton_v2) / True / False, linearized, contiguous, n, state all facts)
+_INIT_CHOICES = tuple(
+    (cls, runner, linearized, contiguous, n, state_all)
+    for cls in ("legacy", "v2")
+    for runner in ("real", "real", True, False)
+    for linearized in (True, True, False)
+    for contiguous in (True, False)
+    for n in (1, 2, 3, 4)
+    for state_all in (False, True)
+)
+_INIT_CHOICE = st.integers(0, len(_INIT_CHOICES) - 1)
+_INIT_SLOTS = (1, 2, 1, 2, *range(-2, 37))  # weighted to 1 and 2
+
+
 @st.composite
 def init_cases(draw: Any) -> dict[str, Any]:
     name = backend_names(draw)
-    slots = pick(draw, (1, 2)) if draw(_BOOL) else draw(_CHOICE[39]) - 2  # -2..36
+    cls, runner, linearized, contiguous, n, state_all = _INIT_CHOICES[draw(_INIT_CHOICE)]
     return {
-        "sink_class": pick(draw, ("legacy", "v2")),
+        "sink_class": cls,
         "backend_name": name,
-        "max_loras_per_batch": slots,
-        "has_runner": (name == "triton_v2") if draw(_BOOL) else draw(_BOOL),
-        "linearized": pick(draw, (True, True, False)),
-        "contiguous": draw(_BOOL),
-        "n": 1 + draw(_CHOICE[4]),
-        "state_all": draw(_BOOL),
+        "max_loras_per_batch": pick(draw, _INIT_SLOTS),
+        "has_runner": (name == "triton_v2") if runner == "real" else runner,
+        "linearized": linearized,
+        "contiguous": contiguous,
+        "n": n,
+        "state_all": state_all,
     }
 
 
@@ -300,10 +318,11 @@ def bind_cases(draw: Any) -> dict[str, Any]:
     setup = draw(_SETUPS)
     desc, pool = draw(pool_shape_variants(setup))
     case: dict[str, Any] = {"setup": setup, "desc": desc, "pool": pool, "rebind": None, "slots": None}
-    if draw(_CHOICE[4]) == 0:
+    extras = draw(_CHOICE[16])  # a quarter re-bind, a quarter update slots (independently)
+    if extras % 4 == 0:
         rdesc, case["rebind"] = draw(pool_shape_variants(setup))
         case["desc"] += f" | rebind: {rdesc}"
-    if draw(_CHOICE[4]) == 0:
+    if extras // 4 == 0:
         case["slots"] = draw(slot_updates(setup))
     return case
 
@@ -336,7 +355,7 @@ def bind_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.fidelity
 def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
     prop = "set_lora_info"
-    rules = adapter_rules()
+    rules = adapter_rules("pool")
 
     def compare(case: dict[str, Any]) -> None:
         setup: SinkSetup = case["setup"]
@@ -482,7 +501,7 @@ SLICE_RULES = ("sink-slice-down-lora-a-width", "sink-slice-gate-up-lora-b-height
 @pytest.mark.fidelity
 def test_slice_methods_agree_with_sglang(sglang_oracle: SglangSink) -> None:
     prop = "slice_moe_lora_weights"
-    rules = adapter_rules()
+    rules = adapter_rules("peft")
 
     def compare(case: dict[str, Any]) -> None:
         outcome = sglang_oracle.slice(

@@ -71,17 +71,23 @@ def find_wheel(download: bool = True, timeout: float = 600.0) -> Path:
     if not download:
         raise WheelUnavailable(f"no {pattern} in {cache} and downloading is off")
     cache.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-               f"sglang=={SGLANG_VERSION}", "-d", str(cache)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise WheelUnavailable(f"`{' '.join(command)}` failed: {exc}") from exc
-    found = sorted(glob.glob(str(cache / pattern)))
-    if done.returncode != 0 or not found:
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+            f"sglang=={SGLANG_VERSION}", "-d", str(cache)]
+    # The wheel for this interpreter; else the cp311 one (only lora.py is read, any wheel does).
+    fallback = ["--python-version", "3.11", "--platform", "manylinux_2_34_x86_64", "--only-binary=:all:"]
+    failure = ""
+    for command in (base, base + fallback):
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            failure = f"`{' '.join(command)}` failed: {exc}"
+            continue
+        found = sorted(glob.glob(str(cache / pattern)))
+        if found:
+            return Path(found[0])
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise WheelUnavailable(f"`{' '.join(command)}` exited {done.returncode}: {tail[0]}")
-    return Path(found[0])
+        failure = f"`{' '.join(command)}` exited {done.returncode}: {tail[0]}"
+    raise WheelUnavailable(failure)
 
 
 def read_lora_source(wheel: Path) -> str:
@@ -183,16 +189,19 @@ class Outcome:
 
 
 def _classify(exc: BaseException, origin: str, step: str) -> Outcome:
+    """sglang: raised by a `raise` statement of lora.py (the innermost Python frame is lora.py
+    and its line is the statement's first line, `raise ...`); python: Python's own unpacking /
+    indexing error at a lora.py line that reads a shape; torch: anything else (torch, `range`)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    innermost = tb.tb_frame.f_code.co_filename if tb is not None else None
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == origin]
     line = frames[-1].lineno if frames else None
-    text = str(exc)
     statement = (frames[-1].line or "").strip() if frames else ""
-    # A raise statement spans lines; its first line starts with `raise`.
-    if statement.startswith("raise") and frames and exc.__traceback__ is not None:
-        tb = exc.__traceback__
-        while tb.tb_next is not None:
-            tb = tb.tb_next
-        kind = "sglang" if tb.tb_frame.f_code.co_filename == origin else "torch"
+    text = str(exc)
+    if innermost == origin and statement.startswith("raise"):
+        kind = "sglang"
     elif isinstance(exc, (ValueError, IndexError)) and _PYTHON_SHAPE_ERRORS.match(text):
         kind = "python"
     else:
