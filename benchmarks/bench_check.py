@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
-from inkling_compat.engine import check
-from inkling_compat.rulebook import load_rules
-from inkling_compat.scenarios import base_scenarios, deep_merge, example_arguments
+from inkling_compat.engine.evaluate import check
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.testing.scenarios import base_scenarios, deep_merge, example_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "bench_check.json"

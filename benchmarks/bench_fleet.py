@@ -159,8 +159,8 @@ def setup_files(root: Path, dims: dict) -> tuple[Path, Path]:
 
 def cold() -> None:
     """Forget every cache a fleet check fills (headers, interned tables, layer memos)."""
-    from inkling_compat import adapter_facts, adapter_reader
-
+    from inkling_compat.facts import adapter as adapter_facts
+    from inkling_compat.inputs import adapter_dir as adapter_reader
     adapter_reader.clear_caches()
     adapter_facts._LAYER_MEMO.clear()
     adapter_facts.layer_id.cache_clear()
@@ -168,7 +168,7 @@ def cold() -> None:
 
 def time_check(serve: Path, model: Path, folder: Path, repeat: int) -> dict:
     from inkling_compat.fleet import check_fleet
-    from inkling_compat.rulebook import load_rules
+    from inkling_compat.engine.rules import load_rules
 
     load_rules()  # rule files are parsed once per process; not part of a fleet check
     check_fleet(serve, [folder], model=model)  # warm the plan cache and the OS page cache
@@ -248,8 +248,7 @@ def time_load_file(folder: Path, limit: int | None = None) -> dict:
 
 def time_headers_only(folder: Path) -> dict:
     """Reading + validating every header, nothing else (no header cache, no interning)."""
-    from inkling_compat import adapter_reader
-
+    from inkling_compat.inputs import adapter_dir as adapter_reader
     files = sorted(folder.glob("*/adapter_model.safetensors"))
     start = time.perf_counter()
     for f in files:

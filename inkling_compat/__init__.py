@@ -5,9 +5,9 @@ declarative rule in `rules/` and reports all problems in sglang's order and word
 Importing this package pulls in neither torch nor triton.
 """
 
-from inkling_compat.engine import check
+from inkling_compat.api import check
 from inkling_compat.errors import InputError, RuleEvaluationError
-from inkling_compat.report import Problem, Report
+from inkling_compat.report.model import Problem, Report
 
 __all__ = ["check", "Report", "Problem", "InputError", "RuleEvaluationError"]
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ import sys
 import textwrap
 from typing import Sequence
 
-from inkling_compat.inputs import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
+from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -39,15 +39,15 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--format", choices=("text", "json"), default="text")
     explain = sub.add_parser("explain", help="explain an error message copied from a log")
     explain.add_argument("text", help="the error text (a full log line is fine)")
-    from inkling_compat.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
+    from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
 
     add_run_parser(sub)
     return parser
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from inkling_compat.engine import check
-    from inkling_compat.render import render_text
+    from inkling_compat.engine.evaluate import check
+    from inkling_compat.report.text import render_text
 
     if args.adapter_dir:
         from inkling_compat.fleet import ProgressBar, check_fleet
@@ -78,7 +78,7 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
         if args.adapter_dir:
-            from inkling_compat.render import render_by_adapter
+            from inkling_compat.report.text import render_by_adapter
 
             print(render_by_adapter(report, color=color))
         else:
@@ -87,7 +87,7 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def _run_rules(args: argparse.Namespace) -> int:
-    from inkling_compat.rulebook import load_rules
+    from inkling_compat.engine.rules import load_rules
 
     compiled = load_rules()
     if args.format == "json":
@@ -119,7 +119,7 @@ def explain_candidates(text: str) -> list[str]:
 
 def explain_matches(text: str) -> list:
     """Rules whose message pattern matches the text, most specific pattern first."""
-    from inkling_compat.rulebook import load_rules
+    from inkling_compat.engine.rules import load_rules
 
     candidates = explain_candidates(text)
     hits = []
@@ -150,7 +150,7 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from inkling_compat.run_cli import run_command
+    from inkling_compat.runtime.run_cli import run_command
 
     return run_command(args)
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from adapter_fixtures import H, I, N, PREFIX, safetensors_bytes, sink_shapes, write_adapter  # noqa: E402
 
 from inkling_compat import check  # noqa: E402
-from inkling_compat.adapter_reader import (  # noqa: E402
+from inkling_compat.inputs.adapter_dir import (  # noqa: E402
     MAX_HEADER_BYTES,
     AdapterFileError,
     clear_caches,

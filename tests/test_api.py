@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from inkling_compat import InputError, check
-from inkling_compat.inputs import ModelConfig, PoolManifest, ServerConfig
-from inkling_compat.scenarios import example_arguments
+from inkling_compat.inputs.models import ModelConfig, PoolManifest, ServerConfig
+from inkling_compat.testing.scenarios import example_arguments
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SEED_JOINED = (

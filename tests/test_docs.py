@@ -1,19 +1,19 @@
 """docs/rules.md is generated from the rule files and must be current.
 
-Regenerate with `python -m inkling_compat.catalog`.
+Regenerate with `python -m inkling_compat.publish.catalog`.
 """
 
 from __future__ import annotations
 
-from inkling_compat import catalog
-from inkling_compat.rulebook import load_rules
+from inkling_compat.publish import catalog
+from inkling_compat.engine.rules import load_rules
 
 
 def test_rules_md_is_current():
     path = catalog.default_output()
-    assert path.is_file(), f"{path} is missing; run `python -m inkling_compat.catalog`"
+    assert path.is_file(), f"{path} is missing; run `python -m inkling_compat.publish.catalog`"
     assert path.read_text(encoding="utf-8") == catalog.render(), (
-        "docs/rules.md is out of date; run `python -m inkling_compat.catalog`"
+        "docs/rules.md is out of date; run `python -m inkling_compat.publish.catalog`"
     )
 
 

@@ -8,7 +8,7 @@ them through sglang and through `check()`, and compares:
 * `set_lora_info` (both classes), a second `set_lora_info` (re-bind) and
   `on_lora_slots_updated`: the checker's first sglang problem is exactly what sglang raises;
   it accepts exactly when sglang accepts, except for the DERIVED rules below;
-* `slice_moe_lora_{a,b}_weights`: `inkling_compat.slicing` gives sglang's per-rank shape and
+* `slice_moe_lora_{a,b}_weights`: `inkling_compat.sglang.slicing` gives sglang's per-rank shape and
   failure, and `check()` reports the slice rule exactly when sglang raises.
 
 Example counts: a few thousand per property by default; `INKLING_COMPAT_FIDELITY_EXAMPLES=N`
@@ -27,11 +27,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from inkling_compat import check, slicing
-from inkling_compat.facts import LORA_BACKENDS
-from inkling_compat.report import Report
-from inkling_compat.rulebook import load_rules
-from inkling_compat.strategies import (
+from inkling_compat import check
+from inkling_compat.sglang import slicing
+from inkling_compat.facts.derive import LORA_BACKENDS
+from inkling_compat.report.model import Report
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.testing.strategies import (
     SinkSetup,
     pool_is_consistent,
     pool_list,

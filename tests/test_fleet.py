@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from adapter_fixtures import H, PREFIX, safetensors_bytes, sink_shapes, write_adapter  # noqa: E402
 
-from inkling_compat import adapter_facts, check  # noqa: E402
+from inkling_compat import check  # noqa: E402
+from inkling_compat.facts import adapter as adapter_facts  # noqa: E402
 from inkling_compat.errors import InputError  # noqa: E402
-from inkling_compat.fastpath import derive_adapter_facts  # noqa: E402
+from inkling_compat.facts.fleet import derive_adapter_facts  # noqa: E402
 from inkling_compat.fleet import ProgressBar, check_fleet  # noqa: E402
-from inkling_compat.loading import load_adapter, load_model_config  # noqa: E402
+from inkling_compat.inputs.loading import load_adapter, load_model_config  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -240,7 +241,7 @@ def layer_weights(draw):
 @settings(max_examples=200, deadline=None)
 @given(layer_weights(), st.booleans())
 def test_layer_memo_equals_plain_normalization(case, inkling):
-    from inkling_compat.adapter_facts import _normalize_layer, _normalize_layer_shared
+    from inkling_compat.facts.adapter import _normalize_layer, _normalize_layer_shared
 
     layer, weights, r, n = case
     plain = {k: list(v) for k, v in weights.items()}
@@ -256,8 +257,8 @@ def test_layer_memo_equals_plain_normalization(case, inkling):
 @settings(max_examples=200, deadline=None)
 @given(layer_weights(), st.sampled_from([1, 2]), st.booleans())
 def test_pool_fit_layer_memo_equals_plain_replay(case, tp, outer):
-    from inkling_compat.facts import expected_pool_shapes
-    from inkling_compat.pool_fit import _Fit
+    from inkling_compat.facts.derive import expected_pool_shapes
+    from inkling_compat.sglang.load_to_buffer import _Fit
 
     layer, weights, r, n = case
     pool = expected_pool_shapes(4, max(n, 1), 16, 1536, 768 // tp, outer)

@@ -16,10 +16,12 @@ PROBE = """
 import json, sys
 import inkling_compat
 from inkling_compat import check
-from inkling_compat.scenarios import example_arguments
+from inkling_compat.testing.scenarios import example_arguments
 report = check(**example_arguments({}))
 bad = check(**example_arguments({"config": {"lora_backend": "csgmv"}}))
-from inkling_compat import cli, render, catalog, schema_export  # the rest of the tool
+from inkling_compat import cli  # the rest of the tool
+from inkling_compat.report import text as render
+from inkling_compat.publish import catalog, schemas as schema_export
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in %r)
 print(json.dumps({"ok": report.ok, "bad_ok": bad.ok, "heavy": heavy}))
 """ % (HEAVY,)
@@ -36,7 +38,7 @@ def test_check_imports_neither_torch_nor_triton():
 def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
     import yaml
 
-    from inkling_compat.scenarios import base_scenarios
+    from inkling_compat.testing.scenarios import base_scenarios
 
     legacy = base_scenarios()["legacy"]
     (tmp_path / "serve.yaml").write_text(yaml.safe_dump(legacy["config"]), encoding="utf-8")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from inkling_compat import check
-from inkling_compat.strategies import (
+from inkling_compat.testing.strategies import (
     faulty_peft_setups,
     faulty_sink_setups,
     peft_setups,

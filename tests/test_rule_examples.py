@@ -8,8 +8,8 @@ import re
 import pytest
 
 from inkling_compat import check
-from inkling_compat.rulebook import load_rules
-from inkling_compat.scenarios import example_arguments
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.testing.scenarios import example_arguments
 
 RULES = load_rules()
 # (rule as it reads in that version, version): the rule itself and each of its variants,
@@ -51,7 +51,7 @@ def test_every_problem_message_matches_its_pattern(version):
 def test_versions_differ_only_where_a_variant_says_so():
     """A firing example of a rule with a 53ccafdf variant reads differently in each version;
     the seed case (csgmv, 8 slots) is the documented one (inkling_spec.md section 5.2)."""
-    from inkling_compat.scenarios import example_arguments as args
+    from inkling_compat.testing.scenarios import example_arguments as args
 
     seed = {"config": {"lora_backend": "csgmv", "max_loras_per_batch": 8}}
     old = check(**args(seed)).problems

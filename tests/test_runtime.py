@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from inkling_compat import check
 from inkling_compat.cli import main
 from inkling_compat.kernels.reference import relative_error
-from inkling_compat.rulebook import load_rules
-from inkling_compat.runtime import RuntimeInputError, RuntimeRefused, load
-from inkling_compat.scenarios import example_arguments
-from inkling_compat.strategies import SINK_FAULTS, SinkSetup, faulty_sink_setups
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.runtime.load import RuntimeInputError, RuntimeRefused, load
+from inkling_compat.testing.scenarios import example_arguments
+from inkling_compat.testing.strategies import SINK_FAULTS, SinkSetup, faulty_sink_setups
 from sink_cases import DEVICE
 
 ROOT = Path(__file__).resolve().parent.parent

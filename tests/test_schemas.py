@@ -14,22 +14,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inkling_compat import schema_export
-from inkling_compat.inputs import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
-from inkling_compat.loading import load_adapter, load_model_config, load_platform, load_server_config
-from inkling_compat.rulebook import Rule, rules_dir
-from inkling_compat.scenarios import base_scenarios
+from inkling_compat.publish import schemas as schema_export
+from inkling_compat.inputs.models import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
+from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
+from inkling_compat.engine.rules import Rule, rules_dir
+from inkling_compat.engine.rules import rule_files as _rule_files
+from inkling_compat.testing.scenarios import base_scenarios
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def rule_files() -> list[Path]:
-    return sorted(rules_dir().glob("*.yaml"))
+    return sorted(_rule_files())
 
 
 def test_schema_files_are_current():
     stale = schema_export.stale_files()
-    assert not stale, f"out of date: {stale}; run `python -m inkling_compat.schema_export`"
+    assert not stale, f"out of date: {stale}; run `python -m inkling_compat.publish.schemas`"
 
 
 @pytest.mark.parametrize("name", sorted(schema_export.SCHEMAS))

@@ -11,8 +11,8 @@ import yaml
 
 from inkling_compat import check
 from inkling_compat.cli import explain_matches
-from inkling_compat.rulebook import load_rules
-from inkling_compat.scenarios import example_arguments
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.testing.scenarios import example_arguments
 
 SEEDS = yaml.safe_load((Path(__file__).parent / "data" / "seed_messages.yaml").read_text())
 HOLE = re.compile(r"\{[^{}]*\}")

@@ -1,10 +1,11 @@
-"""inkling_compat.slicing and inkling_compat.binding on known cases (no sglang wheel needed;
+"""inkling_compat.sglang.slicing and inkling_compat.sglang.set_lora_info on known cases (no sglang wheel needed;
 tests/test_fidelity.py compares both with sglang's own code on generated cases)."""
 
 from __future__ import annotations
 
-from inkling_compat import binding, slicing
-from inkling_compat.slicing import DOWN, GATE_UP
+from inkling_compat.sglang import set_lora_info as binding
+from inkling_compat.sglang import slicing
+from inkling_compat.sglang.slicing import DOWN, GATE_UP
 
 
 def test_tp_shards_of_the_spec():

@@ -1,7 +1,7 @@
 """The reference runtime: run the shared sink + multi-slot LoRA forward for a setup the checker
 accepts, and refuse (with sglang's own message) a setup it rejects.
 
-    from inkling_compat.runtime import load
+    from inkling_compat.runtime.load import load
     sink = load("serve.yaml", "config.json", ["adapter_pool.yaml"], device="cpu")
     x, gammas, slots = sink.random_inputs(16)
     out = sink.forward(x, gammas, slots)          # Triton kernels (interpreted on the CPU)
@@ -215,10 +215,10 @@ def load(
     ``device``: "cpu" runs the kernels in Triton's interpreter (``TRITON_INTERPRET=1`` is set
     before triton is imported), "cuda" compiled; default cuda when available.
     """
-    from inkling_compat import facts as facts_mod
-    from inkling_compat import adapter_facts as adapter_facts_mod
-    from inkling_compat.engine import check
-    from inkling_compat.loading import load_adapter, load_model_config, load_platform, load_server_config
+    from inkling_compat.facts import derive as facts_mod
+    from inkling_compat.facts import adapter as adapter_facts_mod
+    from inkling_compat.engine.evaluate import check
+    from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
 
     items = _adapter_items(adapters)
     kwargs = {"model": model, "platform": platform}
@@ -231,7 +231,7 @@ def load(
     if device is not None and str(device).startswith("cpu") and "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported (kernels/_triton.py)
     torch, sink_mod = _import_runtime()
-    from inkling_compat import pool_builder as pb
+    from inkling_compat.runtime import pool_builder as pb
     from inkling_compat.kernels.reference import linearize
 
     dev = _resolve_device(device, torch)
@@ -327,7 +327,7 @@ def load(
 
 
 def _peft_pool(peft: list[Any], geo: Any, model_cfg: Any, layer: int | None, seed: int, notes: list[str], torch: Any, pb: Any) -> tuple[Any, int | None]:
-    from inkling_compat.adapter_facts import _is_inkling_base
+    from inkling_compat.facts.adapter import _is_inkling_base
 
     if len(peft) > geo.slots:
         raise RuntimeInputError("<adapters>", "adapter", f"{len(peft)} adapters for {geo.slots} slots (--max-loras-per-batch)")

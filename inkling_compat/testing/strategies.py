@@ -5,7 +5,7 @@ extra); the checker itself never imports this module.
 
     from hypothesis import given
     from inkling_compat import check
-    from inkling_compat.strategies import sink_setups, faulty_sink_setups
+    from inkling_compat.testing.strategies import sink_setups, faulty_sink_setups
 
     @given(sink_setups())
     def test_my_converter_accepts(setup):

@@ -25,8 +25,8 @@ import uuid
 from functools import lru_cache
 from typing import Any
 
-from inkling_compat import slicing
-from inkling_compat.inputs import ModelConfig, PeftManifest, PoolManifest
+from inkling_compat.sglang import slicing
+from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
 # lora/utils.get_normalized_target_modules `params_mapping`, exactly as in 0.5.23. Inkling's
 # split attention names (wq_du, wk_dv, wv_dv, wr_du) and w1/w2/w3 are *not* in it: they
@@ -276,7 +276,7 @@ def _slice_failure(
 ) -> dict[str, Any] | None:
     """First unnumbered shared-sink factor the sink's slice methods reject (non-normalized
     path), in mem_pool's order: per layer, canonical gate_up then down, lora_A then lora_B
-    (mem_pool.load_lora_weight_to_buffer l.1077-1101). The geometry is `inkling_compat.slicing`."""
+    (mem_pool.load_lora_weight_to_buffer l.1077-1101). The geometry is `inkling_compat.sglang.slicing`."""
     if n <= 0:
         return None
     for _, weights in layers:

@@ -59,8 +59,8 @@ def run_command(args: argparse.Namespace) -> int:
         return _fail("--device cuda: CUDA is not available on this machine (use --device cpu)")
 
     from inkling_compat.kernels.errors import RuntimeUnavailable
-    from inkling_compat.render import render_text
-    from inkling_compat.runtime import RuntimeRefused, load
+    from inkling_compat.report.text import render_text
+    from inkling_compat.runtime.load import RuntimeRefused, load
 
     try:
         sink = load(

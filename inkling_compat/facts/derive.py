@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat import binding
-from inkling_compat.inputs import ModelConfig, Platform, ServerConfig
-from inkling_compat.model_facts import apply_stated, attention_backends, model_facts, quantization_facts
+from inkling_compat.sglang import set_lora_info as binding
+from inkling_compat.inputs.models import ModelConfig, Platform, ServerConfig
+from inkling_compat.facts.model import apply_stated, attention_backends, model_facts, quantization_facts
 
 # models/inkling.py `supported_lora_modules`
 INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")
@@ -208,7 +208,7 @@ def derive(
 
 def bind_pools(adapter_facts: list[dict[str, Any]], sink: dict[str, Any], model: ModelConfig) -> None:
     """Completes each pool-form adapter's facts with `binding`: what the LoRA sink class built
-    here does with the pool (set_lora_info, re-bind, slot updates; `inkling_compat.binding`).
+    here does with the pool (set_lora_info, re-bind, slot updates; `inkling_compat.sglang.set_lora_info`).
     It needs the sink class, a global fact, so it is added once that is known."""
     for af in adapter_facts:
         given = af.get("binding_input")

@@ -9,7 +9,7 @@ model config), this replays sglang 0.5.23's `LoRAMemoryPool.load_lora_weight_to_
 2. `shared_experts.` weights of a layer owning the sink go to the `*_shared_moe` buffers,
    numbered ones (`experts.<N>.`) as a per-expert dict, others as one packed tensor
    (l.985-1015);
-3. the sink's `slice_moe_lora_{a,b}_weights` cut them for the rank (`inkling_compat.slicing`;
+3. the sink's `slice_moe_lora_{a,b}_weights` cut them for the rank (`inkling_compat.sglang.slicing`;
    a dict of per-expert tensors only gets the TP cut, l.163-223 of inkling_common/lora.py);
 4. the copy into the slot (l.1146-1370): lora_A buffers of the layer, then lora_B buffers;
    with `experts_shared_outer_loras` the gate_up lora_A and down lora_B must have one expert
@@ -32,8 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from inkling_compat import slicing
-
+from inkling_compat.sglang import slicing
 _EXPERT = re.compile(r"experts\.(\d+)\.")
 _LAYER = re.compile(r"layers\.(\d+)\.")
 _STOP = object()  # sglang fails here with something this module does not report
@@ -64,7 +63,7 @@ def startup_pool(facts: dict[str, Any], adapter_facts_list: list[dict[str, Any]]
     only (init_lora_shapes, _detect_shared_outer_loras; nothing detected means per-expert).
     Adapters loaded at run time never change the pool. Pool-form manifests state a pool and
     count as start-up adapters."""
-    from inkling_compat.facts import expected_pool_shapes
+    from inkling_compat.facts.derive import expected_pool_shapes
 
     sink = facts.get("sink") or {}
     startup_names = {p["name"] for p in facts.get("lora_paths") or []}

@@ -14,15 +14,14 @@ import string
 from functools import lru_cache
 from typing import Any, Iterable
 
-from inkling_compat import _cel as cel
-
-from inkling_compat import facts as facts_mod
-from inkling_compat import fastpath
+from inkling_compat.engine import cel
+from inkling_compat.facts import derive as facts_mod
+from inkling_compat.facts import fleet as fastpath
 from inkling_compat.errors import RuleEvaluationError
-from inkling_compat.inputs import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
-from inkling_compat.loading import load_adapter, load_model_config, load_platform, load_server_config
-from inkling_compat.report import Problem, Report
-from inkling_compat.rulebook import STAGES, CompiledRule, load_rules
+from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
+from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
+from inkling_compat.report.model import Problem, Report
+from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
 
 _FORMATTER = string.Formatter()
 SUPPORTED_VERSIONS = SGLANG_VERSIONS

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from inkling_compat import adapter_facts as adapter_facts_mod
-from inkling_compat import pool_fit
-from inkling_compat.inputs import PeftManifest
+from inkling_compat.facts import adapter as adapter_facts_mod
+from inkling_compat.sglang import load_to_buffer as pool_fit
+from inkling_compat.inputs.models import PeftManifest
 
 # Facts that depend on the adapter's name/path only; everything else depends on the content.
 _IDENTITY = ("name", "path", "lora_id")
@@ -101,7 +101,7 @@ def startup_facts(facts: dict[str, Any], per_adapter: list[dict[str, Any]], pool
     rules about adapters loaded later (so they need not iterate `adapter_facts_list` per
     adapter, which costs O(adapters) each): their largest r, the union of their normalized
     targets (`all` expanded to Inkling's modules) and the pool `pool_fit` replays."""
-    from inkling_compat.facts import INKLING_LORA_MODULES
+    from inkling_compat.facts.derive import INKLING_LORA_MODULES
 
     names = {p["name"] for p in facts.get("lora_paths") or []}
     startup = [a for a in per_adapter if a.get("form") == "peft" and a.get("name") in names]

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import (
+from inkling_compat.inputs.models import (
     PLATFORM_PRESETS,
     ModelConfig,
     PeftManifest,
@@ -209,7 +209,7 @@ def load_adapter(
     if isinstance(source, (PoolManifest, PeftManifest)):
         return source, []
     if isinstance(source, (str, Path)) and Path(source).is_dir():
-        from inkling_compat.adapter_reader import read_fleet
+        from inkling_compat.inputs.adapter_dir import read_fleet
 
         return read_fleet([source], lora_paths=lora_paths)[0], []
     data, file = _as_mapping(source, "<adapter>")

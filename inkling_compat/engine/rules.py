@@ -15,12 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from inkling_compat import _cel as cel
+from inkling_compat.engine import cel
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inkling_compat.errors import RuleFileError as InputError
-from inkling_compat.inputs import SGLANG_VERSIONS
+from inkling_compat.inputs.models import SGLANG_VERSIONS
 
 # sglang's start-up sequence; problems are reported in this order (then by `order`).
 STAGES = (
@@ -264,6 +264,13 @@ def rules_dir() -> Path:
     return Path(str(resources.files("inkling_compat.rules")))
 
 
+def rule_files(folder: Path | None = None) -> list[Path]:
+    """Every rule file: `rules/<sglang component>/<rule id>.yaml` (files starting with `_` hold
+    shared definitions, not rules)."""
+    folder = folder or rules_dir()
+    return sorted((p for p in folder.rglob("*.yaml") if not p.name.startswith("_")), key=lambda p: p.name)
+
+
 def load_rule_file(path: Path) -> CompiledRule:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
@@ -286,7 +293,7 @@ def load_rule_file(path: Path) -> CompiledRule:
 def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     """Every rule in `rules/`, validated and compiled, in sglang's check order."""
     folder = Path(directory) if directory else rules_dir()
-    compiled = [load_rule_file(path) for path in sorted(folder.glob("*.yaml"))]
+    compiled = [load_rule_file(path) for path in rule_files(folder)]
     ids = [c.rule.id for c in compiled]
     known = set(ids)
     for c in compiled:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.inputs import ModelConfig, Platform, ServerConfig
+from inkling_compat.inputs.models import ModelConfig, Platform, ServerConfig
 
 # modelopt_quant.py ModelOptFp4Config.from_config
 MODELOPT_QUANT_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")

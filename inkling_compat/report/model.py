@@ -112,6 +112,6 @@ class Report:
         return out
 
     def __str__(self) -> str:
-        from inkling_compat.render import render_text
+        from inkling_compat.report.text import render_text
 
         return render_text(self, color=False)

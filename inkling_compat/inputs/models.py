@@ -312,7 +312,7 @@ class TensorTable(RootModel[dict[str, TensorSpec]]):
 
 class AdapterSource(_Strict):
     """Where a PEFT manifest was read from: set by the adapter-directory reader
-    (`inkling_compat.adapter_reader`), absent for manifests written by hand."""
+    (`inkling_compat.inputs.adapter_dir`), absent for manifests written by hand."""
 
     directory: str
     # What sglang's loader would read: "safetensors" (headers read), "pickle" (*.bin / *.pt,

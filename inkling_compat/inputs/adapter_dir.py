@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import AdapterSource, PeftManifest, TensorSpec, TensorTable
+from inkling_compat.inputs.models import AdapterSource, PeftManifest, TensorSpec, TensorTable
 
 # safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000

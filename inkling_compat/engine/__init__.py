@@ -1,0 +1,1 @@
+"""The rule engine: rule file schema, loading, CEL, evaluation."""

@@ -1,0 +1,1 @@
+"""Input formats: pydantic models, file loading, PEFT adapter directories."""

@@ -1,0 +1,1 @@
+"""Generated artefacts: the rule catalogue, JSON schemas."""

@@ -1,0 +1,1 @@
+"""The reference runtime: pool building on tensors, load(), the run command."""

@@ -1,0 +1,1 @@
+"""Hypothesis strategies and the scenarios rule examples merge onto."""
