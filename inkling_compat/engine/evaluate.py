@@ -57,6 +57,27 @@ def _adapters_list(adapter: Any) -> list[Any]:
     return [adapter]
 
 
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """The typed inputs of one check, as loaded (what the facts are derived from)."""
+
+    server: Any
+    model: Any
+    platform: Any
+    adapters: tuple[Any, ...]
+    unknown_keys: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    """One check's inputs, facts and report: callers that need more than the report
+    (the runtime) reuse these instead of loading and deriving a second time."""
+
+    inputs: Inputs
+    facts: Any
+    report: Report
+
+
 def check(
     config: Any = None,
     adapter: Any = None,
@@ -71,6 +92,19 @@ def check(
     `config`, `model`, `platform` and each adapter may be a path (YAML/JSON), a dict or
     the typed model. `adapter` may also be a list. Unusable input raises `InputError`.
     """
+    return evaluate(config, adapter, model=model, platform=platform, sglang_version=sglang_version, rules=rules).report
+
+
+def evaluate(
+    config: Any = None,
+    adapter: Any = None,
+    *,
+    model: Any = None,
+    platform: Any = None,
+    sglang_version: str = SGLANG_DEFAULT_VERSION,
+    rules: Iterable[CompiledRule] | None = None,
+) -> Checked:
+    """`check()`, returning the loaded inputs and the derived facts with the report."""
     if sglang_version not in SUPPORTED_VERSIONS:
         from inkling_compat.errors import InputError
 
@@ -165,7 +199,9 @@ def check(
     ]
     given = {name: facts["sink"][name] for name in facts["sink"]["given"]}
     summary = [{"name": m.name, "path": getattr(m, "path", None), "form": f["form"]} for m, f in zip(manifests, per_adapter)]
-    return Report(problems=problems, given_facts=given, sglang_version=sglang_version, rules_evaluated=evaluated, adapters=summary)
+    report = Report(problems=problems, given_facts=given, sglang_version=sglang_version, rules_evaluated=evaluated, adapters=summary)
+    inputs = Inputs(server=server, model=model_cfg, platform=platform_cfg, adapters=tuple(manifests), unknown_keys=tuple(unknown))
+    return Checked(inputs=inputs, facts=facts, report=report)
 
 
 class _Plan:
