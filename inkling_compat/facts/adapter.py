@@ -22,104 +22,25 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from functools import lru_cache
 from typing import Any
 
-from inkling_compat.sglang import slicing
+# The sglang replays these facts read (one implementation, shared with the runtime).
+from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
+from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base
+from inkling_compat.sglang.adapter_loader import layer_id, sink_site
+from inkling_compat.sglang.adapter_loader import normalize_layer as _normalize_layer  # noqa: F401 (tests/test_fleet.py)
+from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _normalize_layer_shared
+from inkling_compat.sglang.load_to_buffer import first_slice_failure as _slice_failure
+from inkling_compat.sglang.lora_config import normalized_targets, target_kind
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
-# lora/utils.get_normalized_target_modules `params_mapping`, exactly as in 0.5.23. Inkling's
-# split attention names (wq_du, wk_dv, wv_dv, wr_du) and w1/w2/w3 are *not* in it: they
-# stay as written (and are not valid pool targets; their weights are renamed later).
-_TARGET_ALIASES = {
-    "q_proj": "qkv_proj",
-    "k_proj": "qkv_proj",
-    "v_proj": "qkv_proj",
-    "gate_proj": "gate_up_proj",
-    "up_proj": "gate_up_proj",
-    "out_proj": "out_proj",
-    "embed_tokens": "embed_tokens",
-    "vocab_emb": "embed_tokens",
-    "embeddings": "embed_tokens",
-    "word_embeddings": "embed_tokens",
-    "lm_head": "lm_head",
-    "output": "lm_head",
-    "unembed_tokens": "lm_head",
-    "q_a_proj": "fused_qkv_a_proj_with_mqa",
-    "kv_a_proj_with_mqa": "fused_qkv_a_proj_with_mqa",
-    "wq_b": "indexer.wq_b",
-    "wk": "indexer.wk",
-    "weights_proj": "indexer.weights_proj",
-}
-_SHORTHANDS = ("all", "all-linear")
-_NUMBERED_SHARED = re.compile(r"shared_experts\.(\d+)\.")
 _NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
-_LAYER = re.compile(r"layers\.(\d+)\.")  # layers/utils/common.get_layer_id
-_GATE_UP_KEYS = (".w1.", ".w3.", ".gate_proj.", ".up_proj.", ".gate_up_proj.")
-_DOWN_KEYS = (".w2.", ".down_proj.")
 # LoRAConfig.__init__ reads these three unconditionally, in this order (KeyError otherwise).
 _REQUIRED_CONFIG_KEYS = ("target_modules", "r", "lora_alpha")
 
 
-def normalized_targets(target_modules: Any) -> list[str]:
-    """get_normalized_target_modules: suffixes mapped through `params_mapping`; the PEFT
-    shorthands `all`/`all-linear` become the `all` sentinel. A dict iterates its keys as
-    sglang does; anything else (a regex string, null, a number) gives no targets."""
-    if isinstance(target_modules, str):
-        return ["all"] if target_modules in _SHORTHANDS else []
-    if not isinstance(target_modules, (list, dict)):
-        return []
-    names = {str(name).split(".")[-1] for name in target_modules}
-    return sorted({_TARGET_ALIASES.get(name, name) for name in names})
-
-
-def target_kind(raw: dict[str, Any]) -> str:
-    """missing | list | shorthand | string | dict | none | other (a number or bool)."""
-    if "target_modules" not in raw:
-        return "missing"
-    value = raw["target_modules"]
-    if value is None:
-        return "none"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, str):
-        return "shorthand" if value in _SHORTHANDS else "string"
-    if isinstance(value, dict):
-        return "dict"
-    return "other"
-
-
 def _python_type_name(value: Any) -> str:
     return type(value).__name__
-
-
-def sink_site(name: str) -> dict[str, Any] | None:
-    """Which shared-sink buffer a PEFT tensor feeds, or None if it is not a sink factor."""
-    if "shared_experts." not in name:
-        return None
-    is_down = any(key in name for key in _DOWN_KEYS)
-    is_gate_up = any(key in name for key in _GATE_UP_KEYS)
-    if not (is_down or is_gate_up):
-        return None
-    factor = "a" if "lora_A" in name else "b" if "lora_B" in name else None
-    if factor is None:
-        return None
-    numbered = _NUMBERED_SHARED.search(name)
-    return {
-        "site": f"{'down' if is_down else 'gate_up'}_{factor}",
-        "expert": int(numbered.group(1)) if numbered else None,
-    }
-
-
-def _is_inkling_base(model: ModelConfig) -> bool:
-    """lora.py `_normalize_shared_expert_moe` gate on architecture / model_type."""
-    return any("Inkling" in arch for arch in model.architectures) or "inkling" in model.model_type.lower()
-
-
-@lru_cache(maxsize=65536)
-def layer_id(name: str) -> int | None:
-    match = _LAYER.search(name)
-    return int(match.group(1)) if match else None
 
 
 def lora_id(name: str, path: str | None) -> str:
@@ -131,169 +52,6 @@ def lora_id(name: str, path: str | None) -> str:
 def padded_dims(shape: list[int]) -> dict[str, Any]:
     """A shape that CEL can index safely: `dim` padded with -1 to four entries, plus ndim/last."""
     return {"ndim": len(shape), "dim": list(shape[:4]) + [-1] * (4 - len(shape[:4])), "last": shape[-1] if shape else -1}
-
-
-def _numel(shape: list[int]) -> int:
-    return math.prod(shape) if shape else 1
-
-
-def _cat(a: list[int], b: list[int], dim: int) -> list[int]:
-    out = list(a)
-    if len(a) == len(b) and -len(a) <= dim < len(a):
-        out[dim] = a[dim] + b[dim]
-    return out
-
-
-_LAYER_MEMO: dict[Any, Any] = {}
-
-
-def _normalize_layer_shared(
-    lid: int, weights: dict[str, list[int]], r: int | None, n: int, inkling: bool
-) -> dict[str, Any] | None:
-    """_normalize_layer, computed once per layer *shape* (names with the layer number taken
-    out, shapes, r, n): every layer of an adapter, and the layers of alike adapters, share it."""
-    tag = f"layers.{lid}."
-    try:
-        key = (tuple((name.replace(tag, "layers.#."), tuple(shape)) for name, shape in weights.items()), r, n, inkling)
-        hash(key)
-    except TypeError:
-        return _normalize_layer(weights, r, n, inkling)
-    memo = _LAYER_MEMO.get(key)
-    if memo is None:
-        template = {name: list(shape) for name, shape in key[0]}
-        failure = _normalize_layer(template, r, n, inkling)
-        memo = (tuple((name, tuple(shape)) for name, shape in template.items()), failure)
-        if len(_LAYER_MEMO) >= 8192:
-            _LAYER_MEMO.clear()
-        _LAYER_MEMO[key] = memo
-    items, failure = memo
-    weights.clear()
-    weights.update((name.replace("layers.#.", tag), list(shape)) for name, shape in items)
-    if failure is not None:
-        failure = dict(failure, name=failure["name"].replace("layers.#.", tag))
-    return failure
-
-
-def _normalize_layer(
-    weights: dict[str, list[int]], r: int | None, n_shared: int, inkling: bool
-) -> dict[str, Any] | None:
-    """LoRAAdapter._normalize_weights on one layer (names -> shapes), in place.
-
-    Returns the first torch reshape failure of `_normalize_shared_expert_moe`, if any.
-    """
-    # normalize_qkv_proj (l.264): q/k/v -> qkv_proj (stacked on dim 0).
-    names = list(weights)
-    if any(k in n for n in names for k in ("q_proj", "k_proj", "v_proj", "qkv_proj")):
-        for name in names:
-            if "q_proj" in name and name in weights:
-                k_name, v_name = name.replace("q_proj", "k_proj"), name.replace("q_proj", "v_proj")
-                shape = list(weights.pop(name))
-                for other in (k_name, v_name):
-                    if other in weights:
-                        shape = _cat(shape, weights.pop(other), 0)
-                weights[name.replace("q_proj", "qkv_proj")] = shape
-    # normalize_inkling_qkvr_proj (l.218): wq_du/wk_dv/wv_dv/wr_du -> qkvr when all four exist.
-    for name in list(weights):
-        if "wq_du" not in name or name not in weights:
-            continue
-        others = [name.replace("wq_du", x) for x in ("wk_dv", "wv_dv", "wr_du")]
-        if any(o not in weights for o in others):
-            continue
-        shape = list(weights.pop(name))
-        dim = len(shape) - 2
-        for o in others:
-            shape = _cat(shape, weights.pop(o), dim)
-        weights[name.replace("wq_du", "qkvr")] = shape
-    for name in list(weights):
-        shape = weights[name]
-        if "qkvr" in name and "lora_A" in name and len(shape) >= 2 and shape[-2] == r:
-            weights[name] = shape[:-2] + [shape[-2] * 4] + shape[-1:]
-    # _normalize_shared_expert_moe (l.317): flat Inkling shared-sink factors -> 3-D.
-    failure = None
-    if inkling and n_shared > 0:
-        for name in list(weights):
-            if failure is not None:
-                break
-            if "shared_experts." not in name or _NUMBERED_SHARED.search(name):
-                continue
-            is_down = any(k in name for k in _DOWN_KEYS)
-            is_gate_up = any(k in name for k in _GATE_UP_KEYS)
-            shape = weights[name]
-            if not (is_down or is_gate_up) or len(shape) != 2:
-                continue
-            if "lora_A" in name and is_down:
-                rank, flat = shape
-                target = [rank, n_shared, flat // n_shared]
-                if _numel(target) != rank * flat:
-                    failure = {"name": name, "shape": target, "size": rank * flat, "site": "down_a"}
-                    break
-                weights[name] = [n_shared, rank, flat // n_shared]
-            elif "lora_A" in name or is_down:
-                weights[name] = [1] + shape
-            else:
-                flat, rank = shape
-                target = [n_shared, flat // n_shared, rank]
-                if _numel(target) != rank * flat:
-                    failure = {"name": name, "shape": target, "size": rank * flat, "site": "gate_up_b"}
-                    break
-                weights[name] = target
-    if failure is not None:
-        return failure
-    # _rename_expert_w_to_proj (l.372): w1/w3/w2 -> gate_proj/up_proj/down_proj (moved to the end).
-    renames = {}
-    for name in weights:
-        for old, new in ((".w1.", ".gate_proj."), (".w3.", ".up_proj."), (".w2.", ".down_proj.")):
-            if old in name:
-                renames[name] = name.replace(old, new)
-                break
-    for old, new in renames.items():
-        weights[new] = weights.pop(old)
-    # normalize_gate_up_proj (l.462): gate_proj (+ up_proj, zero-filled if absent) -> gate_up_proj;
-    # a packed gate_up_proj lora_A is repeated twice along the rank axis.
-    for name in list(weights):
-        if name not in weights:
-            continue
-        if "gate_proj" in name:
-            up_name = name.replace("gate_proj", "up_proj")
-            gate = weights.pop(name)
-            up = weights.pop(up_name, None)
-            if up is None or _numel(up) == 0:
-                up = list(gate)
-            weights[name.replace("gate_proj", "gate_up_proj")] = _cat(gate, up, len(gate) - 2)
-        elif "gate_up_proj" in name and "lora_A" in name:
-            shape = weights[name]
-            if len(shape) >= 2:
-                weights[name] = shape[:-2] + [shape[-2] * 2] + shape[-1:]
-    return None
-
-
-def _slice_failure(
-    layers: list[tuple[int, dict[str, list[int]]]],
-    n: int,
-    tp_size: int = 1,
-    tp_rank: int = 0,
-    f_local: int = 0,
-) -> dict[str, Any] | None:
-    """First unnumbered shared-sink factor the sink's slice methods reject (non-normalized
-    path), in mem_pool's order: per layer, canonical gate_up then down, lora_A then lora_B
-    (mem_pool.load_lora_weight_to_buffer l.1077-1101). The geometry is `inkling_compat.sglang.slicing`."""
-    if n <= 0:
-        return None
-    for _, weights in layers:
-        packed = {
-            name: shape
-            for name, shape in weights.items()
-            if "shared_experts." in name and not re.search(r"experts\.(\d+)\.", name)
-        }
-        for module, target in (("gate_up_proj", slicing.GATE_UP), ("down_proj", slicing.DOWN)):
-            for factor in ("a", "b"):
-                for name, shape in packed.items():
-                    if module not in name or ("lora_A" in name) != (factor == "a"):
-                        continue
-                    failure = slicing.slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local)
-                    if failure is not None:
-                        return {**failure.as_dict(), "name": name}
-    return None
 
 
 _NEUTRAL_PEFT_KEYS: dict[str, Any] = {

@@ -42,6 +42,31 @@ def _cut(length: int, start: int, end: int) -> int:
     return max(0, min(end, length) - min(start, length))
 
 
+def first_slice_failure(
+    layers: list[tuple[int, dict[str, list[int]]]],
+    n: int,
+    tp_size: int = 1,
+    tp_rank: int = 0,
+    f_local: int = 0,
+) -> dict[str, Any] | None:
+    """First unnumbered shared-sink factor the sink's slice methods reject (when the loader did
+    not reshape the factors), in mem_pool's order: per layer, canonical gate_up then down,
+    lora_A then lora_B (l.1077-1101). The geometry is `inkling_compat.sglang.slicing`."""
+    if n <= 0:
+        return None
+    for _, weights in layers:
+        packed = {name: shape for name, shape in weights.items() if "shared_experts." in name and not _EXPERT.search(name)}
+        for module, target in (("gate_up_proj", slicing.GATE_UP), ("down_proj", slicing.DOWN)):
+            for factor in ("a", "b"):
+                for name, shape in packed.items():
+                    if module not in name or ("lora_A" in name) != (factor == "a"):
+                        continue
+                    failure = slicing.slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local)
+                    if failure is not None:
+                        return {**failure.as_dict(), "name": name}
+    return None
+
+
 def target_module(name: str, targets: list[str]) -> str | None:
     """utils.get_target_module_name: the longest target contained in the name."""
     best = None

@@ -1,0 +1,193 @@
+"""sglang 0.5.23's adapter weight normalization, as a plan over shapes (no torch).
+
+Mirrors `lora/lora.py` `LoRAAdapter` (wheel line numbers):
+
+* `_process_weight` (l.164-200): `layer_id` is `layers/utils/common.get_layer_id`;
+* `_normalize_weights` (l.202-216), per layer, in this order:
+  `normalize_qkv_proj` (l.264-315), `normalize_inkling_qkvr_proj` (l.218-262),
+  `_normalize_shared_expert_moe` (l.317-370, the Inkling shared-sink reshape, gated on
+  `is_inkling_base`), `_rename_expert_w_to_proj` (l.372-387), `normalize_gate_up_proj`
+  (l.462-501).
+
+`plan_layer` decides, from one layer's name -> shape dict, the torch steps sglang takes
+(`inkling_compat.sglang.plan`) and the names/shapes they leave; the checker's facts read the
+shapes (`normalize_layer`), the runtime applies the same steps to tensors
+(`runtime/pool_builder.apply_plan`). Parts of `_normalize_weights` that no Inkling adapter
+reaches (`_normalize_in_proj`, `_normalize_in_proj_qkvz`, `normalize_fused_qkv_a_proj`, the
+non-gated MoE rename) are not replayed. Nothing here raises: a torch reshape sglang would fail
+is returned as `failure`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, numel, step_shape
+
+NUMBERED_SHARED = re.compile(r"shared_experts\.(\d+)\.")
+_LAYER = re.compile(r"layers\.(\d+)\.")  # layers/utils/common.get_layer_id
+GATE_UP_KEYS = (".w1.", ".w3.", ".gate_proj.", ".up_proj.", ".gate_up_proj.")
+DOWN_KEYS = (".w2.", ".down_proj.")
+_QKV_KEYS = ("q_proj", "k_proj", "v_proj", "qkv_proj")
+_W_RENAMES = ((".w1.", ".gate_proj."), (".w3.", ".up_proj."), (".w2.", ".down_proj."))
+
+
+@lru_cache(maxsize=65536)
+def layer_id(name: str) -> int | None:
+    match = _LAYER.search(name)
+    return int(match.group(1)) if match else None
+
+
+def is_inkling_base(model: Any) -> bool:
+    """`_normalize_shared_expert_moe`'s gate (l.321-330): architecture or model_type."""
+    return any("Inkling" in arch for arch in model.architectures) or "inkling" in model.model_type.lower()
+
+
+def sink_site(name: str) -> dict[str, Any] | None:
+    """Which shared-sink buffer a PEFT tensor feeds (`{"site": "gate_up_a" | ..., "expert":
+    N or None}`), or None if it is not a sink factor: the name tests of l.332-349."""
+    if "shared_experts." not in name:
+        return None
+    is_down = any(key in name for key in DOWN_KEYS)
+    is_gate_up = any(key in name for key in GATE_UP_KEYS)
+    if not (is_down or is_gate_up):
+        return None
+    factor = "a" if "lora_A" in name else "b" if "lora_B" in name else None
+    if factor is None:
+        return None
+    numbered = NUMBERED_SHARED.search(name)
+    return {
+        "site": f"{'down' if is_down else 'gate_up'}_{factor}",
+        "expert": int(numbered.group(1)) if numbered else None,
+    }
+
+
+class LayerPlan(NamedTuple):
+    """The steps `_normalize_weights` takes on one layer, the name -> shape dict they leave
+    (in sglang's dict order), and the first reshape torch rejects (then `steps` stop before it
+    and `shapes` is the layer as sglang holds it when it raises)."""
+
+    steps: tuple[Step, ...]
+    shapes: dict[str, list[int]]
+    failure: dict[str, Any] | None
+
+
+def plan_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkling: bool) -> LayerPlan:
+    """`LoRAAdapter._normalize_weights` on one layer (names -> shapes); `weights` is not changed."""
+    shapes = {name: list(shape) for name, shape in weights.items()}
+    steps: list[Step] = []
+
+    def do(step: Step) -> None:
+        steps.append(step)
+        step_shape(step, shapes)
+
+    # normalize_qkv_proj (l.264): q/k/v -> qkv_proj (stacked on dim 0).
+    names = list(shapes)
+    if any(k in name for name in names for k in _QKV_KEYS):
+        for name in names:
+            if "q_proj" in name and name in shapes:
+                others = [o for o in (name.replace("q_proj", "k_proj"), name.replace("q_proj", "v_proj")) if o in shapes]
+                do(Cat(name.replace("q_proj", "qkv_proj"), (name, *others), 0))
+    # normalize_inkling_qkvr_proj (l.218): wq_du/wk_dv/wv_dv/wr_du -> qkvr when all four exist,
+    # then a qkvr lora_A of rank r is repeated 4x along the rank axis.
+    for name in list(shapes):
+        if "wq_du" not in name or name not in shapes:
+            continue
+        others = tuple(name.replace("wq_du", x) for x in ("wk_dv", "wv_dv", "wr_du"))
+        if any(o not in shapes for o in others):
+            continue
+        do(Cat(name.replace("wq_du", "qkvr"), (name, *others), len(shapes[name]) - 2))
+    for name in list(shapes):
+        shape = shapes[name]
+        if "qkvr" in name and "lora_A" in name and len(shape) >= 2 and shape[-2] == r:
+            do(Repeat(name, tuple([1] * (len(shape) - 2) + [4, 1])))
+    # _normalize_shared_expert_moe (l.317): flat Inkling shared-sink factors -> 3-D.
+    if inkling and n_shared > 0:
+        for name in list(shapes):
+            if "shared_experts." not in name or NUMBERED_SHARED.search(name):
+                continue
+            is_down = any(k in name for k in DOWN_KEYS)
+            is_gate_up = any(k in name for k in GATE_UP_KEYS)
+            shape = shapes[name]
+            if not (is_down or is_gate_up) or len(shape) != 2:
+                continue
+            if "lora_A" in name and is_down:
+                rank, flat = shape
+                target = (rank, n_shared, flat // n_shared)
+                if numel(target) != rank * flat:
+                    return LayerPlan(tuple(steps), shapes, {"name": name, "shape": list(target), "size": rank * flat, "site": "down_a"})
+                do(Reshape(name, target, True))
+            elif "lora_A" in name or is_down:
+                do(Reshape(name, (1, *shape)))
+            else:
+                flat, rank = shape
+                target = (n_shared, flat // n_shared, rank)
+                if numel(target) != rank * flat:
+                    return LayerPlan(tuple(steps), shapes, {"name": name, "shape": list(target), "size": rank * flat, "site": "gate_up_b"})
+                do(Reshape(name, target))
+    # _rename_expert_w_to_proj (l.372): w1/w3/w2 -> gate_proj/up_proj/down_proj (moved to the end).
+    renames = []
+    for name in shapes:
+        for old, new in _W_RENAMES:
+            if old in name:
+                renames.append(Rename(name, name.replace(old, new)))
+                break
+    for step in renames:
+        do(step)
+    # normalize_gate_up_proj (l.462): gate_proj (+ up_proj, zero-filled if absent or empty) ->
+    # gate_up_proj; a packed gate_up_proj lora_A is repeated twice along the rank axis.
+    for name in list(shapes):
+        if name not in shapes:
+            continue
+        if "gate_proj" in name:
+            up_name = name.replace("gate_proj", "up_proj")
+            gate = shapes[name]
+            up = shapes.get(up_name)
+            if up is None or numel(up) == 0:
+                do(Zeros(up_name, name))
+            do(Cat(name.replace("gate_proj", "gate_up_proj"), (name, up_name), len(gate) - 2))
+        elif "gate_up_proj" in name and "lora_A" in name:
+            shape = shapes[name]
+            if len(shape) >= 2:
+                do(Repeat(name, tuple([1] * (len(shape) - 2) + [2, 1])))
+    return LayerPlan(tuple(steps), shapes, None)
+
+
+def normalize_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkling: bool) -> dict[str, Any] | None:
+    """`plan_layer`'s shapes written into `weights` (in place); returns its failure, if any."""
+    plan = plan_layer(weights, r, n_shared, inkling)
+    weights.clear()
+    weights.update(plan.shapes)
+    return plan.failure
+
+
+LAYER_MEMO: dict[Any, Any] = {}
+
+
+def normalize_layer_shared(
+    lid: int, weights: dict[str, list[int]], r: int | None, n: int, inkling: bool
+) -> dict[str, Any] | None:
+    """`normalize_layer`, computed once per layer *shape* (names with the layer number taken
+    out, shapes, r, n): every layer of an adapter, and the layers of alike adapters, share it."""
+    tag = f"layers.{lid}."
+    try:
+        key = (tuple((name.replace(tag, "layers.#."), tuple(shape)) for name, shape in weights.items()), r, n, inkling)
+        hash(key)
+    except TypeError:
+        return normalize_layer(weights, r, n, inkling)
+    memo = LAYER_MEMO.get(key)
+    if memo is None:
+        template = {name: list(shape) for name, shape in key[0]}
+        failure = normalize_layer(template, r, n, inkling)
+        memo = (tuple((name, tuple(shape)) for name, shape in template.items()), failure)
+        if len(LAYER_MEMO) >= 8192:
+            LAYER_MEMO.clear()
+        LAYER_MEMO[key] = memo
+    items, failure = memo
+    weights.clear()
+    weights.update((name.replace("layers.#.", tag), list(shape)) for name, shape in items)
+    if failure is not None:
+        failure = dict(failure, name=failure["name"].replace("layers.#.", tag))
+    return failure

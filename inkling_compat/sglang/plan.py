@@ -1,0 +1,120 @@
+"""The vocabulary of tensor steps the sglang replays emit: what sglang 0.5.23 does to a tensor
+(a view/reshape, a cat, a repeat, a rename, a zero fill, a slice), written down as data.
+
+The replays in this package (`adapter_loader`, `slicing`) decide *which* steps sglang takes
+from shapes alone and return them as a plan; `apply_shapes` runs a plan on shapes (what the
+checker's facts use) and `inkling_compat.runtime.pool_builder.apply_plan` runs the same plan
+on torch tensors (what the runtime loads). So each sglang step is written once, and a test
+(tests/test_one_truth.py) holds the two applications to the same shapes.
+
+The ops mirror the torch calls sglang makes, one op per call kind:
+
+* `Reshape(name, shape, transpose01)`: `w.reshape(shape)` / `w.view(shape)` / `w.unsqueeze(0)`,
+  then `.transpose(0, 1).contiguous()` when `transpose01` (lora.py l.357-358, inkling lora.py
+  l.156-164);
+* `Cat(out, inputs, dim)`: `weights[out] = torch.cat([weights.pop(i) for i in inputs], dim)`;
+* `Zeros(name, like)`: `weights[name] = torch.zeros_like(weights[like])` (lora.py l.483);
+* `Repeat(name, reps)`: `weights[name] = weights[name].repeat(*reps)`;
+* `Rename(old, new)`: `weights[new] = weights.pop(old)` (the new key goes to the end);
+* `Take(name, dim, ranges)`: `torch.cat([w[..., a:b, ...] for a, b in ranges], dim)` along
+  `dim`, the bounds already **clamped** to the axis length (Python/torch slicing clamps a cut
+  past the end; `narrow` would raise, so the plan carries the clamped bounds and both sides
+  agree).
+
+Shapes are lists of ints. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence, Union
+
+
+class Reshape(NamedTuple):
+    name: str
+    shape: tuple[int, ...]
+    transpose01: bool = False
+
+
+class Cat(NamedTuple):
+    out: str
+    inputs: tuple[str, ...]
+    dim: int
+
+
+class Zeros(NamedTuple):
+    name: str
+    like: str
+
+
+class Repeat(NamedTuple):
+    name: str
+    reps: tuple[int, ...]
+
+
+class Rename(NamedTuple):
+    old: str
+    new: str
+
+
+class Take(NamedTuple):
+    name: str
+    dim: int
+    ranges: tuple[tuple[int, int], ...]
+
+
+Step = Union[Reshape, Cat, Zeros, Repeat, Rename, Take]
+
+
+def numel(shape: Sequence[int]) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def clamp(length: int, start: int, stop: int) -> tuple[int, int]:
+    """`range(length)[start:stop]` as (start, stop) for 0 <= start <= stop: Python's clamping."""
+    return min(start, length), max(min(stop, length), min(start, length))
+
+
+def cat_shape(a: Sequence[int], b: Sequence[int], dim: int) -> list[int]:
+    """Shape of torch.cat((a, b), dim); on shapes that torch would refuse (ranks differ, dim
+    out of range) the first operand's shape, as the checker's facts have always modelled it
+    (the rules that matter read the shapes of well-formed adapters)."""
+    out = list(a)
+    if len(a) == len(b) and -len(a) <= dim < len(a):
+        out[dim] = a[dim] + b[dim]
+    return out
+
+
+def step_shape(step: Step, shapes: dict[str, list[int]]) -> None:
+    """Apply one step to a name -> shape dict, in place (dict order as sglang's dict ends up)."""
+    if isinstance(step, Reshape):
+        shape = list(step.shape)
+        if step.transpose01 and len(shape) >= 2:
+            shape[0], shape[1] = shape[1], shape[0]
+        shapes[step.name] = shape
+    elif isinstance(step, Cat):
+        parts = [shapes.pop(name) for name in step.inputs]
+        shape = list(parts[0])
+        for part in parts[1:]:
+            shape = cat_shape(shape, part, step.dim)
+        shapes[step.out] = shape
+    elif isinstance(step, Zeros):
+        shapes[step.name] = list(shapes[step.like])
+    elif isinstance(step, Repeat):
+        shape = shapes[step.name]
+        shapes[step.name] = [d * k for d, k in zip(shape, step.reps)] + list(shape[len(step.reps):])
+    elif isinstance(step, Rename):
+        shapes[step.new] = shapes.pop(step.old)
+    elif isinstance(step, Take):
+        shape = list(shapes[step.name])
+        shape[step.dim] = sum(stop - start for start, stop in step.ranges)
+        shapes[step.name] = shape
+    else:  # pragma: no cover - the Step union is closed
+        raise TypeError(f"not a plan step: {step!r}")
+
+
+def apply_shapes(plan: Sequence[Step], shapes: dict[str, list[int]]) -> dict[str, list[int]]:
+    """Run a plan on shapes, in place; returns the dict."""
+    for step in plan:
+        step_shape(step, shapes)
+    return shapes
