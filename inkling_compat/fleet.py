@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, TextIO
 from inkling_compat.inputs.adapter_dir import list_adapter_dirs, read_fleet
 from inkling_compat.engine.evaluate import check
 from inkling_compat.errors import InputError
-from inkling_compat.facts.derive import lora_path_entries
+from inkling_compat.facts.inputs import lora_path_entries
 from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
 from inkling_compat.inputs.loading import load_server_config
 from inkling_compat.report.model import Report

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from adapter_fixtures import H, PREFIX, safetensors_bytes, sink_shapes, write_adapter  # noqa: E402
 
 from inkling_compat import check  # noqa: E402
-from inkling_compat.facts import adapter as adapter_facts  # noqa: E402
 from inkling_compat.errors import InputError  # noqa: E402
-from inkling_compat.facts.fleet import derive_adapter_facts  # noqa: E402
+from inkling_compat.facts.derive import derive  # noqa: E402
+from inkling_compat.facts.inputs import load_inputs  # noqa: E402
 from inkling_compat.fleet import ProgressBar, check_fleet  # noqa: E402
 from inkling_compat.inputs.loading import load_adapter, load_model_config  # noqa: E402
 
@@ -202,8 +202,9 @@ def test_shared_facts_equal_per_adapter_facts(fleet, tmp_path):
     copies = [shutil.copytree(fleet / "good", tmp_path / f"copy-{i}") for i in range(3)]
     manifests = [load_adapter(str(p))[0] for p in [*copies, fleet / "rank-32", fleet / "other-model", fleet / "pickled", fleet / "broken-config"]]
     assert manifests[0].tensors is manifests[1].tensors  # interned: alike adapters share a table
-    fast = derive_adapter_facts(manifests, model)
-    plain = [adapter_facts.derive(m, model) for m in manifests]
+    inputs = load_inputs(EXAMPLES / "serve.yaml", manifests, model=model)
+    fast, plain = derive(inputs), derive(inputs, memo=False)
+    assert fast.adapters[0] is not fast.adapters[1] and fast.adapters[0].normalized_targets is fast.adapters[1].normalized_targets  # shared, not re-derived
     assert fast == plain
 
 

@@ -300,6 +300,9 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
         for dep in c.rule.after:
             if dep not in known:
                 raise InputError(c.file, "after", f"unknown rule id {dep!r}")
+    from inkling_compat.engine.paths import check_rule_paths
+
+    check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
     in_stage_order = sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id))
     return dependency_order(in_stage_order)
 

@@ -54,51 +54,13 @@ def padded_dims(shape: list[int]) -> dict[str, Any]:
     return {"ndim": len(shape), "dim": list(shape[:4]) + [-1] * (4 - len(shape[:4])), "last": shape[-1] if shape else -1}
 
 
-_NEUTRAL_PEFT_KEYS: dict[str, Any] = {
-    "path": None,
-    "lora_id": None,
-    "r": None,
-    "lora_alpha": None,
-    "peft_type_state": "lora",
-    "target_kind": "list",
-    "target_type": "list",
-    "use_dora": False,
-    "use_rslora": False,
-    "missing_config_keys": [],
-    "added_token_ids": [],
-    "added_tokens_beyond_vocab": 0,
-    "pinned": False,
-    "tensor_count": 0,
-    "max_module_rank": None,
-    "rank_pattern_mismatch": [],
-    "alpha_pattern_set": False,
-    "scaling_sglang": None,
-    "scaling_peft": None,
-    "layer_out_of_range": None,
-    "embedding_weight_names": [],
-    "embedding_weight_names_text": "",
-    "normalized_weight_names": [],
-    "reshape_failure": None,
-    "slice_failure": None,
-    "outer_layouts": [],
-    "normalizes_shared_sink": False,
-    # Filled per adapter by pool_fit after the global facts (mem_pool.load_lora_weight_to_buffer).
-    "normalized_shapes": {},
-    "target_failure": None,
-    "pool_fit": None,
-    "pool_partial": None,
-    "unmatched_weight_names": [],
-}
-
-
 def pool_facts(manifest: PoolManifest) -> dict[str, Any]:
     pool = manifest.pool
     gate_a = pool.gate_up_lora_a.shape
     gate_b = pool.gate_up_lora_b.shape
     buffers = ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")
-    facts = dict(_NEUTRAL_PEFT_KEYS)
-    facts.update(
-        {
+    # The adapter's own facts; `facts.derive` adds what depends on the pool and the sink.
+    return {
             "pool": {name: padded_dims(getattr(pool, name).shape) for name in buffers},
             "rebind": {name: padded_dims(getattr(manifest.rebind, name).shape) for name in buffers} if manifest.rebind else None,
             "name": manifest.name,
@@ -107,17 +69,14 @@ def pool_facts(manifest: PoolManifest) -> dict[str, Any]:
             "normalized_targets": ["gate_up_proj", "down_proj"],
             "shared_outer": (gate_a[1] == 1) if len(gate_a) >= 2 else None,
             "sites": [],
-            # Full shapes for facts.derive's `binding` (inkling_compat/binding.py), which needs
+            # Full shapes for facts.derive's `binding` (inkling_compat.sglang.set_lora_info), which needs
             # the sink class and n: what set_lora_info / re-bind / slot updates do with them.
             "binding_input": {
                 "pool": [list(getattr(pool, name).shape) for name in buffers],
                 "rebind": [list(getattr(manifest.rebind, name).shape) for name in buffers] if manifest.rebind else None,
                 "updated_slots": manifest.updated_slots,
             },
-            "binding": None,
-        }
-    )
-    return facts
+    }
 
 
 def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
@@ -240,12 +199,6 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "normalizes_shared_sink": normalizes,
         # name -> shape once normalized (what the pool copies); pool_fit reads it.
         "normalized_shapes": {} if reshape_failure else {n_: s for _, w in layers for n_, s in w.items()},
-        "target_failure": None,
-        "pool_fit": None,
-        "pool_partial": None,
-        "unmatched_weight_names": [],
-        "pool": None,
-        "rebind": None,
     }
 
 
@@ -260,7 +213,5 @@ def derive(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[st
 def unreadable_facts(manifest: PeftManifest) -> dict[str, Any]:
     """An adapter directory that could not be read: form "unreadable", so that no pool or
     PEFT rule applies to it and only adapter-file-unreadable reports it."""
-    facts = dict(_NEUTRAL_PEFT_KEYS)
-    facts.update({"name": manifest.name, "form": "unreadable", "path": manifest.path, "rank": None,
-                  "normalized_targets": [], "shared_outer": None, "sites": [], "pool": None, "rebind": None})
-    return facts
+    return {"name": manifest.name, "form": "unreadable", "path": manifest.path, "rank": None,
+            "normalized_targets": [], "shared_outer": None}

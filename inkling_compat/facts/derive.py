@@ -1,21 +1,26 @@
-"""Derived facts: what sglang 0.5.23 would decide from the inputs, computed once and named.
+"""`derive(inputs) -> Facts`: what sglang 0.5.23 would decide from the inputs, in one pass.
 
 Rules read these facts instead of re-deriving them (which sink class is built, whether
-the sink is linearized BF16, the expected pool shapes, ...). Each function here mirrors
-one decision in sglang and says where it lives. A fact the user states explicitly
-(`sink:` in the server config) overrides the derived value and is listed in `given`.
+the sink is linearized BF16, the pool shapes, ...). Each function here mirrors one decision
+in sglang and says where it lives. The facts are computed in dependency order (adapters'
+own facts -> global facts -> the pool -> what the pool and the sink do with each adapter ->
+fleet aggregates) and each model is built once, complete. A fact the user states
+explicitly (`sink:` in the server config) overrides the derived value and is listed in `given`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.sglang import set_lora_info as binding
-from inkling_compat.inputs.models import ModelConfig, Platform, ServerConfig
-from inkling_compat.facts.model import apply_stated, attention_backends, model_facts, quantization_facts
+from inkling_compat.facts import adapters as adapters_mod
+from inkling_compat.facts import fleet as fleet_mod
+from inkling_compat.facts.fleet import INKLING_LORA_MODULES
+from inkling_compat.facts.inputs import Inputs, lora_path_entries
+from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
+from inkling_compat.facts.types import Facts, LoraPath, PoolFacts, SinkFacts
+from inkling_compat.inputs.models import ModelConfig, ServerConfig
+from inkling_compat.sglang import load_to_buffer
 
-# models/inkling.py `supported_lora_modules`
-INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")
 LORA_BACKENDS = ("triton", "csgmv", "ascend", "torch_native", "triton_v2")
 SINK_CLASS_NAMES = {
     "legacy": "InklingBatchDenseMLPWithLoRA",
@@ -30,33 +35,10 @@ def lora_enabled(config: ServerConfig) -> bool:
     return bool(config.enable_lora)
 
 
-def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
-    """--lora-paths as sglang parses it into LoRARef entries (name, path, pinned)."""
-    paths = config.lora_paths
-    entries: list[dict[str, Any]] = []
-    if isinstance(paths, dict):
-        return [{"name": str(k), "path": str(v), "pinned": False} for k, v in paths.items()]
-    if not isinstance(paths, list):
-        return entries
-    for item in paths:
-        if isinstance(item, str):
-            name, sep, path = item.partition("=")
-            entries.append({"name": name if sep else item, "path": path if sep else item, "pinned": False})
-        elif isinstance(item, dict) and "lora_name" in item and "lora_path" in item:
-            entries.append(
-                {
-                    "name": str(item["lora_name"]),
-                    "path": str(item["lora_path"]),
-                    "pinned": bool(item.get("pinned", False)),
-                }
-            )
-    return entries
-
-
-def shared_sink_fp4(model: ModelConfig, quant: dict[str, Any]) -> bool:
+def shared_sink_fp4(is_inkling_nvfp4: bool, shared_sink_excluded: bool) -> bool:
     """dense_mlp._resolve_fp4_strategy: FP4 only for a TML NVFP4 checkpoint whose
     shared_w13/shared_w2 weights are not excluded from quantization."""
-    return bool(quant["is_inkling_nvfp4"]) and not quant["shared_sink_excluded"]
+    return is_inkling_nvfp4 and not shared_sink_excluded
 
 
 def sink_kind(model: ModelConfig, config: ServerConfig, serves_fp4: bool, lora_on: bool) -> str:
@@ -88,13 +70,6 @@ def resolved_target_modules(config: ServerConfig, adapter_targets: list[list[str
     return sorted(union)
 
 
-def pool_rank(config: ServerConfig, adapter_ranks: list[int]) -> int | None:
-    """R: --max-lora-rank, else the largest startup adapter rank (lora_manager.init_lora_shapes)."""
-    if config.max_lora_rank:
-        return config.max_lora_rank
-    return max(adapter_ranks) if adapter_ranks else None
-
-
 def expected_pool_shapes(
     slots: int, n: int, rank: int | None, hidden: int, f_local: int, shared_outer: bool
 ) -> dict[str, list[int]] | None:
@@ -110,110 +85,74 @@ def expected_pool_shapes(
     }
 
 
-def sink_facts(
-    config: ServerConfig,
-    model: ModelConfig,
-    quant: dict[str, Any],
-    lora_on: bool,
-    targets: list[str],
-    shared_outer: bool,
-    rank: int | None,
-) -> dict[str, Any]:
+def sink_facts(config: ServerConfig, model: ModelConfig, serves_fp4: bool, lora_on: bool, targets: list[str]) -> SinkFacts:
     """The shared-sink module sglang builds and the LoRA state it will be in."""
-    serves_fp4 = shared_sink_fp4(model, quant)
     kind = sink_kind(model, config, serves_fp4, lora_on)
     lora_class = None
     if kind == "batch_dense" and lora_on:
         lora_class = "v2" if config.lora_backend == "triton_v2" else "legacy"
     # dense_mlp.__init__ / moe.py: linearized = (enable_lora or env) and interleaved and BF16
-    linearized = (
-        (lora_on or config.env.SGLANG_OPT_LINEARIZED_SHARED_SINK)
-        and model.inference_moe_w13_interleaved
-        and not serves_fp4
+    linearized = bool(
+        (lora_on or config.env.SGLANG_OPT_LINEARIZED_SHARED_SINK) and model.inference_moe_w13_interleaved and not serves_fp4
     )
-    contiguous = linearized and lora_on and config.lora_backend == "triton_v2"
-    tp = max(config.tp_size, 1)
-    f_local = model.intermediate_size // tp
-    facts: dict[str, Any] = {
+    derived: dict[str, Any] = {
         "kind": kind,
-        "serves_fp4": serves_fp4,
         "sink_class": lora_class,
-        "class_name": SINK_CLASS_NAMES.get(lora_class or ""),
         "linearized_bf16_enabled": linearized,
-        "w13_gate_up_contiguous": contiguous,
         "backend_name": config.lora_backend,
-        # Only the triton_v2 backend carries the dense engine (`runner`).
-        "backend_has_dense_engine": config.lora_backend == "triton_v2",
         "max_loras_per_batch": config.max_loras_per_batch,
-        "intermediate_size_per_partition": f_local,
-        "shared_outer": shared_outer,
-        "pool_rank": rank,
-        "given": [],
     }
-    stated = apply_stated(facts, config.sink.model_dump(exclude_none=True) if config.sink else {})
+    stated = config.sink.model_dump(exclude_none=True) if config.sink else {}
+    facts = {**derived, **stated}
     # Facts derived from a stated one follow it unless they are stated too.
-    if "backend_name" in stated and "backend_has_dense_engine" not in stated:
-        facts["backend_has_dense_engine"] = stated["backend_name"] == "triton_v2"
-    if "w13_gate_up_contiguous" not in stated:
-        facts["w13_gate_up_contiguous"] = (
-            facts["linearized_bf16_enabled"] and lora_on and facts["backend_name"] == "triton_v2"
-        )
+    # Only the triton_v2 backend carries the dense engine (`runner`).
+    facts.setdefault("backend_has_dense_engine", facts["backend_name"] == "triton_v2")
+    facts.setdefault("w13_gate_up_contiguous", facts["linearized_bf16_enabled"] and lora_on and facts["backend_name"] == "triton_v2")
     if "sink_class" in stated:
-        facts["class_name"] = SINK_CLASS_NAMES[stated["sink_class"]]
         facts["kind"] = "batch_dense"
     # lora_manager.init_lora_modules attaches LoRA to the sink only when both MLP targets are on.
     both_targets = "gate_up_proj" in targets and "down_proj" in targets
-    facts["lora_attached"] = facts["sink_class"] is not None and (both_targets or "sink_class" in stated)
-    facts["expected_pool"] = expected_pool_shapes(
-        facts["max_loras_per_batch"],
-        model.n_shared_experts,
-        rank,
-        model.hidden_size,
-        f_local,
-        shared_outer,
+    return SinkFacts(
+        **facts,
+        class_name=SINK_CLASS_NAMES.get(facts["sink_class"] or ""),
+        intermediate_size_per_partition=model.intermediate_size // max(config.tp_size, 1),
+        lora_attached=facts["sink_class"] is not None and (both_targets or "sink_class" in stated),
+        given=list(stated),
     )
-    return facts
 
 
-def derive(
-    config: ServerConfig,
-    model: ModelConfig,
-    platform: Platform,
-    adapter_facts: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """All global facts for one check. `adapter_facts` come from `adapter_facts.derive`."""
+def pool_facts(sink: SinkFacts, lora_paths: list[dict[str, Any]], own: list[dict[str, Any]], model: ModelConfig, config: ServerConfig) -> PoolFacts | None:
+    """The one pool: sglang allocates it from --max-lora-rank / --experts-shared-outer-loras,
+    else from the start-up adapters (`inkling_compat.sglang.load_to_buffer.startup_pool`)."""
+    pool = load_to_buffer.startup_pool({"sink": sink.model_dump(), "lora_paths": lora_paths}, own, model, config)
+    if pool is None:
+        return None
+    return PoolFacts(rank=pool["rank"], shared_outer=pool["shared_outer"], **pool["buffers"])
+
+
+def derive(inputs: Inputs, memo: bool = True) -> Facts:
+    """All facts of one check: global ones and, in `adapters`, one per adapter. `memo=False`
+    derives every adapter on its own (the memo must not change the result)."""
+    config, model = inputs.server, inputs.model
     lora_on = lora_enabled(config)
-    targets = resolved_target_modules(config, [a["normalized_targets"] for a in adapter_facts])
-    rank = pool_rank(config, [a["rank"] for a in adapter_facts if a.get("rank")])
-    detected = [a["shared_outer"] for a in adapter_facts if a.get("shared_outer") is not None]
-    if config.experts_shared_outer_loras is not None:
-        shared_outer = config.experts_shared_outer_loras
-    else:
-        shared_outer = bool(detected) and detected[0]
-    quant = quantization_facts(model)
-    tp = max(config.tp_size, 1)
-    sink = sink_facts(config, model, quant, lora_on, targets, shared_outer, rank)
-    bind_pools(adapter_facts, sink, model)
-    return {
-        "lora_enabled": lora_on,
-        "lora_paths": lora_path_entries(config),
-        "target_modules": targets,
-        "moe_tp_size": tp // max(config.ep_size, 1),
-        "attention": attention_backends(config, platform),
-        "quant": quant,
-        "sink": sink,
-        "model": model_facts(model, server_config=config, platform=platform),
-    }
-
-
-def bind_pools(adapter_facts: list[dict[str, Any]], sink: dict[str, Any], model: ModelConfig) -> None:
-    """Completes each pool-form adapter's facts with `binding`: what the LoRA sink class built
-    here does with the pool (set_lora_info, re-bind, slot updates; `inkling_compat.sglang.set_lora_info`).
-    It needs the sink class, a global fact, so it is added once that is known."""
-    for af in adapter_facts:
-        given = af.get("binding_input")
-        if af.get("form") != "pool" or not given or not sink["lora_attached"]:
-            continue
-        af["binding"] = binding.simulate(
-            sink["sink_class"], model.n_shared_experts, given["pool"], given["rebind"], given["updated_slots"]
-        )
+    lora_paths = lora_path_entries(config)
+    own = adapters_mod.own_facts(inputs.adapters, model, memo)  # alike adapters share one result
+    targets = resolved_target_modules(config, [a["normalized_targets"] for a in own])
+    quant, sink_excluded = quantization_facts(model)
+    sink = sink_facts(config, model, shared_sink_fp4(quant.is_inkling_nvfp4, sink_excluded), lora_on, targets)
+    pool = pool_facts(sink, lora_paths, own, model, config)
+    per_adapter = adapters_mod.complete(own, sink, pool, targets, model, config)
+    attention = attention_backends(config, inputs.platform)
+    return Facts(
+        lora_enabled=lora_on,
+        lora_paths=[LoraPath(**p) for p in lora_paths],
+        target_modules=targets,
+        attention=attention,
+        quant=quant,
+        sink=sink,
+        pool=pool,
+        startup=fleet_mod.startup_facts(lora_paths, own),
+        model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention),
+        fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter),
+        adapters=per_adapter,
+    )

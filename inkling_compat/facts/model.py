@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inkling_compat.facts.types import AttentionFacts, AttnPrologueFacts, ModelFacts, Nvfp4Facts, QuantFacts, QuantWiring
 from inkling_compat.inputs.models import ModelConfig, Platform, ServerConfig
 
 # modelopt_quant.py ModelOptFp4Config.from_config
@@ -47,7 +48,7 @@ def _generic_default_attention_backend(platform: Platform) -> str:
     return "flashinfer" if probes["is_cuda"] else "triton"
 
 
-def attention_backends(config: ServerConfig, platform: Platform) -> dict[str, Any]:
+def attention_backends(config: ServerConfig, platform: Platform) -> AttentionFacts:
     """model_overrides/inkling.py: fa4 on SM90/SM100, triton elsewhere, only when no
     attention-backend flag is set; attn.py then accepts only fa4 or triton."""
     explicit = (config.attention_backend, config.prefill_attention_backend, config.decode_attention_backend)
@@ -55,12 +56,10 @@ def attention_backends(config: ServerConfig, platform: Platform) -> dict[str, An
     if all(value is None for value in explicit):
         default = "fa4" if probes["is_sm90"] or probes["is_sm100"] else "triton"
         prefill = decode = default
-        is_explicit = False
     else:
         base = config.attention_backend or _generic_default_attention_backend(platform)
         prefill = config.prefill_attention_backend or base
         decode = config.decode_attention_backend or base
-        is_explicit = True
     unsupported = [b for b in dict.fromkeys((prefill, decode)) if b not in INKLING_ATTENTION_BACKENDS]
     cute = platform.fa4_cute_available
     if cute is None:
@@ -70,16 +69,12 @@ def attention_backends(config: ServerConfig, platform: Platform) -> dict[str, An
     # attn.py: the score_mod path (needs cutlass.cute) runs unless the sheared-bias kernel is
     # on and batch-invariant (deterministic) mode is off.
     score_mod_path = fa4 and not (env.SGLANG_OPT_USE_INKLING_SHEARED_BIAS and not config.enable_deterministic_inference)
-    return {
-        "prefill": prefill,
-        "decode": decode,
-        "explicit": is_explicit,
-        "unsupported": unsupported,
-        "first_unsupported": unsupported[0] if unsupported else None,
-        "fa4_serving": fa4,
-        "fa4_cute_available": bool(cute),
-        "fa4_score_mod_path": bool(score_mod_path),
-    }
+    return AttentionFacts(
+        unsupported=unsupported,
+        fa4_serving=fa4,
+        fa4_cute_available=bool(cute),
+        fa4_score_mod_path=bool(score_mod_path),
+    )
 
 
 def _map_exclude_modules(exclude_modules: list[Any]) -> list[str]:
@@ -122,9 +117,10 @@ def _first_missing_key(block: dict[str, Any]) -> str | None:
     return None
 
 
-def quantization_facts(model: ModelConfig) -> dict[str, Any]:
+def quantization_facts(model: ModelConfig) -> tuple[QuantFacts, bool]:
     """quantization/config.py: is this a TML NVFP4 checkpoint, how does Inkling's
-    ModelOpt config parse, and which layers does it exclude."""
+    ModelOpt config parse, and which layers does it exclude. The second value says whether
+    every MoE layer's shared_w13/shared_w2 is excluded (the sink stays BF16)."""
     quant = model.quantization_config
     raw = quant.model_dump(exclude_none=True) if quant is not None else {}
     if quant is not None and "exclude_modules" in quant.model_fields_set and quant.exclude_modules is None:
@@ -180,31 +176,24 @@ def quantization_facts(model: ModelConfig) -> dict[str, Any]:
         f"llm.layers.{i}.mlp.{name}" for i in layers if i < model.dense_mlp_idx for name in ("gate_up_proj", "down_proj")
     ]
     linears_quantized = [p for p in linear_prefixes if not _excluded(mapped, p)]
-    return {
-        "present": quant is not None,
-        "method": raw.get("quant_method"),
-        "nested_form": nested_form,
-        "algo": algo,
-        "group_size": group_size,
-        "exclude_modules": mapped,
-        "missing_key": missing_key,
-        "has_modelopt_block": isinstance(weight_cfg, dict),
-        "is_inkling_nvfp4": is_nvfp4,
-        "parse_error": parse_error,
-        "inkling_config_built": built,
-        "nvfp4_serialized": built and "NVFP4" in str(algo),
-        # The sink is BF16 only where every MoE layer's shared_w13/shared_w2 is excluded.
-        "shared_sink_excluded": not sink_fp4_layers,
-        "routed_moe_quantized": built and bool(routed_quantized),
-        "linears_quantized": built and bool(linears_quantized),
-        "first_quantized_linear": linears_quantized[0] if built and linears_quantized else None,
-        "mixed_precision_layers": raw.get("quant_algo", "").upper() == "MIXED_PRECISION"
+    facts = QuantFacts(
+        present=quant is not None,
+        method=raw.get("quant_method"),
+        missing_key=missing_key,
+        is_inkling_nvfp4=is_nvfp4,
+        parse_error=parse_error,
+        inkling_config_built=built,
+        nvfp4_serialized=built and "NVFP4" in str(algo),
+        routed_moe_quantized=built and bool(routed_quantized),
+        linears_quantized=built and bool(linears_quantized),
+        mixed_precision_layers=raw.get("quant_algo", "").upper() == "MIXED_PRECISION"
         and isinstance(raw.get("quantized_layers"), dict)
         and bool(raw.get("quantized_layers")),
-    }
+    )
+    return facts, not sink_fp4_layers
 
 
-def nvfp4_serving(config: ServerConfig, platform: Platform) -> dict[str, Any]:
+def nvfp4_serving(config: ServerConfig, platform: Platform) -> Nvfp4Facts:
     """Which NVFP4 kernels this platform/config gets (modelopt_quant.py, fp4_utils.py)."""
     probes = platform_probes(platform)
     cap = tuple(probes["capability"])
@@ -224,23 +213,19 @@ def nvfp4_serving(config: ServerConfig, platform: Platform) -> dict[str, Any]:
             fp4 = "marlin"
         else:
             fp4 = "flashinfer_cutlass"
-    return {
-        "is_blackwell": probes["is_blackwell"],
-        "moe_runner_backend": moe,
-        "moe_lora_non_marlin": moe in ("lora_cutedsl", "lora_triton"),
-        "moe_marlin_fallback": marlin_fallback,
-        "moe_supported": probes["is_blackwell"] or marlin_fallback,
-        "fp4_gemm_backend": fp4,
-        "dense_gemm_supported": fp4 == "marlin" or probes["is_blackwell"],
-    }
+    return Nvfp4Facts(
+        moe_lora_non_marlin=moe in ("lora_cutedsl", "lora_triton"),
+        moe_supported=probes["is_blackwell"] or marlin_fallback,
+        dense_gemm_supported=fp4 == "marlin" or probes["is_blackwell"],
+    )
 
 
 def attn_prologue_facts(
-    model: ModelConfig, config: ServerConfig, attention: dict[str, Any], head_dim: int, attn_tp: int
-) -> dict[str, Any]:
+    model: ModelConfig, config: ServerConfig, attention: AttentionFacts, head_dim: int, attn_tp: int
+) -> AttnPrologueFacts:
     """attn.py InklingAttention.forward `fused_prologue` gate and the MXFP8 store selection."""
     fused = (
-        attention["fa4_serving"]
+        attention.fa4_serving
         and model.use_sconv
         and head_dim == 128
         and config.env.SGLANG_OPT_USE_INKLING_FUSED_ATTN_PROLOGUE
@@ -249,27 +234,12 @@ def attn_prologue_facts(
     mxfp8 = fused and config.kv_cache_dtype == "mxfp8" and config.page_size == 128
     heads = max(model.num_attention_heads // attn_tp, 0)
     kv_heads = max(1, model.num_key_value_heads // attn_tp)
-    facts: dict[str, Any] = {
-        "fused": bool(fused),
-        "mxfp8_store": bool(mxfp8),
-        "q_width": heads * head_dim,
-        "kv_width": kv_heads * head_dim,
-        "kv_scale_buffers": True,
-        "given": [],
-    }
-    apply_stated(facts, model.attn_prologue.model_dump(exclude_none=True) if model.attn_prologue else {})
-    return facts
+    derived = {"mxfp8_store": bool(mxfp8), "q_width": heads * head_dim, "kv_width": kv_heads * head_dim, "kv_scale_buffers": True}
+    stated = model.attn_prologue.model_dump(exclude_none=True) if model.attn_prologue else {}
+    return AttnPrologueFacts(**{**derived, **stated})
 
 
-def apply_stated(facts: dict[str, Any], stated: dict[str, Any]) -> dict[str, Any]:
-    """Override derived facts with the ones the user stated, recording them in `given`."""
-    for name, value in stated.items():
-        facts[name] = value
-        facts["given"].append(name)
-    return stated
-
-
-def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platform) -> dict[str, Any]:
+def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platform, attention: AttentionFacts) -> ModelFacts:
     """Geometry derived from config.json (sglang's InklingModelConfig defaults), plus how
     this model is served on this platform (NVFP4 kernels, attention prologue)."""
     config = server_config
@@ -279,26 +249,18 @@ def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platf
     tp = max(config.tp_size, 1)
     attn_tp = tp // max(config.dp_size, 1) if config.enable_dp_attention else tp
     attn_tp = max(attn_tp, 1)
-    attention = attention_backends(config, platform)
-    wiring = model.quant_method_wiring.model_dump() if model.quant_method_wiring else {
-        "routed_experts": None,
-        "shared_sink": None,
-        "shared_sink_forward": None,
-    }
-    return {
-        "head_dim": head_dim,
-        "swa_num_attention_heads": swa_heads,
-        "swa_num_key_value_heads": swa_kv,
-        "swa_head_dim": model.swa_head_dim or head_dim,
-        "dense_intermediate_size": model.dense_intermediate_size or model.intermediate_size,
-        "attn_tp_size": attn_tp,
+    wiring = QuantWiring(**model.quant_method_wiring.model_dump()) if model.quant_method_wiring else QuantWiring(
+        routed_experts=None, shared_sink=None, shared_sink_forward=None
+    )
+    return ModelFacts(
+        attn_tp_size=attn_tp,
         # attn.py InklingAttention.__init__ divisibility (full and SWA layers)
-        "heads_divisible": model.num_attention_heads % attn_tp == 0 and swa_heads % attn_tp == 0,
-        "kv_heads_divisible": all(
+        heads_divisible=model.num_attention_heads % attn_tp == 0 and swa_heads % attn_tp == 0,
+        kv_heads_divisible=all(
             (kv % attn_tp == 0) if kv >= attn_tp else (kv > 0 and attn_tp % kv == 0) for kv in (model.num_key_value_heads, swa_kv)
         ),
-        "nvfp4": nvfp4_serving(config, platform),
-        "attn_prologue": attn_prologue_facts(model, config, attention, head_dim, attn_tp),
-        "quant_wiring": wiring,
-        "is_pd_decode": config.disaggregation_mode == "decode",
-    }
+        nvfp4=nvfp4_serving(config, platform),
+        attn_prologue=attn_prologue_facts(model, config, attention, head_dim, attn_tp),
+        quant_wiring=wiring,
+        is_pd_decode=config.disaggregation_mode == "decode",
+    )

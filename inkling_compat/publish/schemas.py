@@ -56,6 +56,17 @@ def _adapter_manifest() -> dict[str, Any]:
     return schema
 
 
+def _facts() -> dict[str, Any]:
+    from inkling_compat.facts.types import Facts
+
+    schema = Facts.model_json_schema(mode="serialization")
+    schema["description"] = (
+        "The facts rules read: the CEL variable `facts` (without `adapters`), and `adapter_facts` "
+        "(one item of `adapters`). Rules that read a path not defined here are refused when they load."
+    )
+    return schema
+
+
 def _rule() -> dict[str, Any]:
     from inkling_compat.engine import rules as rulebook
     schema = rulebook.Rule.model_json_schema(by_alias=True, mode="validation")
@@ -73,6 +84,7 @@ SCHEMAS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
     "platform.schema.json": ("inkling-compat platform", _platform),
     "adapter-manifest.schema.json": ("inkling-compat adapter manifest", _adapter_manifest),
     "rule.schema.json": ("inkling-compat rule file", _rule),
+    "facts.schema.json": ("inkling-compat facts (what rules read)", _facts),
 }
 
 

@@ -1,0 +1,59 @@
+"""The evaluation plan of one rule set and sglang version: rules split by scope, each scope's
+conditions compiled into one CEL list (one evaluation per scope), and the variable paths
+they read (the CEL context holds only those: converting values into CEL dominates a check)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from inkling_compat.engine import cel
+from inkling_compat.engine.rules import CompiledRule
+
+_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_ADAPTER_VARS = ("adapter", "adapter_facts")
+
+
+def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
+    """Paths as a tree of segments; `None` marks where a path ends (keep the whole value)."""
+    tree: dict[Any, Any] = {}
+    for path in paths:
+        node = tree
+        for segment in path:
+            node = node.setdefault(segment, {})
+        node[None] = True
+    return tree
+
+
+def _combined(rules: tuple[CompiledRule, ...]) -> Any:
+    return cel.compile("[" + ", ".join(c.expression for c in rules) + "]") if rules else None
+
+
+class Plan:
+    def __init__(self, compiled: tuple[CompiledRule, ...], version: str):
+        versioned = (c.for_version(version) for c in compiled)
+        self.ordered = tuple(c for c in versioned if c is not None)
+        self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
+        self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
+        global_paths = set().union(*(c.paths for c in self.global_rules))
+        adapter_paths = set().union(*(c.paths for c in self.adapter_rules))
+        self.tree = path_tree({p for p in global_paths | adapter_paths if p[0] not in _ADAPTER_VARS})
+        self.adapter_tree = path_tree({p for p in adapter_paths if p[0] in _ADAPTER_VARS})
+        # What adapter rules read besides the adapter (their own, smaller context).
+        self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
+        # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
+        # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
+        expressions = [c.expression for c in self.ordered] + [e for c in self.ordered for e in c.rule.params.values()]
+        self.item_keys = frozenset(m.group(1) for e in expressions for m in _ATTRIBUTE.finditer(e))
+        # Top-level manifest keys any rule may read (None: the whole manifest is read).
+        adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
+        self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
+        self.global_program = _combined(self.global_rules)
+        self.adapter_program = _combined(self.adapter_rules)
+        self.both_program = _combined(self.global_rules + self.adapter_rules)
+
+
+@lru_cache(maxsize=8)
+def plan(compiled: tuple[CompiledRule, ...], version: str) -> Plan:
+    return Plan(compiled, version)

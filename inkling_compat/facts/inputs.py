@@ -1,0 +1,69 @@
+"""The typed inputs of one check, loaded once: what `derive` reads and the runtime reuses.
+
+Loading is `inkling_compat.inputs.loading`; this module only gathers its results into one
+frozen value (server config, model config, platform, adapter manifests, unknown keys).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
+from inkling_compat.inputs.models import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
+
+
+class Inputs(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    server: ServerConfig
+    model: ModelConfig
+    platform: Platform
+    adapters: tuple[PoolManifest | PeftManifest, ...]
+    unknown_keys: tuple[dict[str, Any], ...] = ()
+
+
+def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
+    """--lora-paths as sglang parses it into LoRARef entries (name, path, pinned)."""
+    paths = config.lora_paths
+    entries: list[dict[str, Any]] = []
+    if isinstance(paths, dict):
+        return [{"name": str(k), "path": str(v), "pinned": False} for k, v in paths.items()]
+    if not isinstance(paths, list):
+        return entries
+    for item in paths:
+        if isinstance(item, str):
+            name, sep, path = item.partition("=")
+            entries.append({"name": name if sep else item, "path": path if sep else item, "pinned": False})
+        elif isinstance(item, dict) and "lora_name" in item and "lora_path" in item:
+            entries.append(
+                {"name": str(item["lora_name"]), "path": str(item["lora_path"]), "pinned": bool(item.get("pinned", False))}
+            )
+    return entries
+
+
+def _adapter_items(adapter: Any) -> list[Any]:
+    if adapter is None:
+        return []
+    if isinstance(adapter, (list, tuple)):
+        return list(adapter)
+    return [adapter]
+
+
+def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, platform: Any = None) -> Inputs:
+    """Each input from a path (YAML/JSON), a dict or the typed model; `adapter` may be a list.
+    Unusable input raises `InputError`; unknown keys are collected, not errors."""
+    server, unknown = load_server_config(config)
+    model_cfg = load_model_config(model)
+    platform_cfg, unknown_platform = load_platform(platform)
+    unknown += unknown_platform
+    lora_paths = lora_path_entries(server)  # names the adapter directories listed there
+    manifests = []
+    for item in _adapter_items(adapter):
+        manifest, unknown_adapter = load_adapter(item, lora_paths)
+        manifests.append(manifest)
+        unknown += unknown_adapter
+    return Inputs.model_construct(
+        server=server, model=model_cfg, platform=platform_cfg, adapters=tuple(manifests), unknown_keys=tuple(unknown)
+    )

@@ -1,0 +1,376 @@
+"""The facts rules read, as frozen pydantic models: the contract between Python and rules/.
+
+`Facts` is the CEL variable `facts`; `AdapterFacts` (one model per adapter form) is
+`adapter_facts`. Each field says what it means and which sglang 0.5.23 lines it models
+(`sglang` in the JSON schema). None always means "unknown: the input it needs was not
+given", never a value sglang would compute. `schemas/facts.schema.json` and docs/facts.md
+are generated from these models; rules that read a path not defined here are refused
+when they load (`inkling_compat.engine.paths`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def fact(description: str, sglang: str | None = None, **kwargs: Any) -> Any:
+    """A field with its meaning and (where it models sglang code) the lines it models."""
+    extra = {"sglang": sglang} if sglang else None
+    return Field(description=description, json_schema_extra=extra, **kwargs)
+
+
+class _Facts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- global facts -------------------------------------------------------------------------
+
+
+class LoraPath(_Facts):
+    """One --lora-paths entry."""
+
+    name: str = fact("Adapter name (`name=path` entries; a bare path is its own name).")
+    path: str = fact("Adapter path as given.")
+    pinned: bool = fact("Pinned in a GPU slot (dict entries only).")
+
+
+class AttentionFacts(_Facts):
+    """Attention backends Inkling gets and the FA4 path they take."""
+
+    unsupported: list[str] = fact(
+        "Prefill/decode attention backends Inkling's attention rejects (not fa4 or triton), first first.",
+        "models/inkling_common/attn.py InklingAttention.forward; arg_groups/model_overrides/inkling.py",
+    )
+    fa4_serving: bool = fact("fa4 serves prefill or decode.", "arg_groups/model_overrides/inkling.py")
+    fa4_cute_available: bool = fact(
+        "cutlass.cute imports on this platform (stated by the platform, else: it is CUDA).",
+        "models/inkling_common/attn.py (score_mod import)",
+    )
+    fa4_score_mod_path: bool = fact(
+        "FA4 runs the score_mod path (needs cutlass.cute): the sheared-bias kernel is off or deterministic inference is on.",
+        "models/inkling_common/attn.py InklingAttention.forward",
+    )
+
+
+class QuantFacts(_Facts):
+    """How config.json's quantization_config parses for Inkling."""
+
+    present: bool = fact("config.json has a quantization_config.")
+    method: str | None = fact("quantization_config.quant_method (None: not stated).")
+    missing_key: str | None = fact(
+        "First key InklingQuantizationConfigBase.is_nvfp4 dereferences unguarded that is missing.",
+        "models/inkling_common/quantization/config.py is_nvfp4",
+    )
+    is_inkling_nvfp4: bool = fact(
+        "A TML NVFP4 checkpoint: weight quantizer num_bits (2, 1) with scale_bits (4, 3).",
+        "models/inkling_common/quantization/config.py is_nvfp4",
+    )
+    parse_error: Literal["missing_quant_algo", "unsupported_algo", "missing_group_size_or_excludes", "inkling_group_size"] | None = fact(
+        "Why Inkling's ModelOpt FP4 config does not parse (None: it parses or is not NVFP4).",
+        "layers/quantization/modelopt_quant.py ModelOptFp4Config.from_config; inkling quantization/config.py",
+    )
+    inkling_config_built: bool = fact("Inkling's NVFP4 quantization config is built.", "models/inkling_common/quantization/config.py")
+    nvfp4_serialized: bool = fact("The built config's algo names NVFP4 (serialized FP4 weights).", "modelopt_quant.py")
+    routed_moe_quantized: bool = fact(
+        "Some MoE layer's routed experts are not excluded from quantization.", "InklingQuantizationConfigBase.exclude_layer"
+    )
+    linears_quantized: bool = fact(
+        "Some attention or dense-MLP linear is not excluded from quantization.", "InklingQuantizationConfigBase.exclude_layer"
+    )
+    mixed_precision_layers: bool = fact("quant_algo MIXED_PRECISION with a non-empty quantized_layers map.", "modelopt_quant.py")
+
+
+class SinkFacts(_Facts):
+    """The shared-sink (shared experts) module sglang builds and its LoRA state."""
+
+    kind: Literal["none", "dense_mlp", "fused", "batch_dense"] = fact(
+        "Which module serves the shared experts.", "layers/moe/... moe.py _build_inkling_shared_experts"
+    )
+    sink_class: Literal["legacy", "v2"] | None = fact(
+        "The LoRA wrapper of a batch-dense sink: legacy, or V2 with --lora-backend triton_v2 (None: no LoRA sink).",
+        "models/inkling_common/lora.py InklingBatchDenseMLPWithLoRA / ...V2",
+    )
+    class_name: str | None = fact("Python class name of `sink_class`.", "models/inkling_common/lora.py")
+    linearized_bf16_enabled: bool = fact(
+        "The sink keeps linearized BF16 weights: (LoRA or SGLANG_OPT_LINEARIZED_SHARED_SINK) and interleaved w13 and not FP4.",
+        "models/inkling_common/dense_mlp.py __init__; moe.py",
+    )
+    w13_gate_up_contiguous: bool = fact(
+        "w13 is de-interleaved into [gate | up] (linearized, LoRA on, triton_v2).", "models/inkling_common/dense_mlp.py"
+    )
+    backend_name: str = fact("--lora-backend.", "server_args.py lora_backend")
+    backend_has_dense_engine: bool = fact("The LoRA backend carries the dense engine (`runner`): triton_v2 only.", "lora/backend/")
+    max_loras_per_batch: int = fact("S: pool slots (--max-loras-per-batch).", "lora/mem_pool.py LoRAMemoryPool.__init__")
+    intermediate_size_per_partition: int = fact("F: the shared experts' intermediate size on one TP rank (I / tp).", "dense_mlp.py")
+    lora_attached: bool = fact(
+        "LoRA is attached to the sink: a LoRA sink class and both gate_up_proj and down_proj targeted (or a stated class).",
+        "lora/lora_manager.py init_lora_modules",
+    )
+    given: list[str] = fact("Sink facts stated in the server config's `sink:` (they override the derived values).")
+
+
+class PoolFacts(_Facts):
+    """The shared-sink LoRA pool: R, the layout and the four buffer shapes of one TP rank."""
+
+    rank: int = fact(
+        "R: --max-lora-rank, else the largest rank of the start-up adapters (--lora-paths and pool manifests).",
+        "lora/lora_manager.py init_lora_shapes",
+    )
+    shared_outer: bool = fact(
+        "Shared-outer layout (E_a = E_b = 1): --experts-shared-outer-loras, else detected on the first start-up adapter.",
+        "lora/lora_manager.py _detect_shared_outer_loras",
+    )
+    gate_up_lora_a: list[int] = fact("[S, E_a, 2R, H]", "lora/mem_pool.py shared-sink buffers")
+    gate_up_lora_b: list[int] = fact("[S, n, 2F, R]", "lora/mem_pool.py shared-sink buffers")
+    down_lora_a: list[int] = fact("[S, n, R, F]", "lora/mem_pool.py shared-sink buffers")
+    down_lora_b: list[int] = fact("[S, E_b, H, R]", "lora/mem_pool.py shared-sink buffers")
+
+
+class StartupFacts(_Facts):
+    """What the --lora-paths (start-up) adapters decide for adapters loaded later."""
+
+    max_r: int | None = fact("Largest r of the --lora-paths PEFT adapters (None: none has one).", "lora_manager.init_lora_shapes")
+    targets: list[str] = fact(
+        "Union of the --lora-paths PEFT adapters' normalized targets (`all` expanded to Inkling's modules).",
+        "lora/utils.py get_normalized_target_modules",
+    )
+
+
+class AttnPrologueFacts(_Facts):
+    """The fused attention prologue and its MXFP8 store."""
+
+    mxfp8_store: bool = fact("The fused prologue stores K/V as MXFP8 (--kv-cache-dtype mxfp8, page size 128).", "attn.py")
+    q_width: int = fact("Query width on one attention TP rank (heads / attn_tp * head_dim).", "attn.py")
+    kv_width: int = fact("K/V width on one attention TP rank.", "attn.py")
+    kv_scale_buffers: bool = fact("The FA4 MXFP8 pool exposes 5-D K/V scale buffers.", "attn.py")
+
+
+class Nvfp4Facts(_Facts):
+    """Which NVFP4 kernels this platform and config get."""
+
+    moe_lora_non_marlin: bool = fact("--moe-runner-backend lora_cutedsl or lora_triton.", "modelopt_quant.py ModelOptNvFp4FusedMoEMethod")
+    moe_supported: bool = fact("NVFP4 MoE kernels exist here: Blackwell, or the Marlin fallback.", "modelopt_quant.py ModelOptNvFp4FusedMoEMethod.__init__")
+    dense_gemm_supported: bool = fact("NVFP4 dense GEMM exists here: Marlin or Blackwell.", "fp4_utils.py initialize_fp4_gemm_config")
+
+
+class QuantWiring(_Facts):
+    """Stated quant-method wiring (config.json `quant_method_wiring`)."""
+
+    routed_experts: str | None = fact("Stated quant method class of the routed experts (None: not stated).")
+    shared_sink: str | None = fact("Stated quant method class of the shared sink (None: not stated).")
+    shared_sink_forward: str | None = fact("Stated forward of the shared sink's quant method (None: not stated).")
+
+
+class ModelFacts(_Facts):
+    """Model geometry per TP rank and how the model is served here."""
+
+    attn_tp_size: int = fact("Attention TP size: tp / dp with DP attention, else tp.", "layers/dp_attention.py")
+    heads_divisible: bool = fact("Full and SWA attention heads divide by attn_tp_size.", "attn.py InklingAttention.__init__")
+    kv_heads_divisible: bool = fact("Full and SWA KV heads divide, or are divided by, attn_tp_size.", "attn.py InklingAttention.__init__")
+    nvfp4: Nvfp4Facts = fact("Which NVFP4 kernels this platform/config gets.")
+    attn_prologue: AttnPrologueFacts = fact("The fused attention prologue (derived, or stated in config.json's attn_prologue).")
+    quant_wiring: QuantWiring = fact("Stated quant method wiring (config.json quant_method_wiring).")
+    is_pd_decode: bool = fact("--disaggregation-mode decode.", "server_args.py")
+
+
+class FleetFacts(_Facts):
+    """Cross-adapter aggregates (one pass, instead of CEL filter/map over `adapters`)."""
+
+    runtime_names: list[str] = fact("PEFT adapters not in --lora-paths (loaded at run time), in order.")
+    runtime_unpinned_names: list[str] = fact("... of those, the unpinned ones.")
+    runtime_pinned_names: list[str] = fact("... of those, the pinned ones.")
+    duplicate_runtime_names: list[str] = fact("Adapters not in --lora-paths whose name occurs more than once.")
+    startup_outer_reference: bool | None = fact(
+        "Shared-outer layout of the first --lora-paths adapter that has one (None: no such adapter).",
+        "lora_manager.py _detect_shared_outer_loras",
+    )
+    outer_conflict_id: str | None = fact("lora_id of the first --lora-paths adapter disagreeing with that layout.", "lora_manager.py")
+
+
+# --- per-adapter facts --------------------------------------------------------------------
+
+
+class PaddedDims(_Facts):
+    """A shape that CEL can index safely."""
+
+    ndim: int = fact("Number of dimensions.")
+    dim: list[int] = fact("The first four sizes, padded with -1 (safe to index in CEL).")
+    last: int = fact("The last size (-1 for a 0-D shape).")
+
+
+class BufferDims(_Facts):
+    """The four shared-sink buffers."""
+
+    gate_up_lora_a: PaddedDims
+    gate_up_lora_b: PaddedDims
+    down_lora_a: PaddedDims
+    down_lora_b: PaddedDims
+
+
+class BindingFailure(_Facts):
+    """A failure of set_lora_info, the re-bind or a slot update."""
+
+    step: Literal["set_lora_info", "rebind", "slots"]
+    kind: str = fact("Who raises: sglang itself, torch inside sglang's code, or python (e.g. unpacking).")
+    error_class: str
+    message: str
+
+
+class BindingSteps(_Facts):
+    """Which binding steps completed."""
+
+    set_lora_info: bool
+    rebind: bool
+    slots: bool
+
+
+class Binding(_Facts):
+    """What the LoRA sink does with the pool manifest's buffers."""
+
+    first: BindingFailure | None = fact("The first failure (None: every step completes).")
+    completed: BindingSteps = fact("Which steps completed (a step not asked for counts as completed).")
+
+
+class LayerOutOfRange(_Facts):
+    """A tensor of a layer past the model's last."""
+
+    name: str
+    layer: int
+    num_layers: int
+
+
+class ReshapeFailure(_Facts):
+    """A torch reshape failure of the shared-sink normalization."""
+
+    name: str
+    shape: list[int]
+    size: int
+    site: str
+
+
+class SliceFailure(_Facts):
+    """A rejection by the sink's slice methods."""
+
+    error_class: str
+    message: str
+    site: str
+    n: int | None = None
+    value: int | None = None
+    name: str
+
+
+class TargetFailure(_Facts):
+    """A layer weight with no pool target module."""
+
+    name: str
+    layer: int
+    targets: str = fact("repr() of the pool's target set, as sglang prints it.")
+
+
+class PoolFit(_Facts):
+    """A failure copying the adapter into a pool slot."""
+
+    kind: str = fact("dict_entries, expert_dim, unexpected_format, expert_out_of_range, shape_mismatch, or a slice failure's kind.")
+    module: str | None = None
+    value: int | None = None
+    weight: list[int] | None = None
+    expert: int | None = None
+    buffer: list[int] | None = None
+    layer: int | None = None
+    tp_rank: int | None = None
+    site: str | None = None
+    name: str | None = None
+
+
+class PoolPartial(_Facts):
+    """A shared-outer factor in a per-expert pool."""
+
+    layer: int
+    site: str
+    name: str
+    experts: int
+
+
+class PoolAdapterFacts(_Facts):
+    """A pool manifest: the shared-sink buffers as set_lora_info receives them."""
+
+    form: Literal["pool"]
+    name: str
+    pool: BufferDims = fact("The four buffers' shapes.", "models/inkling_common/lora.py set_lora_info")
+    rebind: BufferDims | None = fact("Shapes of a second set_lora_info (None: no re-bind).", "lora.py set_lora_info")
+    binding: Binding | None = fact(
+        "What set_lora_info, the re-bind and slot updates do (None: no LoRA attached to the sink).",
+        "models/inkling_common/lora.py set_lora_info / on_lora_slots_updated",
+    )
+
+
+class PeftAdapterFacts(_Facts):
+    """A PEFT adapter (directory or manifest) as sglang maps and loads it."""
+
+    form: Literal["peft"]
+    name: str
+    lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py")
+    r: int | None = fact("adapter_config `r` (None: absent or not an int).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
+    scaling_sglang: float | None = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
+    scaling_peft: float | None = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)).")
+    rank_pattern_mismatch: list[str] = fact("rank_pattern entries whose rank differs from r (sglang ignores rank_pattern).")
+    alpha_pattern_set: bool = fact("alpha_pattern is set (sglang ignores it).")
+    target_kind: Literal["missing", "list", "shorthand", "string", "dict", "none", "other"] = fact(
+        "What `target_modules` is.", "lora/utils.py get_normalized_target_modules l.277-327"
+    )
+    target_type: str = fact("Python type name of `target_modules`.")
+    normalized_targets: list[str] = fact("Normalized target module names (`all` for the shorthands).", "lora/utils.py l.277-327")
+    use_dora: bool
+    use_rslora: bool
+    peft_type_state: Literal["missing", "not_string", "lora", "other"] = fact("adapter_config peft_type.", "lora/lora.py l.67")
+    missing_config_keys: list[str] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
+    added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py")
+    tensor_count: int
+    layer_out_of_range: LayerOutOfRange | None = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
+    embedding_weight_names: list[str] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight")
+    embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings")
+    normalizes_shared_sink: bool = fact("The loader reshapes flat shared-sink factors (Inkling base, n > 0).", "lora/lora.py l.317-370")
+    reshape_failure: ReshapeFailure | None = fact("First torch reshape failure of the shared-sink normalization.", "lora/lora.py l.317-370")
+    slice_failure: SliceFailure | None = fact(
+        "First unnumbered shared-sink factor the sink's slice methods reject (the loader did not reshape it).",
+        "models/inkling_common/lora.py slice_moe_lora_{a,b}_weights l.138-212",
+    )
+    unmatched_weight_names: list[str] = fact("Normalized weights containing no pool target module.", "lora/mem_pool.py l.930-935")
+    target_failure: TargetFailure | None = fact(
+        "First layer weight get_target_module_name finds no target for.", "lora/utils.py l.351-370; mem_pool.py l.983"
+    )
+    pool_fit: PoolFit | None = fact("First failure copying the adapter into a pool slot.", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
+    pool_partial: PoolPartial | None = fact("A shared-outer factor copied into a per-expert pool (only some experts).", "lora/mem_pool.py")
+
+
+class UnreadableAdapterFacts(_Facts):
+    """An adapter directory that could not be read: only adapter-file-unreadable applies."""
+
+    form: Literal["unreadable"]
+    name: str
+
+
+AdapterFacts = Annotated[Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts], Field(discriminator="form")]
+
+
+class Facts(_Facts):
+    """Global facts of one check (the CEL variable `facts`)."""
+
+    lora_enabled: bool = fact("LoRA is on: --enable-lora, else --lora-paths given.", "lora_hook.check_lora_server_args")
+    lora_paths: list[LoraPath] = fact("--lora-paths as parsed into LoRARef entries.", "server_args.py / LoRARef")
+    target_modules: list[str] = fact(
+        "The pool's target modules: --lora-target-modules (`all` resolved), else the union of the adapters' normalized targets.",
+        "lora/lora_manager.py init_lora_shapes",
+    )
+    attention: AttentionFacts
+    quant: QuantFacts
+    sink: SinkFacts
+    pool: PoolFacts | None = fact("The shared-sink pool sglang allocates (None: R unknown, or no shared experts).", "lora/mem_pool.py")
+    startup: StartupFacts
+    model: ModelFacts
+    fleet: FleetFacts
+    adapters: list[AdapterFacts] = fact(
+        "Per-adapter facts in input order: rules read them as `adapter_facts` (one adapter) and `adapter_facts_list`."
+    )
