@@ -7,11 +7,12 @@ accepts, and refuse (with sglang's own message) a setup it rejects.
     out = sink.forward(x, gammas, slots)          # Triton kernels (interpreted on the CPU)
     ref = sink.reference(x, gammas, slots)        # float64 torch reference
 
-`load()` runs `check()` first; if the report has errors it raises `RuntimeRefused`, whose text
-is exactly what sglang 0.5.23 would raise first (`exc.report` holds every problem, and
-`exc.__cause__` is that exception with sglang's class). Otherwise it builds the base weights
-(random, seeded, or given) and the pool `[S, E_a, 2R, H]`, ... (spec section 3) from pool
-manifests or PEFT adapters (see `pool_builder`). Importing this module needs neither torch nor
+`load()` runs the check once (`api.evaluate`); if the report has errors it raises
+`RuntimeRefused`, whose text is exactly what sglang 0.5.23 would raise first (`exc.report` holds
+every problem, and `exc.__cause__` is that exception with sglang's class). Otherwise it builds,
+from that check's own typed inputs and facts (nothing is loaded or derived a second time), the
+base weights (random, seeded, or given) and the pool `[S, E_a, 2R, H]`, ... (spec section 3)
+from pool manifests or PEFT adapters (`build_pool`, see `pool_builder`). Importing this module needs neither torch nor
 triton; `load()` raises `RuntimeUnavailable` (one line) when they are missing.
 """
 
@@ -215,39 +216,31 @@ def load(
     ``device``: "cpu" runs the kernels in Triton's interpreter (``TRITON_INTERPRET=1`` is set
     before triton is imported), "cuda" compiled; default cuda when available.
     """
-    from inkling_compat.facts import derive as facts_mod
-    from inkling_compat.facts import adapter as adapter_facts_mod
-    from inkling_compat.engine.evaluate import check
-    from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
+    from inkling_compat.api import evaluate
 
     items = _adapter_items(adapters)
     kwargs = {"model": model, "platform": platform}
     if sglang_version is not None:
         kwargs["sglang_version"] = sglang_version
-    report = check(config, items or None, **kwargs)
+    # One check: its typed inputs and facts are what the runtime builds from (no second load).
+    checked = evaluate(config, items or None, **kwargs)
+    report = checked.report
     if not report.ok:
         raise RuntimeRefused(report)
 
     if device is not None and str(device).startswith("cpu") and "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported (kernels/_triton.py)
     torch, sink_mod = _import_runtime()
-    from inkling_compat.runtime import pool_builder as pb
     from inkling_compat.kernels.reference import linearize
 
     dev = _resolve_device(device, torch)
-    server, _ = load_server_config(config)
-    model_cfg = load_model_config(model)
-    platform_cfg, _ = load_platform(platform)
-    manifests = [load_adapter(item)[0] for item in items]
-    per_adapter = [adapter_facts_mod.derive(m, model_cfg) for m in manifests]
-    facts = facts_mod.derive(server, model_cfg, platform_cfg, per_adapter)
-    sink = facts["sink"]
-    if sink["kind"] != "batch_dense":
+    sink = checked.facts.sink
+    if sink.kind != "batch_dense":
         what = {
             "none": "the model has no shared experts (n_shared_experts = 0)",
             "dense_mlp": "the shared experts are a plain dense MLP (shared_expert_sink is false)",
             "fused": "the shared experts are served by InklingSharedFusedMoE (non-interleaved w13 or an FP4 sink)",
-        }.get(sink["kind"], f"sink kind {sink['kind']!r}")
+        }.get(sink.kind, f"sink kind {sink.kind!r}")
         raise RuntimeInputError("<model>", "shared sink", f"{what}; the runtime implements InklingBatchDenseMLP only")
     if dtype is None:
         dtype = torch.bfloat16
@@ -257,17 +250,10 @@ def load(
         if dtype is None:
             raise RuntimeInputError("<dtype>", "dtype", "bfloat16, float16 or float32")
 
-    n = model_cfg.n_shared_experts
-    tp = max(server.tp_size, 1)
-    if not 0 <= tp_rank < tp:
-        raise RuntimeInputError("<tp_rank>", "tp_rank", f"{tp_rank} is not in [0, {tp})")
-    lora_on = bool(sink["lora_attached"])
-    rank = sink["pool_rank"] or 0
-    geo = pb.Geometry(
-        n=n, hidden=model_cfg.hidden_size, intermediate=model_cfg.intermediate_size, tp_size=tp, tp_rank=tp_rank,
-        slots=sink["max_loras_per_batch"], rank=rank, shared_outer=bool(sink["shared_outer"]),
-    )
-    interleaved = not sink["w13_gate_up_contiguous"]
+    built = build_pool(checked, tp_rank=tp_rank, layer=layer, seed=seed, slot_ranks=slot_ranks, lora_scaling=lora_scaling)
+    geo, pool = built.geometry, built.pool
+    n, tp = geo.n, geo.tp_size
+    interleaved = not sink.w13_gate_up_contiguous
 
     # Base weights, checkpoint (interleaved) order for this rank, then the sink's layout.
     gen = torch.Generator().manual_seed(seed)
@@ -287,28 +273,6 @@ def load(
     if not interleaved:  # V2: the loader de-interleaves each TP block once (spec 1.2)
         w13 = torch.cat((w13[:, 0::2], w13[:, 1::2]), dim=1)
 
-    pool = None
-    used_layer = None
-    notes: list[str] = []
-    if lora_on and rank > 0:
-        pool_manifests = [m for m in manifests if hasattr(m, "pool")]
-        peft = [m for m in manifests if not hasattr(m, "pool")]
-        if pool_manifests and peft:
-            raise RuntimeInputError("<adapters>", "adapter", "give either one pool manifest or PEFT adapters, not both")
-        if len(pool_manifests) > 1:
-            raise RuntimeInputError("<adapters>", "adapter", f"{len(pool_manifests)} pool manifests: the runtime builds one pool")
-        if pool_manifests:
-            pool = pb.random_pool(geo, seed=seed + 1, slot_ranks=list(slot_ranks) if slot_ranks else None,
-                                  scaling=lora_scaling, name=pool_manifests[0].name)
-            notes.append(f"pool manifest {pool_manifests[0].name!r}: random factors in all {geo.slots} slots, scaling {lora_scaling:g} folded into B")
-        elif peft:
-            pool, used_layer = _peft_pool(peft, geo, model_cfg, layer, seed, notes, torch, pb)
-        else:
-            notes.append("no adapters: the pool is empty (every slot zero)")
-            pool = geo.empty_pool()
-    elif items:
-        notes.append("LoRA is not attached to the sink (not enabled, or gate_up_proj/down_proj not both targeted): base forward only")
-
     w13 = w13.to(dev, dtype)
     w2 = w2.to(dev, dtype)
     w13_lin, w2_lin = linearize(w13, w2)
@@ -322,13 +286,74 @@ def load(
         ops = sink_mod.SinkOperands(w13_lin, w2_lin, n, interleaved)
     return SharedSink(
         operands=ops, w13=w13, w2=w2, pool=pool, report=report, geometry=geo, device=dev, dtype=dtype,
-        sink_class=sink["sink_class"] or "base", lora_attached=lora_on and pool is not None, layer=used_layer, notes=notes,
+        sink_class=sink.sink_class or "base", lora_attached=sink.lora_attached and pool is not None, layer=built.layer,
+        notes=built.notes,
     )
 
 
-def _peft_pool(peft: list[Any], geo: Any, model_cfg: Any, layer: int | None, seed: int, notes: list[str], torch: Any, pb: Any) -> tuple[Any, int | None]:
-    from inkling_compat.facts.adapter import _is_inkling_base
+@dataclass
+class PoolBuild:
+    """The runtime's pool for one TP rank: its geometry, the buffers (None: no LoRA on the
+    sink), the PEFT layer loaded and what was put in each slot."""
 
+    geometry: Any  # pool_builder.Geometry
+    pool: Any | None  # pool_builder.Pool (CPU, float32)
+    layer: int | None
+    notes: list[str]
+
+
+def build_pool(
+    checked: Any,
+    *,
+    tp_rank: int = 0,
+    layer: int | None = None,
+    seed: int = 0,
+    slot_ranks: Sequence[int] | None = None,
+    lora_scaling: float = 1.0,
+) -> PoolBuild:
+    """The pool buffers for an accepted check (`api.evaluate(...)`), from its own inputs and
+    facts: the geometry is the facts' pool (`facts.pool`: S, R, shared-outer) and sink (F),
+    the adapters are the manifests the check loaded. Needs torch (not triton)."""
+    from inkling_compat.runtime import pool_builder as pb
+    from inkling_compat.sglang.adapter_loader import is_inkling_base
+
+    import torch
+
+    inputs, facts = checked.inputs, checked.facts
+    server, model_cfg, manifests = inputs.server, inputs.model, list(inputs.adapters)
+    sink, pool_facts = facts.sink, facts.pool
+    tp = max(server.tp_size, 1)
+    if not 0 <= tp_rank < tp:
+        raise RuntimeInputError("<tp_rank>", "tp_rank", f"{tp_rank} is not in [0, {tp})")
+    geo = pb.Geometry(
+        n=model_cfg.n_shared_experts, hidden=model_cfg.hidden_size, intermediate=model_cfg.intermediate_size, tp_size=tp,
+        tp_rank=tp_rank, slots=sink.max_loras_per_batch, rank=pool_facts.rank if pool_facts is not None else 0,
+        shared_outer=bool(pool_facts.shared_outer) if pool_facts is not None else False,
+    )
+    notes: list[str] = []
+    if not (sink.lora_attached and geo.rank > 0):
+        if manifests:
+            notes.append("LoRA is not attached to the sink (not enabled, or gate_up_proj/down_proj not both targeted): base forward only")
+        return PoolBuild(geo, None, None, notes)
+    pool_manifests = [m for m in manifests if hasattr(m, "pool")]
+    peft = [m for m in manifests if not hasattr(m, "pool")]
+    if pool_manifests and peft:
+        raise RuntimeInputError("<adapters>", "adapter", "give either one pool manifest or PEFT adapters, not both")
+    if len(pool_manifests) > 1:
+        raise RuntimeInputError("<adapters>", "adapter", f"{len(pool_manifests)} pool manifests: the runtime builds one pool")
+    if pool_manifests:
+        pool = pb.random_pool(geo, seed=seed + 1, slot_ranks=list(slot_ranks) if slot_ranks else None,
+                              scaling=lora_scaling, name=pool_manifests[0].name)
+        notes.append(f"pool manifest {pool_manifests[0].name!r}: random factors in all {geo.slots} slots, scaling {lora_scaling:g} folded into B")
+        return PoolBuild(geo, pool, None, notes)
+    if peft:
+        pool, used_layer = _peft_pool(peft, geo, layer, seed, notes, torch, pb, is_inkling_base(model_cfg))
+        return PoolBuild(geo, pool, used_layer, notes)
+    notes.append("no adapters: the pool is empty (every slot zero)")
+    return PoolBuild(geo, geo.empty_pool(), None, notes)
+
+
+def _peft_pool(peft: list[Any], geo: Any, layer: int | None, seed: int, notes: list[str], torch: Any, pb: Any, inkling: bool) -> tuple[Any, int | None]:
     if len(peft) > geo.slots:
         raise RuntimeInputError("<adapters>", "adapter", f"{len(peft)} adapters for {geo.slots} slots (--max-loras-per-batch)")
     gen = torch.Generator().manual_seed(seed + 1)
@@ -349,7 +374,6 @@ def _peft_pool(peft: list[Any], geo: Any, model_cfg: Any, layer: int | None, see
             raise RuntimeInputError("<adapters>", "adapter", "no adapter has shared-sink (shared_experts.*) LoRA factors")
         layer = layers[0]
     pool = geo.empty_pool()
-    inkling = _is_inkling_base(model_cfg)
     for slot, (m, tensors, origin) in enumerate(loaded):
         factors, rank, scaling = pb.peft_factors(tensors, m.adapter_config, geo, layer, inkling=inkling, name=m.name)
         if factors is None:

@@ -14,6 +14,11 @@ Two sources:
   of each expert, down A keeps columns ``[pF,(p+1)F)``, gate/up A and down B are replicated),
   padded to R and B multiplied by ``lora_alpha / r``.
 
+The normalization and the slicing are not written here: they are the checker's own replays
+(``inkling_compat.sglang.adapter_loader.plan_layer`` and ``inkling_compat.sglang.slicing``),
+which return plans of torch steps that ``apply_plan`` runs on the tensors; so the buffers get
+exactly the shapes the checker predicted (tests/test_one_truth.py).
+
 Everything here assumes ``check()`` accepted the inputs; a shape that still does not fit raises
 ``PoolBuildError`` (a bug or an input the rules do not cover), never a silent mis-copy.
 Needs torch (and safetensors for adapter directories); the checker never imports this module.
@@ -22,16 +27,16 @@ Needs torch (and safetensors for adapter directories); the checker never imports
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
-_LAYER = re.compile(r"layers\.(\d+)\.")
-_NUMBERED = re.compile(r"(?:shared_)?experts\.(\d+)\.")
-_GATE_UP_KEYS = (".w1.", ".w3.", ".gate_proj.", ".up_proj.", ".gate_up_proj.")
-_DOWN_KEYS = (".w2.", ".down_proj.")
+from inkling_compat.sglang import adapter_loader, load_to_buffer, slicing
+from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Take, Zeros
+
+
+SINK_TARGETS = ("gate_up_proj", "down_proj")  # the pool targets the sink's buffers serve
 
 
 class PoolBuildError(ValueError):
@@ -109,27 +114,35 @@ def random_factors(geo: Geometry, rank: int, generator: torch.Generator, scaling
 
 
 def put_slot(pool: Pool, slot: int, factors: dict[str, torch.Tensor], rank: int, name: str | None, scaling: float) -> None:
-    """Copy one adapter's (sliced, pre-scaled) factors into a slot, padding to the pool rank R."""
+    """Copy one adapter's (sliced, pre-scaled) factors into a slot, padding to the pool rank R.
+
+    Expert e of a factor goes to expert e of the buffer, as mem_pool's
+    `_iter_local_expert_weights` yields them (l.368-400): a shared-outer factor (one expert)
+    in a per-expert pool fills expert 0 only and the other experts stay zero (the checker's
+    `pool_partial`)."""
     R = pool.gate_up_b.shape[3]
     if rank > R:
         raise PoolBuildError(f"adapter {name!r}: rank {rank} is above the pool rank {R}")
     a_gu, b_gu, a_dn, b_dn = (factors[k] for k in ("gate_up_a", "gate_up_b", "down_a", "down_b"))
+    buffers = {"gate_up_a": pool.gate_up_a, "gate_up_b": pool.gate_up_b, "down_a": pool.down_a, "down_b": pool.down_b}
     expect = {
-        "gate_up_a": (pool.gate_up_a.shape[1], 2 * rank, pool.gate_up_a.shape[3]),
-        "gate_up_b": (pool.gate_up_b.shape[1], pool.gate_up_b.shape[2], rank),
-        "down_a": (pool.down_a.shape[1], rank, pool.down_a.shape[3]),
-        "down_b": (pool.down_b.shape[1], pool.down_b.shape[2], rank),
+        "gate_up_a": (2 * rank, pool.gate_up_a.shape[3]),
+        "gate_up_b": (pool.gate_up_b.shape[2], rank),
+        "down_a": (rank, pool.down_a.shape[3]),
+        "down_b": (pool.down_b.shape[2], rank),
     }
     for key, shape in expect.items():
-        if tuple(factors[key].shape) != shape:
-            raise PoolBuildError(f"adapter {name!r}: {key} has shape {tuple(factors[key].shape)}, the pool needs {shape}")
+        got = tuple(factors[key].shape)
+        experts = buffers[key].shape[1]
+        if len(got) != 3 or got[1:] != shape or not 1 <= got[0] <= experts:
+            raise PoolBuildError(f"adapter {name!r}: {key} has shape {got}, the pool needs ({experts}, {shape[0]}, {shape[1]})")
     for buf in pool.buffers():
         buf[slot].zero_()
-    pool.gate_up_a[slot, :, :rank] = a_gu[:, :rank]
-    pool.gate_up_a[slot, :, R:R + rank] = a_gu[:, rank:]
-    pool.gate_up_b[slot, :, :, :rank] = b_gu
-    pool.down_a[slot, :, :rank] = a_dn
-    pool.down_b[slot, :, :, :rank] = b_dn
+    pool.gate_up_a[slot, :a_gu.shape[0], :rank] = a_gu[:, :rank]
+    pool.gate_up_a[slot, :a_gu.shape[0], R:R + rank] = a_gu[:, rank:]
+    pool.gate_up_b[slot, :b_gu.shape[0], :, :rank] = b_gu
+    pool.down_a[slot, :a_dn.shape[0], :rank] = a_dn
+    pool.down_b[slot, :b_dn.shape[0], :, :rank] = b_dn
     pool.slot_ranks[slot] = rank
     pool.slot_names[slot] = name
     while len(pool.slot_scalings) <= slot:
@@ -156,23 +169,12 @@ def random_pool(geo: Geometry, *, seed: int, slot_ranks: list[int] | None = None
 
 def sink_tensor_names(names: list[str]) -> list[str]:
     """Names of shared-sink LoRA factors (gate/up or down, lora_A or lora_B)."""
-    out = []
-    for name in names:
-        if "shared_experts." not in name or ("lora_A" not in name and "lora_B" not in name):
-            continue
-        if any(k in name for k in _GATE_UP_KEYS + _DOWN_KEYS):
-            out.append(name)
-    return out
+    return [name for name in names if adapter_loader.sink_site(name) is not None]
 
 
 def sink_layers(names: list[str]) -> list[int]:
     """Layer ids that hold shared-sink factors."""
-    found = set()
-    for name in sink_tensor_names(names):
-        m = _LAYER.search(name)
-        if m:
-            found.add(int(m.group(1)))
-    return sorted(found)
+    return sorted({lid for lid in (adapter_loader.layer_id(name) for name in sink_tensor_names(names)) if lid is not None})
 
 
 def read_safetensors(directory: str, files: list[str] | None = None) -> dict[str, torch.Tensor]:
@@ -193,96 +195,59 @@ def read_safetensors(directory: str, files: list[str] | None = None) -> dict[str
     return tensors
 
 
-def _is_gate_up(name: str) -> bool:
-    return any(k in name for k in _GATE_UP_KEYS)
+def apply_plan(plan: Sequence[Step], tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Run a plan of `inkling_compat.sglang.plan` steps on tensors, in place: the torch calls
+    sglang makes, with the shapes the checker computed from the same plan."""
+    for step in plan:
+        if isinstance(step, Reshape):
+            t = tensors[step.name].reshape(step.shape)
+            tensors[step.name] = t.transpose(0, 1).contiguous() if step.transpose01 else t
+        elif isinstance(step, Cat):
+            tensors[step.out] = torch.cat([tensors.pop(name) for name in step.inputs], step.dim)
+        elif isinstance(step, Zeros):
+            tensors[step.name] = torch.zeros_like(tensors[step.like])
+        elif isinstance(step, Repeat):
+            tensors[step.name] = tensors[step.name].repeat(*step.reps)
+        elif isinstance(step, Rename):
+            tensors[step.new] = tensors.pop(step.old)
+        elif isinstance(step, Take):
+            # The bounds are clamped in the plan, so narrow() never runs past the end.
+            t = tensors[step.name]
+            tensors[step.name] = torch.cat([t.narrow(step.dim, a, b - a) for a, b in step.ranges], step.dim).contiguous()
+        else:  # pragma: no cover - the Step union is closed
+            raise TypeError(f"not a plan step: {step!r}")
+    return tensors
 
 
-def _is_down(name: str) -> bool:
-    return any(k in name for k in _DOWN_KEYS)
+def _shape(t: torch.Tensor) -> list[int]:
+    return list(t.shape)
 
 
-def normalize_layer(weights: dict[str, torch.Tensor], n_shared: int, inkling: bool) -> dict[str, torch.Tensor]:
-    """sglang's LoRAAdapter normalization restricted to shared-sink factors of one layer."""
-    w = {k: v for k, v in weights.items()}
-    # _normalize_shared_expert_moe: flat (unnumbered) 2-D factors of an Inkling base -> 3-D.
-    if inkling and n_shared > 0:
-        for name in list(w):
-            if re.search(r"shared_experts\.\d+\.", name) or w[name].dim() != 2:
-                continue
-            t = w[name]
-            if "lora_A" in name:
-                if _is_down(name):
-                    r, flat = t.shape
-                    if flat % n_shared:
-                        raise PoolBuildError(f"{name}: width {flat} is not divisible by {n_shared} experts")
-                    w[name] = t.reshape(r, n_shared, flat // n_shared).transpose(0, 1).contiguous()
-                else:
-                    w[name] = t.unsqueeze(0)
-            else:
-                if _is_down(name):
-                    w[name] = t.unsqueeze(0)
-                else:
-                    flat, r = t.shape
-                    if flat % n_shared:
-                        raise PoolBuildError(f"{name}: height {flat} is not divisible by {n_shared} experts")
-                    w[name] = t.reshape(n_shared, flat // n_shared, r)
-    # _rename_expert_w_to_proj
-    for name in list(w):
-        for old, new in ((".w1.", ".gate_proj."), (".w3.", ".up_proj."), (".w2.", ".down_proj.")):
-            if old in name:
-                w[name.replace(old, new)] = w.pop(name)
-                break
-    # normalize_gate_up_proj: gate + up (zeros if absent) stacked on dim -2; packed A repeated.
-    for name in list(w):
-        if name not in w:
-            continue
-        if "gate_proj" in name:
-            up_name = name.replace("gate_proj", "up_proj")
-            gate = w.pop(name)
-            up = w.pop(up_name, None)
-            if up is None or up.numel() == 0:
-                up = torch.zeros_like(gate)
-            w[name.replace("gate_proj", "gate_up_proj")] = torch.cat((gate, up), gate.dim() - 2)
-        elif "gate_up_proj" in name and "lora_A" in name:
-            reps = [1] * w[name].dim()
-            reps[-2] = 2
-            w[name] = w[name].repeat(*reps)
-    return w
+def normalize_layer(weights: dict[str, torch.Tensor], r: int | None, n_shared: int, inkling: bool) -> dict[str, torch.Tensor]:
+    """sglang's LoRAAdapter normalization of one layer's factors: the checker's plan
+    (`sglang.adapter_loader.plan_layer`) applied to the tensors."""
+    plan = adapter_loader.plan_layer({k: _shape(v) for k, v in weights.items()}, r, n_shared, inkling)
+    if plan.failure is not None:
+        f = plan.failure
+        raise PoolBuildError(f"{f['name']}: shape '{f['shape']}' is invalid for input of size {f['size']}")
+    return apply_plan(plan.steps, dict(weights))
 
 
-def _site(name: str) -> str:
-    kind = "down" if _is_down(name) else "gate_up"
-    return f"{kind}_{'a' if 'lora_A' in name else 'b'}"
-
-
-def _slice_2d(t: torch.Tensor, site: str, n: int) -> torch.Tensor:
-    """The slice methods' 2-D handling (spec 3.2) for packed factors that are still 2-D."""
-    if t.dim() != 2:
-        return t
-    if site == "gate_up_a" or site == "down_b":
-        return t.unsqueeze(0)
-    if site == "down_a":
-        r, width = t.shape
-        if width % n:
-            raise PoolBuildError(f"down A width {width} is not divisible by {n} experts")
-        return t.reshape(r, n, width // n).transpose(0, 1).contiguous()
-    rows, r = t.shape
-    if rows % n:
-        raise PoolBuildError(f"gate/up B height {rows} is not divisible by {n} experts")
-    return t.reshape(n, rows // n, r)
-
-
-def _tp_slice(t: torch.Tensor, site: str, geo: Geometry) -> torch.Tensor:
-    """TP shard of rank p (spec 3.2); gate/up A and down B are replicated."""
-    if geo.tp_size <= 1:
-        return t
-    p, F = geo.tp_rank, geo.f_local
-    if site == "down_a":
-        return t[..., p * F:(p + 1) * F]
-    if site == "gate_up_b":
-        half = t.shape[-2] // 2
-        return torch.cat((t[..., p * F:(p + 1) * F, :], t[..., half + p * F:half + (p + 1) * F, :]), dim=-2)
-    return t
+def slice_for_rank(t: torch.Tensor, site: str, geo: Geometry, *, per_expert: bool = False) -> torch.Tensor:
+    """The sink's `slice_moe_lora_{a,b}_weights` for this rank: the checker's slice plan
+    (`sglang.slicing`) applied to the tensor; `per_expert` for an entry of a per-expert dict."""
+    factor = site[-1]
+    target = slicing.GATE_UP if site.startswith("gate_up") else slicing.DOWN
+    if per_expert:
+        result = slicing.slice_expert(factor, _shape(t), target, geo.tp_size, geo.tp_rank, geo.f_local)
+    else:
+        result = slicing.slice_factor(factor, _shape(t), target, geo.n, geo.tp_size, geo.tp_rank, geo.f_local)
+    if result.failure is not None:
+        raise PoolBuildError(f"{site}: {result.failure.error_class}: {result.failure.message}")
+    out = apply_plan(result.plan, {slicing.WEIGHT: t})[slicing.WEIGHT]
+    if _shape(out) != result.shape:  # pragma: no cover - plan and shape come from one function
+        raise PoolBuildError(f"{site}: sliced to {_shape(out)}, the plan says {result.shape}")
+    return out
 
 
 def peft_factors(
@@ -290,39 +255,28 @@ def peft_factors(
 ) -> tuple[dict[str, torch.Tensor] | None, int, float]:
     """(factors for put_slot, true rank, scaling) of one adapter at one layer, or (None, r, s)
     when the adapter has no shared-sink factors there (its slot then stays zero)."""
-    r = int(adapter_config.get("r") or 0)
+    r_raw = adapter_config.get("r")
+    r = r_raw if isinstance(r_raw, int) and not isinstance(r_raw, bool) else None
     alpha = adapter_config.get("lora_alpha")
     scaling = float(alpha) / r if r and isinstance(alpha, (int, float)) else 1.0
-    layer_key = f"layers.{layer}."
-    names = [k for k in sink_tensor_names(list(tensors)) if layer_key in k]
+    names = [k for k in sink_tensor_names(list(tensors)) if adapter_loader.layer_id(k) == layer]
     if not names:
-        return None, r, scaling
-    w = normalize_layer({k: tensors[k].float() for k in names}, geo.n, inkling)
-    packed: dict[str, torch.Tensor] = {}
-    per_expert: dict[str, dict[int, torch.Tensor]] = {}
-    for key, t in w.items():
-        site = _site(key)
-        m = _NUMBERED.search(key)
-        if m:
-            per_expert.setdefault(site, {})[int(m.group(1))] = t
-        elif site in packed:
-            raise PoolBuildError(f"adapter {name!r}: two {site} factors in layer {layer}")
-        else:
-            packed[site] = t
+        return None, int(r or 0), scaling
+    w = normalize_layer({k: tensors[k].float() for k in names}, r, geo.n, inkling)
+    # The checker's routing (mem_pool l.982-1015) on the tensors: packed, or {expert: tensor}.
+    routed, _ = load_to_buffer.route_shared(w, SINK_TARGETS)
     out: dict[str, torch.Tensor] = {}
     rank = None
-    for site in ("gate_up_a", "gate_up_b", "down_a", "down_b"):
-        if site in packed and site in per_expert:
-            raise PoolBuildError(f"adapter {name!r}: layer {layer} has both packed and numbered {site} factors")
-        if site in packed:
-            t = _tp_slice(_slice_2d(packed[site], site, geo.n), site, geo)
-        elif site in per_expert:
-            experts = per_expert[site]
-            if sorted(experts) != list(range(len(experts))):
-                raise PoolBuildError(f"adapter {name!r}: numbered {site} factors for experts {sorted(experts)}")
-            t = torch.stack([_tp_slice(experts[e], site, geo) for e in sorted(experts)])
-        else:
+    for site in load_to_buffer.SITES:
+        weight = routed[site]
+        if weight is None:
             raise PoolBuildError(f"adapter {name!r}: layer {layer} has no {site.replace('_', ' ')} factor")
+        if isinstance(weight, dict):
+            if sorted(weight) != list(range(len(weight))):
+                raise PoolBuildError(f"adapter {name!r}: numbered {site} factors for experts {sorted(weight)}")
+            t = torch.stack([slice_for_rank(weight[e], site, geo, per_expert=True) for e in sorted(weight)])
+        else:
+            t = slice_for_rank(weight, site, geo)
         if site in ("gate_up_b", "down_b"):
             t = t * scaling
         out[site] = t

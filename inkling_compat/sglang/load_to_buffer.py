@@ -30,12 +30,13 @@ with no result: sglang raises something else there first.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from inkling_compat.sglang import slicing
 _EXPERT = re.compile(r"experts\.(\d+)\.")
 _LAYER = re.compile(r"layers\.(\d+)\.")
-_STOP = object()  # sglang fails here with something this module does not report
+STOP = object()  # sglang fails here with something this module does not report
+_STOP = STOP
 
 
 def _cut(length: int, start: int, end: int) -> int:
@@ -65,6 +66,66 @@ def first_slice_failure(
                     if failure is not None:
                         return {**failure.as_dict(), "name": name}
     return None
+
+
+def expert_id(name: str) -> int | None:
+    """The expert of a per-expert shared factor (`experts.<N>.`, l.995-1006), else None."""
+    match = _EXPERT.search(name)
+    return int(match.group(1)) if match else None
+
+
+SITES = ("gate_up_a", "gate_up_b", "down_a", "down_b")
+
+
+def route_shared(weights: dict[str, Any], targets: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """mem_pool l.982-1015: a layer's `shared_experts.` weights routed to the sink's four
+    buffers: per site `None`, one packed weight, or `{expert: weight}` for numbered ones (a later
+    packed weight replaces them, a later numbered one replaces a packed one, as the dict
+    assignments there do). `weights` maps names to anything (shapes here, tensors in the
+    runtime); returns (routed, names) with the same structure, names instead of weights."""
+    routed: dict[str, Any] = dict.fromkeys(SITES)
+    names: dict[str, Any] = {}
+    for name, weight in weights.items():
+        if "shared_experts." not in name:
+            continue
+        module = target_module(name, list(targets))
+        if module not in ("gate_up_proj", "down_proj"):
+            continue
+        site = f"{module[:-5]}_{'a' if 'lora_A' in name else 'b'}"
+        expert = expert_id(name)
+        if expert is not None:
+            if not isinstance(routed[site], dict):
+                routed[site] = {}
+                names[site] = {}
+            routed[site][expert] = weight
+            names[site][expert] = name
+        else:
+            routed[site] = weight
+            names[site] = name
+    return routed, names
+
+
+def slice_site(site: str, weight: Any, n: int, tp: int, rank: int, f_local: int) -> Any:
+    """What the sink's `slice_moe_lora_{a,b}_weights` hand to the copy for one routed weight
+    (a shape, or `{expert: shape}`) on TP rank `rank`; `STOP` where they raise (the sink-slice-*
+    rules report that)."""
+    if weight is None:
+        return None
+    factor = site[-1]
+    target = slicing.GATE_UP if site.startswith("gate_up") else slicing.DOWN
+    if isinstance(weight, dict):
+        # Per-expert dicts skip the 2-D step; only the TP cut applies (l.165-169, l.200-204).
+        out = {}
+        for eid, shape in weight.items():
+            cut = slicing.slice_expert(factor, shape, target, tp, rank, f_local)
+            if cut.failure is not None or cut.shape is None:
+                return STOP
+            out[eid] = cut.shape
+        return out
+    result = slicing.slice_factor(factor, weight, target, n, tp, rank, f_local)
+    if result.failure is not None or result.shape is None:
+        return STOP
+    return result.shape
 
 
 def target_module(name: str, targets: list[str]) -> str | None:
@@ -220,26 +281,7 @@ class _Fit:
         return result
 
     def _layer_uncached(self, lid: int, weights: dict[str, list[int]], targets: list[str]) -> Any:
-        # mem_pool l.982-1015: route shared-expert weights to the sink's buffers.
-        routed: dict[str, Any] = {"gate_up_a": None, "gate_up_b": None, "down_a": None, "down_b": None}
-        names: dict[str, Any] = {}
-        for name, shape in weights.items():
-            if "shared_experts." not in name:
-                continue
-            module = target_module(name, targets)
-            if module not in ("gate_up_proj", "down_proj"):
-                continue
-            site = f"{module[:-5]}_{'a' if 'lora_A' in name else 'b'}"
-            expert = _EXPERT.search(name)
-            if expert is not None:
-                if not isinstance(routed[site], dict):
-                    routed[site] = {}
-                    names[site] = {}
-                routed[site][int(expert.group(1))] = list(shape)
-                names[site][int(expert.group(1))] = name
-            else:
-                routed[site] = list(shape)
-                names[site] = name
+        routed, names = route_shared(weights, targets)
         if all(v is None for v in routed.values()):
             return None
         self._layer, self._names = lid, names
@@ -263,33 +305,7 @@ class _Fit:
         return None
 
     def _slice(self, site: str, weight: Any, rank: int) -> Any:
-        if weight is None:
-            return None
-        factor = site[-1]
-        target = slicing.GATE_UP if site.startswith("gate_up") else slicing.DOWN
-        if isinstance(weight, dict):
-            # Per-expert dicts skip the 2-D step; only the TP cut applies (l.165-169, l.200-204).
-            if self.tp <= 1:
-                return weight
-            out = {}
-            for eid, shape in weight.items():
-                if site == "down_a":
-                    if not shape:
-                        return _STOP
-                    start = rank * self.f_local
-                    shape = shape[:-1] + [_cut(shape[-1], start, start + self.f_local)]
-                elif site == "gate_up_b":
-                    if not shape:
-                        return _STOP
-                    start, half = rank * self.f_local, shape[0] // 2
-                    rows = _cut(shape[0], start, start + self.f_local) + _cut(shape[0], half + start, half + start + self.f_local)
-                    shape = [rows] + shape[1:]
-                out[eid] = shape
-            return out
-        result = slicing.slice_factor(factor, weight, target, self.n, self.tp, rank, self.f_local)
-        if result.failure is not None or result.shape is None:
-            return _STOP
-        return result.shape
+        return slice_site(site, weight, self.n, self.tp, rank, self.f_local)
 
     def _experts(self, weight: Any) -> Any:
         """_iter_local_expert_weights (shared buffers: not localized): (eid, shape) pairs."""

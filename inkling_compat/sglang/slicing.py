@@ -39,10 +39,15 @@ Public API (plain lists of ints in and out; nothing here raises):
 * `slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local) -> SliceFailure | None`
   (`factor` is `"a"` or `"b"`): what the method raises (class, exact message, site), if anything;
 * `slice_factor(...)`: both at once, as a `SliceResult`;
+* `slice_expert(factor, shape, target, tp_size, tp_rank, f_local) -> SliceResult`: one entry
+  of a dict of per-expert tensors (`{expert_id: tensor}`), which skips the 2-D step and only
+  gets the TP cut, along its first axis for gate/up B (l.165-169, l.200-204);
 * `GATE_UP`, `DOWN`: the two canonical target names.
 
-A dict of per-expert tensors (`{expert_id: tensor}`) is sliced tensor by tensor: call the
-functions once per expert tensor.
+Every `SliceResult` also carries `plan`: the torch steps (`inkling_compat.sglang.plan`, on the
+one tensor named `WEIGHT`) that produce that shape; the runtime applies them to the tensor
+(`runtime/pool_builder.apply_plan`), so the checker and the runtime share this one geometry.
+The cut bounds in a plan are already clamped.
 """
 
 from __future__ import annotations
@@ -50,10 +55,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
+from inkling_compat.sglang.plan import Reshape, Step, Take, clamp
+
 GATE_UP = "gate_up_proj_moe"
 DOWN = "down_proj_moe"
 
 Factor = Literal["a", "b"]
+WEIGHT = "w"  # the name the steps of a slice plan give the one tensor they act on
 
 
 @dataclass(frozen=True)
@@ -77,19 +85,16 @@ class SliceFailure:
 
 @dataclass(frozen=True)
 class SliceResult:
-    """The per-rank shape sglang's slice method returns, or the failure it raises."""
+    """The per-rank shape sglang's slice method returns, or the failure it raises, and the
+    steps that turn the factor into that shape (empty when it is returned as it is)."""
 
     shape: list[int] | None
     failure: SliceFailure | None
+    plan: tuple[Step, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.failure is None
-
-
-def _cut(length: int, start: int, end: int) -> int:
-    """len(range(length)[start:end]) for non-negative start <= end: Python/torch clamping."""
-    return max(0, min(end, length) - min(start, length))
 
 
 def _to_3d(factor: Factor, shape: list[int], target: str, n: int) -> SliceResult:
@@ -98,31 +103,45 @@ def _to_3d(factor: Factor, shape: list[int], target: str, n: int) -> SliceResult
         return SliceResult(list(shape), None)
     if factor == "a":
         if target == GATE_UP:
-            return SliceResult([1, *shape], None)
+            return SliceResult([1, *shape], None, (Reshape(WEIGHT, (1, *shape)),))
         rank, width = shape
         if n == 0:
             return SliceResult(None, SliceFailure("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, width))
         if width % n != 0:
             message = f"Shared-sink down LoRA-A width must be divisible by {n}, got {width}"
             return SliceResult(None, SliceFailure("ValueError", message, "down_a", n, width))
-        return SliceResult([n, rank, width // n], None)
+        # weights.view(rank, n, width // n).transpose(0, 1).contiguous()
+        return SliceResult([n, rank, width // n], None, (Reshape(WEIGHT, (rank, n, width // n), True),))
     if target == DOWN:
-        return SliceResult([1, *shape], None)
+        return SliceResult([1, *shape], None, (Reshape(WEIGHT, (1, *shape)),))
     height, rank = shape
     if n == 0:
         return SliceResult(None, SliceFailure("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, height))
     if height % n != 0:
         message = f"Shared-sink gate/up LoRA-B height must be divisible by {n}, got {height}"
         return SliceResult(None, SliceFailure("ValueError", message, "gate_up_b", n, height))
-    return SliceResult([n, height // n, rank], None)
+    return SliceResult([n, height // n, rank], None, (Reshape(WEIGHT, (n, height // n, rank)),))
 
 
-def _gate_up_rows(rows: int, tp_rank: int, f_local: int) -> int:
-    """_slice_gate_up_lora_b on an axis of `rows`: gate cut ++ up cut."""
+def _down_a_cut(shape: list[int], tp_rank: int, f_local: int) -> Take:
+    """_slice_down_lora_a: `weights[..., start:end]`."""
+    start = tp_rank * f_local
+    return Take(WEIGHT, len(shape) - 1, (clamp(shape[-1], start, start + f_local),))
+
+
+def _gate_up_b_cut(shape: list[int], dim: int, tp_rank: int, f_local: int) -> Take:
+    """_slice_gate_up_lora_b on axis `dim` (of `rows`): gate rows ++ up rows, `half = rows // 2`."""
+    rows = shape[dim]
     start = tp_rank * f_local
     end = start + f_local
     half = rows // 2
-    return _cut(rows, start, end) + _cut(rows, half + start, half + end)
+    return Take(WEIGHT, dim, (clamp(rows, start, end), clamp(rows, half + start, half + end)))
+
+
+def _take(shape: list[int], step: Take) -> list[int]:
+    out = list(shape)
+    out[step.dim] = sum(stop - start for start, stop in step.ranges)
+    return out
 
 
 def slice_factor(
@@ -149,21 +168,37 @@ def slice_factor(
         if not out:
             message = "too many indices for tensor of dimension 0"
             return SliceResult(None, SliceFailure("IndexError", message, "scalar", n))
-        start = tp_rank * f_local
-        out[-1] = _cut(out[-1], start, start + f_local)
-        return SliceResult(out, None)
+        cut = _down_a_cut(out, tp_rank, f_local)
+        return SliceResult(_take(out, cut), None, result.plan + (cut,))
     if target != GATE_UP:
         return result
     if len(out) == 3:
         if out[0] == 0:
             message = "stack expects a non-empty TensorList"
             return SliceResult(None, SliceFailure("RuntimeError", message, "empty_stack", n))
-        out[1] = _gate_up_rows(out[1], tp_rank, f_local)
-        return SliceResult(out, None)
+        # torch.stack of the per-expert cuts of axis 0 == one cut of axis 1
+        cut = _gate_up_b_cut(out, 1, tp_rank, f_local)
+        return SliceResult(_take(out, cut), None, result.plan + (cut,))
     if not out:
         return SliceResult(None, SliceFailure("IndexError", "tuple index out of range", "scalar", n))
-    out[0] = _gate_up_rows(out[0], tp_rank, f_local)
-    return SliceResult(out, None)
+    cut = _gate_up_b_cut(out, 0, tp_rank, f_local)
+    return SliceResult(_take(out, cut), None, result.plan + (cut,))
+
+
+def slice_expert(
+    factor: Factor, shape: Sequence[int], target: str, tp_size: int, tp_rank: int, f_local: int
+) -> SliceResult:
+    """One entry of a per-expert dict through `slice_moe_lora_{a,b}_weights`: no 2-D step,
+    only the TP cut (down A: last axis; gate/up B: first axis). A 0-D entry fails as torch does."""
+    out = list(shape)
+    cuts = (factor == "a" and target == DOWN) or (factor == "b" and target == GATE_UP)
+    if tp_size <= 1 or not cuts:
+        return SliceResult(out, None)
+    if not out:
+        error = ("IndexError", "too many indices for tensor of dimension 0") if factor == "a" else ("IndexError", "tuple index out of range")
+        return SliceResult(None, SliceFailure(*error, "scalar", 0))
+    cut = _down_a_cut(out, tp_rank, f_local) if factor == "a" else _gate_up_b_cut(out, 0, tp_rank, f_local)
+    return SliceResult(_take(out, cut), None, (cut,))
 
 
 def slice_lora_a(
