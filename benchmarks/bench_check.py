@@ -1,18 +1,21 @@
-"""Checker performance: rule loading, check() latency and throughput, CLI start-up.
+"""Checker performance: check() latency from files, throughput, rule loading, CLI start-up.
 
-    python benchmarks/bench_check.py [--runs 2000] [--inputs 1000] [--procs 10]
+    python benchmarks/bench_check.py [--before c253eda] [--runs 2000] [--inputs 1000] [--procs 10] [--rounds 3]
 
-Prints a table and writes benchmarks/results/bench_check.json. Target: check() median
-<= 1 ms per config + pool-form adapter on the 2-core reference machine.
+Every in-process figure is measured in a fresh interpreter for the code under test (the
+working tree, and with --before the given revision in a git worktree of its own), the sides
+alternating round by round; the process figures alternate run by run. Prints one table (with
+--before: both columns and the ratio) and writes benchmarks/results/bench_check.json with
+date, machine, commit and load average. Targets (2-core machine): check() median <= 1 ms for
+one config + pool manifest and for one config + PEFT directory, read from files; the
+`inkling-compat check` process <= 0.25 s.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -20,60 +23,56 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402 - the harness next to this file
 
-from inkling_compat.engine.evaluate import check
-from inkling_compat.engine.rules import load_rules
-from inkling_compat.testing.scenarios import base_scenarios, deep_merge, example_arguments
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = compare.ROOT
+EXAMPLES = ROOT / "examples"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_check.json"
-TARGET_MEDIAN_MS = 1.0
+TARGET_CHECK_MS = 1.0
+TARGET_PROCESS_S = 0.25
+POOL_ARGS = {"config": str(EXAMPLES / "serve.yaml"), "adapter": str(EXAMPLES / "adapter_pool.yaml"), "model": str(EXAMPLES / "config.json")}
+PEFT_ARGS = {"config": str(EXAMPLES / "serve.yaml"), "adapter": str(EXAMPLES / "adapter"), "model": str(EXAMPLES / "config.json")}
+CLI_ARGS = ["check", "--config", POOL_ARGS["config"], "--model", POOL_ARGS["model"], "--adapter", POOL_ARGS["adapter"]]
+
+
+def api() -> SimpleNamespace:
+    """The checker's entry points in the layout of the code under test (the flat layout of
+    c253eda and before, or the package layout since 92d9af3)."""
+    try:
+        from inkling_compat.engine.evaluate import check
+        from inkling_compat.engine.rules import load_rules
+        from inkling_compat.testing.scenarios import base_scenarios, deep_merge, example_arguments
+    except ModuleNotFoundError:
+        from inkling_compat.engine import check  # type: ignore[no-redef]
+        from inkling_compat.rulebook import load_rules  # type: ignore[no-redef]
+        from inkling_compat.scenarios import base_scenarios, deep_merge, example_arguments  # type: ignore[no-redef]
+    return SimpleNamespace(check=check, load_rules=load_rules, base_scenarios=base_scenarios, deep_merge=deep_merge, example_arguments=example_arguments)
 
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def bench_rule_loading(repeats: int = 5) -> dict[str, Any]:
-    times = []
-    for _ in range(repeats):
-        load_rules.cache_clear()
-        start = time.perf_counter()
-        rules = load_rules()
-        times.append(time.perf_counter() - start)
-    return {"rules": len(rules), "repeats": repeats, "median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3}
-
-
-def bench_latency(runs: int) -> dict[str, Any]:
-    args = example_arguments({})  # legacy: one config + pool-form adapter, passing
-    load_rules()
-    for _ in range(50):  # warm-up
+def latency(check: Any, args: dict[str, Any], runs: int) -> list[float]:
+    for _ in range(50):  # warm-up: plan cache, page cache
         check(**args)
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         check(**args)
         times.append(time.perf_counter() - start)
-    report = check(**args)
-    return {
-        "runs": runs,
-        "ok": report.ok,
-        "rules_evaluated": report.rules_evaluated,
-        "median_ms": statistics.median(times) * 1e3,
-        "p90_ms": percentile(times, 0.90) * 1e3,
-        "p99_ms": percentile(times, 0.99) * 1e3,
-    }
+    return times
 
 
-def generated_inputs(count: int, seed: int = 0) -> list[dict[str, Any]]:
+def generated_inputs(ns: SimpleNamespace, count: int, seed: int = 0) -> list[dict[str, Any]]:
     """Deterministic variations of the legacy scenario: slots, rank, backend, shapes."""
     rng = random.Random(seed)
-    legacy = base_scenarios()["legacy"]
+    legacy = ns.base_scenarios()["legacy"]
     backends = ["triton", "triton", "csgmv", "triton_v2", "torch_native"]
     out = []
     for _ in range(count):
@@ -91,116 +90,154 @@ def generated_inputs(count: int, seed: int = 0) -> list[dict[str, Any]]:
         }
         if rng.random() < 0.1:  # a 3-D buffer now and then
             pool["down_lora_a"]["shape"] = pool["down_lora_a"]["shape"][1:]
-        config = deep_merge(
-            legacy["config"],
-            {"max_loras_per_batch": slots, "max_lora_rank": rank, "lora_backend": rng.choice(backends)},
-        )
-        adapter = deep_merge(legacy["adapter"], {"pool": pool})
+        config = ns.deep_merge(legacy["config"], {"max_loras_per_batch": slots, "max_lora_rank": rank, "lora_backend": rng.choice(backends)})
+        adapter = ns.deep_merge(legacy["adapter"], {"pool": pool})
         out.append({"config": config, "model": legacy["model"], "platform": legacy["platform"], "adapter": adapter})
     return out
 
 
-def bench_throughput(count: int) -> dict[str, Any]:
-    inputs = generated_inputs(count)
-    load_rules()
-    failing = 0
+def measure_in_process(runs: int, inputs: int) -> dict[str, Any]:
+    """Everything measured inside one interpreter of the code under test (raw times in s)."""
     start = time.perf_counter()
-    for args in inputs:
-        if not check(**args).ok:
-            failing += 1
-    elapsed = time.perf_counter() - start
-    return {"inputs": count, "failing": failing, "seconds": elapsed, "checks_per_s": count / elapsed}
+    import inkling_compat.cli  # noqa: F401 - what the console script imports first
+
+    import_cli = time.perf_counter() - start
+    ns = api()
+    start = time.perf_counter()
+    rules = ns.load_rules()
+    first_load = time.perf_counter() - start
+    out: dict[str, Any] = {"import_cli_s": import_cli, "first_load_rules_s": first_load, "rules": len(rules)}
+    for name, args in (("pool_files", POOL_ARGS), ("peft_dir", PEFT_ARGS), ("legacy_dicts", ns.example_arguments({}))):
+        out[name] = latency(ns.check, args, runs)
+        report = ns.check(**args)
+        out[name + "_ok"], out[name + "_rules_evaluated"] = report.ok, report.rules_evaluated
+    generated = generated_inputs(ns, inputs)
+    start = time.perf_counter()
+    failing = sum(1 for args in generated if not ns.check(**args).ok)
+    out["throughput"] = {"inputs": inputs, "failing": failing, "seconds": time.perf_counter() - start}
+    return out
 
 
-def _cli_command() -> list[str]:
-    script = Path(sys.executable).parent / "inkling-compat"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "inkling_compat.cli"]
+def wall(command: list[str], env: dict[str, str]) -> tuple[float, int]:
+    start = time.perf_counter()
+    code = subprocess.run(command, capture_output=True, env=env, cwd=tempfile.gettempdir()).returncode
+    return time.perf_counter() - start, code
 
 
-def _wall(command: list[str], repeats: int, cwd: str) -> tuple[list[float], int]:
-    times, code = [], 0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        code = subprocess.run(command, capture_output=True, cwd=cwd).returncode
-        times.append(time.perf_counter() - start)
-    return times, code
+def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary from the rounds of one side: latencies pooled, one-off figures by median."""
+    out: dict[str, Any] = {"rules": rounds[0]["rules"], "rounds": len(rounds)}
+    for key in ("import_cli_s", "first_load_rules_s"):
+        out[key.replace("_s", "_ms")] = statistics.median(r[key] for r in rounds) * 1e3
+    for name in ("pool_files", "peft_dir", "legacy_dicts"):
+        times = [t for r in rounds for t in r[name]]
+        out[name] = {
+            "runs": len(times),
+            "median_ms": statistics.median(times) * 1e3,
+            "p90_ms": percentile(times, 0.9) * 1e3,
+            "ok": rounds[0][name + "_ok"],
+            "rules_evaluated": rounds[0][name + "_rules_evaluated"],
+        }
+    count = sum(r["throughput"]["inputs"] for r in rounds)
+    out["throughput"] = {"inputs_per_round": rounds[0]["throughput"]["inputs"], "checks_per_s": count / sum(r["throughput"]["seconds"] for r in rounds)}
+    return out
 
 
-def bench_process(repeats: int) -> dict[str, Any]:
-    legacy = base_scenarios()["legacy"]
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "serve.yaml").write_text(yaml.safe_dump(legacy["config"]), encoding="utf-8")
-        Path(tmp, "config.json").write_text(json.dumps(legacy["model"]), encoding="utf-8")
-        Path(tmp, "adapter.yaml").write_text(yaml.safe_dump(legacy["adapter"]), encoding="utf-8")
-        command = _cli_command() + ["check", "--config", "serve.yaml", "--model", "config.json", "--adapter", "adapter.yaml"]
-        _wall(command, 1, tmp)  # warm the file cache and bytecode
-        cli_times, code = _wall(command, repeats, tmp)
-        base_times, _ = _wall([sys.executable, "-c", "pass"], repeats, tmp)
-    return {
-        "repeats": repeats,
-        "command": " ".join(["inkling-compat"] + command[len(_cli_command()) :]),
-        "exit_code": code,
-        "cli_median_ms": statistics.median(cli_times) * 1e3,
-        "python_pass_median_ms": statistics.median(base_times) * 1e3,
-    }
+def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str, str]]:
+    def get(side: str, *path: str) -> float | None:
+        value: Any = results[side]
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
 
-
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    except OSError:
-        return None
-    return out.stdout.strip() or None
-
-
-def table(results: dict[str, Any]) -> str:
-    loading, latency, throughput, proc = (results[k] for k in ("rule_loading", "latency", "throughput", "process"))
-    rows = [
-        ("rules loaded", f"{loading['rules']}"),
-        ("rule loading (load_rules, cold cache), median", f"{loading['median_ms']:.1f} ms"),
-        (f"check() legacy + pool adapter, median of {latency['runs']}", f"{latency['median_ms']:.3f} ms"),
-        ("check() p90", f"{latency['p90_ms']:.3f} ms"),
-        ("check() p99", f"{latency['p99_ms']:.3f} ms"),
-        (f"throughput, {throughput['inputs']} generated inputs", f"{throughput['checks_per_s']:.0f} checks/s"),
-        (f"`inkling-compat check` process, median of {proc['repeats']}", f"{proc['cli_median_ms']:.0f} ms"),
-        ("`python -c pass` baseline, same count", f"{proc['python_pass_median_ms']:.0f} ms"),
+    spec = [
+        ("check() config + pool manifest from files, median", ("pool_files", "median_ms"), "{:.3f} ms"),
+        ("check() config + pool manifest from files, p90", ("pool_files", "p90_ms"), "{:.3f} ms"),
+        ("check() config + PEFT directory, median", ("peft_dir", "median_ms"), "{:.3f} ms"),
+        ("check() config + PEFT directory, p90", ("peft_dir", "p90_ms"), "{:.3f} ms"),
+        ("check() legacy scenario as dicts, median", ("legacy_dicts", "median_ms"), "{:.3f} ms"),
+        ("throughput, generated inputs (dicts)", ("throughput", "checks_per_s"), "{:.0f} checks/s"),
+        ("`import inkling_compat.cli` in a fresh process", ("import_cli_ms",), "{:.0f} ms"),
+        ("first load_rules() in a fresh process", ("first_load_rules_ms",), "{:.0f} ms"),
+        ("`inkling-compat check` process wall, median", ("process", "check_median_ms"), "{:.0f} ms"),
+        ("`inkling-compat --help` process wall, median", ("process", "help_median_ms"), "{:.0f} ms"),
+        ("`python -c pass`, median", ("process", "python_pass_median_ms"), "{:.0f} ms"),
+        ("rules loaded", ("rules",), "{:.0f}"),
     ]
-    width = max(len(name) for name, _ in rows)
-    lines = [f"| {'measure':<{width}} | value |", f"|{'-' * (width + 2)}|-------|"]
-    lines += [f"| {name:<{width}} | {value} |" for name, value in rows]
-    return "\n".join(lines)
+    table = []
+    for label, path, fmt in spec:
+        values = [get(side, *path) for side in sides]
+        cells = [fmt.format(v) if v is not None else "" for v in values]
+        if len(sides) == 1:
+            table.append((label, "", cells[0], ""))
+        else:
+            better_high = "checks/s" in fmt
+            r = compare.ratio(values[1], values[0]) if better_high else compare.ratio(values[0], values[1])
+            table.append((label, cells[0], cells[1], r if path != ("rules",) else ""))
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--inputs", type=int, default=1000)
-    parser.add_argument("--procs", type=int, default=10)
+    parser.add_argument("--before", metavar="REV", help="also measure this git revision (e.g. c253eda), side by side")
+    parser.add_argument("--runs", type=int, default=2000, help="check() calls per measure and side, split over the rounds")
+    parser.add_argument("--inputs", type=int, default=1000, help="generated inputs per side, split over the rounds")
+    parser.add_argument("--procs", type=int, default=10, help="process runs per command and side")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)  # internal: one side's in-process run
     args = parser.parse_args(argv)
+    if args.side:
+        print(json.dumps(measure_in_process(args.runs, args.inputs)))
+        return 0
 
-    results: dict[str, Any] = {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "commit": git_commit(),
-        "target": {"check_median_ms": TARGET_MEDIAN_MS},
+    results: dict[str, Any] = compare.environment()
+    results["target"] = {"check_median_ms": TARGET_CHECK_MS, "process_s": TARGET_PROCESS_S}
+    trees = {"after": ROOT}
+    results["after_commit"] = results["commit"]
+    if args.before:
+        trees = {"before": compare.prepare_tree(args.before)[0], "after": ROOT}
+        results["before_commit"] = compare.git("rev-parse", "--short", args.before)
+    sides = list(trees)
+    per_round = {"runs": max(1, args.runs // args.rounds), "inputs": max(1, args.inputs // args.rounds)}
+    raw: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for index in range(args.rounds):
+        for side in sides if index % 2 == 0 else reversed(sides):
+            raw[side].append(compare.run_side(trees[side], "bench_check.py", ["--runs", str(per_round["runs"]), "--inputs", str(per_round["inputs"])]))
+    for side in sides:
+        results[side] = merge(raw[side])
+    # Processes, alternating run by run (one warm-up each: bytecode, page cache).
+    commands = {"check": compare.cli_command(*CLI_ARGS), "help": compare.cli_command("--help"), "python_pass": [sys.executable, "-c", "pass"]}
+    walls: dict[str, dict[str, list[float]]] = {side: {name: [] for name in commands} for side in sides}
+    codes: dict[str, dict[str, int]] = {side: {} for side in sides}
+    for side in sides:
+        for command in commands.values():
+            wall(command, compare.side_env(trees[side]))
+    for index in range(args.procs):
+        for side in sides if index % 2 == 0 else reversed(sides):
+            for name, command in commands.items():
+                seconds, codes[side][name] = wall(command, compare.side_env(trees[side]))
+                walls[side][name].append(seconds)
+    for side in sides:
+        results[side]["process"] = {f"{name}_median_ms": statistics.median(times) * 1e3 for name, times in walls[side].items()}
+        results[side]["process"].update(repeats=args.procs, exit_codes=codes[side], command="inkling-compat " + " ".join(CLI_ARGS))
+    results["load_average_at_end"] = list(os.getloadavg())
+    after = results["after"]
+    results["target"]["met"] = {
+        "check_pool_files": after["pool_files"]["median_ms"] <= TARGET_CHECK_MS,
+        "check_peft_dir": after["peft_dir"]["median_ms"] <= TARGET_CHECK_MS,
+        "process": after["process"]["check_median_ms"] <= TARGET_PROCESS_S * 1e3,
     }
-    results["rule_loading"] = bench_rule_loading()
-    results["latency"] = bench_latency(args.runs)
-    results["throughput"] = bench_throughput(args.inputs)
-    results["process"] = bench_process(args.procs)
-    results["target"]["met"] = results["latency"]["median_ms"] <= TARGET_MEDIAN_MS
 
-    print(f"{results['date']}  {results['machine']}  {results['cpu_count']} CPUs  Python {results['python']}  commit {results['commit']}")
-    print(table(results))
-    verdict = "met" if results["target"]["met"] else "NOT met"
-    print(f"target: check() median <= {TARGET_MEDIAN_MS} ms: {verdict}")
+    heads = " / ".join(f"{side} {results.get(side + '_commit')}" for side in sides)
+    print(f"{results['date']}  {results['machine']}  {heads}")
+    print(f"load average (1, 5, 15 min) at start {results['load_average_at_start']}, at end {results['load_average_at_end']}")
+    compare.print_table(rows(results, sides))
+    for name, met in results["target"]["met"].items():
+        print(f"target {name}: {'met' if met else 'NOT met'}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {args.output}")
+    print(f"wrote {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
     return 0
 
 

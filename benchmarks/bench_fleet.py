@@ -1,6 +1,14 @@
 """Fleet check benchmark: 1,000 PEFT adapter directories, headers only, vs safetensors load_file.
 
     .venv/bin/python benchmarks/bench_fleet.py [--adapters 1000] [--full-size 100] [--repeat 5]
+    .venv/bin/python benchmarks/bench_fleet.py --before c253eda [--repeat 5] [--profile]
+
+With --before REV: only the in-process `check_fleet` times of the typical and distinct fleets,
+for REV (a git worktree of its own) and for the working tree side by side, each run in a fresh
+interpreter (no cache of an earlier run survives; a one-adapter fleet is checked first to
+compile the rule plan), the sides alternating; one table with both columns and the ratio,
+written to benchmarks/results/bench_fleet_compare.json. --profile adds a cProfile of one
+distinct-fleet run of the working tree (top functions by own and cumulative time).
 
 Generates (once, cached under benchmarks/.fleet_cache/, git-ignored) fleets of Inkling adapters
 written with the `safetensors` library in PEFT naming: for each of the model's 16 layers the
@@ -271,12 +279,109 @@ def _git_commit() -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
+def _side(folder: str, serve: str, model: str, warm: str, profile: bool) -> dict:
+    """One timed check_fleet in this (fresh) interpreter, for whichever code PYTHONPATH names."""
+    try:
+        from inkling_compat.engine.rules import load_rules
+    except ModuleNotFoundError:
+        from inkling_compat.rulebook import load_rules  # the flat layout of c253eda and before
+    from inkling_compat.fleet import check_fleet
+
+    load_rules()
+    check_fleet(serve, [warm], model=model)  # the rule plan compiled, nothing of `folder` cached
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    start = time.perf_counter()
+    report = check_fleet(serve, [folder], model=model)
+    seconds = time.perf_counter() - start
+    out = {"seconds": seconds, "adapters": len(report.by_adapter()), "problems": len(report.problems)}
+    if profiler is not None:
+        import io
+        import pstats
+
+        profiler.disable()
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(45)
+        out["profile"] = text.getvalue()
+    return out
+
+
+def compare_main(args: argparse.Namespace) -> None:
+    import compare
+
+    write_fleet(CACHE / "small" / "fleet", SMALL, args.adapters)
+    write_fleet(CACHE / "distinct" / "fleet", SMALL, args.adapters, distinct=True)
+    serve_s, model_s = setup_files(CACHE / "small", SMALL)
+    serve_d, model_d = setup_files(CACHE / "distinct", SMALL)
+    warm = CACHE / "warm"
+    if not (warm / "example" / "adapter_config.json").exists():
+        shutil.copytree(HERE.parent / "examples" / "adapter", warm / "example", dirs_exist_ok=True)
+    trees = {"before": compare.prepare_tree(args.before)[0], "after": HERE.parent}
+    results = compare.environment()
+    results.update(before_commit=compare.git("rev-parse", "--short", args.before), after_commit=results["commit"], repeat=args.repeat)
+    fleets = {"typical": (CACHE / "small" / "fleet", serve_s, model_s), "distinct": (CACHE / "distinct" / "fleet", serve_d, model_d)}
+    for name, (folder, serve, model) in fleets.items():
+        runs: dict[str, list[dict]] = {"before": [], "after": []}
+        for index in range(args.repeat):
+            for side in ("before", "after") if index % 2 == 0 else ("after", "before"):
+                runs[side].append(compare.run_side(trees[side], "bench_fleet.py", [str(folder), str(serve), str(model), str(warm)]))
+        results[name] = {
+            side: {
+                "seconds_median": statistics.median(r["seconds"] for r in rs),
+                "seconds_min": min(r["seconds"] for r in rs),
+                "seconds": [r["seconds"] for r in rs],
+                "adapters": rs[0]["adapters"],
+                "problems": rs[0]["problems"],
+            }
+            for side, rs in runs.items()
+        }
+    if args.profile:
+        folder, serve, model = fleets["distinct"]
+        profiled = compare.run_side(trees["after"], "bench_fleet.py", [str(folder), str(serve), str(model), str(warm), "--profile"])
+        results["distinct_profile"] = {"seconds_under_profiler": profiled["seconds"], "text": profiled["profile"]}
+    results["load_average_at_end"] = list(os.getloadavg())
+    out = RESULTS.with_name("bench_fleet_compare.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+
+    print(f"{results['date']}  {results['machine']}  before {results['before_commit']} / after {results['after_commit']}")
+    print(f"load average (1, 5, 15 min) at start {results['load_average_at_start']}, at end {results['load_average_at_end']}")
+    rows = []
+    for name in fleets:
+        b, a = results[name]["before"], results[name]["after"]
+        rows.append((f"check_fleet, {a['adapters']} adapters, {name}: median of {args.repeat}", f"{b['seconds_median']:.3f} s", f"{a['seconds_median']:.3f} s", compare.ratio(b["seconds_median"], a["seconds_median"])))
+        rows.append((f"  {name}: best of {args.repeat}", f"{b['seconds_min']:.3f} s", f"{a['seconds_min']:.3f} s", compare.ratio(b["seconds_min"], a["seconds_min"])))
+        rows.append((f"  {name}: problems reported", str(b["problems"]), str(a["problems"]), ""))
+    compare.print_table(rows)
+    target = results["distinct"]["after"]["seconds_median"]
+    print(f"target: 1,000 distinct adapters <= 2 s in-process: {'met' if target <= 2.0 else 'NOT met'} ({target:.2f} s)")
+    if args.profile:
+        print(f"\ncProfile of one distinct-fleet run of the working tree ({results['distinct_profile']['seconds_under_profiler']:.2f} s under the profiler):")
+        print(results["distinct_profile"]["text"])
+    print(f"written: {out.relative_to(HERE.parent)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapters", type=int, default=1000)
     parser.add_argument("--full-size", type=int, default=100, help="adapters in the realistic-size subset")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--before", metavar="REV", help="compare the fleet check with this git revision (e.g. c253eda)")
+    parser.add_argument("--profile", action="store_true", help="with --before: also profile one distinct-fleet run")
+    parser.add_argument("--side", nargs=4, metavar=("FOLDER", "SERVE", "MODEL", "WARM"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.side:
+        print(json.dumps(_side(*args.side, profile=args.profile)))
+        return
+    if args.before:
+        compare_main(args)
+        return
 
     small_root, full_root, distinct_root = CACHE / "small", CACHE / "full", CACHE / "distinct"
     t0 = time.perf_counter()
@@ -355,5 +460,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(HERE))  # compare.py, the before/after harness
+    if "--side" not in sys.argv:  # a side run imports only the tree its PYTHONPATH names
+        sys.path.insert(0, str(HERE.parent))
     main()

@@ -13,7 +13,7 @@ import sys
 import textwrap
 from typing import Sequence
 
-from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -156,6 +156,12 @@ def _run_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import os
+
+    # pydantic scans every installed distribution's entry points for plugins when it builds
+    # the first model (~40 ms in a virtualenv with torch); the command uses no pydantic plugin.
+    # (Effective only while no model is built yet: the package's __init__ must import lazily.)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError
 
     args = _parser().parse_args(argv)

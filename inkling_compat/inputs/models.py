@@ -12,12 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-SGLANG_DEFAULT_VERSION = "0.5.23"
-# The versions rules can be selected for. "53ccafdf" is the public sglang revision
-# 53ccafdf023b (between releases) whose inkling_common/lora.py words several sink errors
-# differently (shared/reference/inkling_spec.md section 5.2); rules without a variant
-# for it are assumed to read as in 0.5.23.
-SGLANG_VERSIONS = ("0.5.23", "53ccafdf")
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # noqa: F401 - re-exported
 
 
 class _Strict(BaseModel):

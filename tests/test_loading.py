@@ -1,0 +1,137 @@
+"""The input loader's YAML path (libyaml composer + node-graph caps) reads what PyYAML's safe
+loader reads, refuses alias bombs and over-deep documents, and keeps the nodes' marks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inkling_compat.errors import InputError
+from inkling_compat.inputs import loading
+from inkling_compat.inputs.loading import MAX_EXPANDED_NODES, MAX_YAML_ALIASES, graph_counts, load_yaml, read_document
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TRICKY = [
+    "a: 0x1f\nb: 1_000\nc: .inf\nd: yes\ne: ~\nf: 0o17\ng: 012\nh: +12\ni: -0\nj: 1.5e3\nk: '012'\nl: .NaN\n",
+    "when: 2024-01-01\nstamp: 2024-01-01 10:00:00\n",  # timestamps: the general constructor
+    "base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n",  # merge keys
+    "a: &x 5\nb: *x\nc: [*x, *x]\n",  # scalar aliases
+    "shared: &s [1, 2]\nboth: [*s, *s]\n",
+    "? [1, 2]\n: complex key\n",  # unhashable key: a YAMLError, as in PyYAML
+    "{a: 1, a: 2, b: 3}\n",  # duplicate keys: the last one wins, first position
+    "x: !!set {a, b}\ny: !!binary aGk=\nz: !!str 12\nw: !!float 3\n",
+    "- [1, 2, {a: b}]\n- null\n- True\n- 'quoted: text'\n- \"esc\\ttab\"\n",
+    "",
+    "# only a comment\n",
+    "just a string\n",
+    "a: b: c\n",  # malformed
+    "k: [1, 2\n",  # malformed
+    "list:\n- a\n- b:\n    c: [1, {d: e}]\n",
+]
+
+
+def _outcome(loader_call):
+    try:
+        return ("ok", repr(loader_call()))
+    except yaml.YAMLError as exc:
+        return ("error", type(exc).__name__)
+
+
+def _corpus() -> list[str]:
+    files = sorted(ROOT.glob("rules/**/*.yaml")) + sorted(ROOT.glob("examples/**/*.yaml")) + sorted(ROOT.glob("inkling_compat/data/*.yaml"))
+    return TRICKY + [p.read_text(encoding="utf-8") for p in files]
+
+
+@pytest.mark.parametrize("index", range(len(_corpus())))
+def test_load_yaml_reads_what_safe_load_reads(index):
+    text = _corpus()[index]
+    assert _outcome(lambda: load_yaml(text)[0]) == _outcome(lambda: yaml.load(text, Loader=yaml.SafeLoader))
+
+
+def test_aliases_are_counted_on_the_node_graph():
+    root = load_yaml("a: &x [1, 2]\nb: *x\nc: [*x, *x]\nd: &y 3\ne: *y\n")[1]
+    aliases, size = graph_counts(root)
+    assert aliases == 4
+    # root 1 + 5 keys + a (3) + b (3) + c (1 + 3 + 3) + d 1 + e 1 = 21 values once expanded
+    assert size == 21
+
+
+def test_recursive_alias_reads_like_safe_load():
+    data, root = load_yaml("a: &a [1, *a]\n")
+    assert data["a"][1] is data["a"]
+    assert graph_counts(root)[0] == 1
+
+
+def test_alias_cap(tmp_path):
+    doc = tmp_path / "many.yaml"
+    doc.write_text("x: &x 1\nl: [" + ", ".join(["*x"] * (MAX_YAML_ALIASES + 1)) + "]\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_document(doc)
+    assert "many.yaml" in str(info.value) and "aliases" in str(info.value)
+    doc.write_text("x: &x 1\nl: [" + ", ".join(["*x"] * MAX_YAML_ALIASES) + "]\n", encoding="utf-8")
+    assert len(read_document(doc)["l"]) == MAX_YAML_ALIASES
+
+
+def test_expanded_size_cap_without_expanding(tmp_path):
+    # 40 aliases, 10**7 values once expanded: refused from the node graph, never built.
+    lines = ['l0: &l0 ["a","a","a","a","a","a","a","a","a","a"]']
+    lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 4) + "]" for i in range(1, 11)]
+    doc = tmp_path / "bomb.yaml"
+    doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_document(doc)
+    assert info.value.field == "(yaml)" and f"more than {MAX_EXPANDED_NODES} values" in str(info.value)
+
+
+def test_plain_tree_over_the_cap_is_refused(tmp_path):
+    doc = tmp_path / "big.yaml"
+    doc.write_text("l: [" + ",".join(["1"] * (MAX_EXPANDED_NODES + 5)) + "]\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_document(doc)
+    assert info.value.field == "(yaml)"
+
+
+def test_json_value_cap_still_applies(tmp_path):
+    doc = tmp_path / "big.json"
+    doc.write_text('{"l": [' + ",".join(["1"] * (MAX_EXPANDED_NODES + 5)) + "]}", encoding="utf-8")
+    with pytest.raises(InputError):
+        read_document(doc)
+
+
+def test_deep_nesting_is_read_or_refused_with_a_line(tmp_path):
+    deep = "a: " + "[" * 900 + "]" * 900 + "\n"  # deeper than Python's recursion allows us here
+    assert load_yaml(deep)[0]["a"] == _nested(900)
+    doc = tmp_path / "deeper.yaml"
+    doc.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_document(doc)
+    assert "deeper.yaml" in str(info.value) and "malformed YAML" in str(info.value)
+
+
+def _nested(depth: int) -> list:
+    out: list = []
+    for _ in range(depth - 1):
+        out = [out]
+    return out
+
+
+def test_nodes_keep_their_marks():
+    data, root = load_yaml("name: x\npool:\n  gate_up_lora_a: {shape: [4, 1]}\n")
+    assert data == {"name": "x", "pool": {"gate_up_lora_a": {"shape": [4, 1]}}}
+    pool_key, pool_value = root.value[1]
+    assert pool_key.value == "pool" and pool_key.start_mark.line == 1
+    assert pool_value.value[0][0].start_mark.line == 2 and pool_value.value[0][0].start_mark.column == 2
+
+
+def test_unknown_keys_still_suggest(tmp_path):
+    doc = tmp_path / "serve.yaml"
+    doc.write_text("enable_lora: true\nmax_lora_rnak: 16\nenv:\n  SGLANG_OPT_LINEARIZED_SHARED_SNK: true\n", encoding="utf-8")
+    _, found = loading.load_server_config(doc)
+    assert {(f["key"], f["suggestion"]) for f in found} == {
+        ("max_lora_rnak", "max_lora_rank"),
+        ("env.SGLANG_OPT_LINEARIZED_SHARED_SNK", "env.SGLANG_OPT_LINEARIZED_SHARED_SINK"),
+    }
+    assert all(f["file"] == str(doc) for f in found)
