@@ -41,13 +41,13 @@ def layer_id(name: str) -> int | None:
 
 
 def is_inkling_base(model: Any) -> bool:
-    """`_normalize_shared_expert_moe`'s gate (l.321-330): architecture or model_type."""
+    """`_normalize_shared_expert_moe`'s gate (l.320-332): architecture or model_type."""
     return any("Inkling" in arch for arch in model.architectures) or "inkling" in model.model_type.lower()
 
 
 def sink_site(name: str) -> dict[str, Any] | None:
     """Which shared-sink buffer a PEFT tensor feeds (`{"site": "gate_up_a" | ..., "expert":
-    N or None}`), or None if it is not a sink factor: the name tests of l.332-349."""
+    N or None}`), or None if it is not a sink factor: the name tests of l.335-354."""
     if "shared_experts." not in name:
         return None
     is_down = any(key in name for key in DOWN_KEYS)

@@ -10,13 +10,14 @@ on torch tensors (what the runtime loads). So each sglang step is written once, 
 The ops mirror the torch calls sglang makes, one op per call kind:
 
 * `Reshape(name, shape, transpose01)`: `w.reshape(shape)` / `w.view(shape)` / `w.unsqueeze(0)`,
-  then `.transpose(0, 1).contiguous()` when `transpose01` (lora.py l.357-358, inkling lora.py
-  l.156-164);
+  then `.transpose(0, 1).contiguous()` when `transpose01` (lora/lora.py l.357-366,
+  models/inkling_common/lora.py l.146, l.155-162, l.185, l.193);
 * `Cat(out, inputs, dim)`: `weights[out] = torch.cat([weights.pop(i) for i in inputs], dim)`;
-* `Zeros(name, like)`: `weights[name] = torch.zeros_like(weights[like])` (lora.py l.483);
+* `Zeros(name, like)`: `weights[name] = torch.zeros_like(weights[like])` (lora/lora.py l.483);
 * `Repeat(name, reps)`: `weights[name] = weights[name].repeat(*reps)`;
 * `Rename(old, new)`: `weights[new] = weights.pop(old)` (the new key goes to the end);
-* `Take(name, dim, ranges)`: `torch.cat([w[..., a:b, ...] for a, b in ranges], dim)` along
+* `Take(name, dim, ranges)` (models/inkling_common/lora.py `_slice_down_lora_a` l.172-175,
+  `_slice_gate_up_lora_b` l.214-223): `torch.cat([w[..., a:b, ...] for a, b in ranges], dim)` along
   `dim`, the bounds already **clamped** to the axis length (Python/torch slicing clamps a cut
   past the end; `narrow` would raise, so the plan carries the clamped bounds and both sides
   agree).
@@ -85,36 +86,50 @@ def cat_shape(a: Sequence[int], b: Sequence[int], dim: int) -> list[int]:
     return out
 
 
+def _reshape(step: Reshape, shapes: dict[str, list[int]]) -> None:
+    shape = list(step.shape)
+    if step.transpose01 and len(shape) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    shapes[step.name] = shape
+
+
+def _cat(step: Cat, shapes: dict[str, list[int]]) -> None:
+    parts = [shapes.pop(name) for name in step.inputs]
+    shape = list(parts[0])
+    for part in parts[1:]:
+        shape = cat_shape(shape, part, step.dim)
+    shapes[step.out] = shape
+
+
+def _zeros(step: Zeros, shapes: dict[str, list[int]]) -> None:
+    shapes[step.name] = list(shapes[step.like])
+
+
+def _repeat(step: Repeat, shapes: dict[str, list[int]]) -> None:
+    shape = shapes[step.name]
+    shapes[step.name] = [d * k for d, k in zip(shape, step.reps)] + list(shape[len(step.reps):])
+
+
+def _rename(step: Rename, shapes: dict[str, list[int]]) -> None:
+    shapes[step.new] = shapes.pop(step.old)
+
+
+def _take(step: Take, shapes: dict[str, list[int]]) -> None:
+    shape = list(shapes[step.name])
+    shape[step.dim] = sum(stop - start for start, stop in step.ranges)
+    shapes[step.name] = shape
+
+
+_ON_SHAPES = {Reshape: _reshape, Cat: _cat, Zeros: _zeros, Repeat: _repeat, Rename: _rename, Take: _take}
+
+
 def step_shape(step: Step, shapes: dict[str, list[int]]) -> None:
     """Apply one step to a name -> shape dict, in place (dict order as sglang's dict ends up)."""
-    if isinstance(step, Reshape):
-        shape = list(step.shape)
-        if step.transpose01 and len(shape) >= 2:
-            shape[0], shape[1] = shape[1], shape[0]
-        shapes[step.name] = shape
-    elif isinstance(step, Cat):
-        parts = [shapes.pop(name) for name in step.inputs]
-        shape = list(parts[0])
-        for part in parts[1:]:
-            shape = cat_shape(shape, part, step.dim)
-        shapes[step.out] = shape
-    elif isinstance(step, Zeros):
-        shapes[step.name] = list(shapes[step.like])
-    elif isinstance(step, Repeat):
-        shape = shapes[step.name]
-        shapes[step.name] = [d * k for d, k in zip(shape, step.reps)] + list(shape[len(step.reps):])
-    elif isinstance(step, Rename):
-        shapes[step.new] = shapes.pop(step.old)
-    elif isinstance(step, Take):
-        shape = list(shapes[step.name])
-        shape[step.dim] = sum(stop - start for start, stop in step.ranges)
-        shapes[step.name] = shape
-    else:  # pragma: no cover - the Step union is closed
-        raise TypeError(f"not a plan step: {step!r}")
+    _ON_SHAPES[type(step)](step, shapes)
 
 
 def apply_shapes(plan: Sequence[Step], shapes: dict[str, list[int]]) -> dict[str, list[int]]:
     """Run a plan on shapes, in place; returns the dict."""
     for step in plan:
-        step_shape(step, shapes)
+        _ON_SHAPES[type(step)](step, shapes)
     return shapes
