@@ -17,7 +17,7 @@ import yaml
 from inkling_compat.publish import schemas as schema_export
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
-from inkling_compat.engine.rules import Rule, rules_dir
+from inkling_compat.engine.rules import Rule, load_rule_file, rules_dir
 from inkling_compat.engine.rules import rule_files as _rule_files
 from inkling_compat.testing.scenarios import base_scenarios
 
@@ -57,10 +57,13 @@ def test_schema_content_follows_models():
     assert {ref["$ref"].rsplit("/", 1)[-1] for ref in adapter["oneOf"]} == {"PoolManifest", "PeftManifest"}
     rule = rendered["rule.schema.json"]
     aliases = {f.alias or name for name, f in Rule.model_fields.items()}
-    assert set(rule["properties"]) == aliases
+    assert set(rule["properties"]) == aliases | {"family", "guards"}  # the file form (engine/definitions.py)
     required = {f.alias or name for name, f in Rule.model_fields.items() if f.is_required()}
-    assert set(rule["required"]) == required
+    assert rule["required"] == ["id"]
+    assert rule["anyOf"] == [{"required": ["family"]}, {"required": sorted(required, key=list(Rule.model_fields).index), "properties": {"source": rule["anyOf"][1]["properties"]["source"]}}]
+    assert set(rule["anyOf"][1]["required"]) == required  # without a family, a rule file states everything
     assert "pass" in rule["$defs"]["Examples"]["properties"]
+    assert {"GuardsFile", "FamilyFile", "PartialSource"} <= set(rule["$defs"])
 
 
 def test_check_mode(tmp_path, capsys):
@@ -74,8 +77,8 @@ def test_check_mode(tmp_path, capsys):
 
 @pytest.mark.parametrize("path", rule_files(), ids=lambda p: p.name)
 def test_rule_file_validates(path):
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    rule = Rule.model_validate(data)
+    rule = load_rule_file(path).rule  # with its family and guards expanded
+    assert Rule.model_validate(rule.model_dump(by_alias=True)) == rule
     assert rule.id == path.stem
 
 
@@ -135,6 +138,18 @@ def test_rule_files_match_json_schema():
     validator = _validator("rule.schema.json")
     for path in rule_files():
         errors = sorted(validator.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8"))), key=str)
+        assert not errors, f"{path.name}: {errors[0].message}"
+
+
+def test_guard_and_family_files_match_json_schema():
+    validator = _validator("rule.schema.json")
+    defs = validator.schema["$defs"]
+    cls = type(validator)
+    files = [(rules_dir() / "_guards.yaml", "GuardsFile")] + [(p, "FamilyFile") for p in sorted(rules_dir().rglob("_family-*.yaml"))]
+    assert len(files) > 1
+    for path, definition in files:
+        sub = cls({"$defs": defs, "$ref": f"#/$defs/{definition}"})
+        errors = sorted(sub.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8"))), key=str)
         assert not errors, f"{path.name}: {errors[0].message}"
 
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from inkling_compat.engine import cel
+from inkling_compat.engine import cel, definitions
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -181,6 +181,12 @@ class Rule(BaseModel):
             raise ValueError(f"version(s) {both} are both the rule's own and a variant's")
         return self
 
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The schema of a rule *file*: this model's fields plus the load-time forms
+        (`guards`, `family`; engine/definitions.py), which the loader expands away."""
+        return definitions.file_form_schema(super().model_json_schema(*args, **kwargs), _ID.pattern)
+
     def for_version(self, version: str) -> "Rule | None":
         """The rule as it reads in `version` (a variant merged in), or None if it does not apply."""
         assert self.sglang_versions is not None
@@ -271,21 +277,24 @@ def rule_files(folder: Path | None = None) -> list[Path]:
     return sorted((p for p in folder.rglob("*.yaml") if not p.name.startswith("_")), key=lambda p: p.name)
 
 
-def load_rule_file(path: Path) -> CompiledRule:
+def load_rule_file(path: Path, defs: definitions.Definitions | None = None) -> CompiledRule:
+    """One rule file, its family and guards expanded (`defs`: those of the folder it is in)."""
     try:
-        from inkling_compat.engine.rule_cache import parse_rule_yaml  # parsed form cached on disk by content
-
-        data = parse_rule_yaml(path)
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
         raise InputError(path.name, "(root)", "a rule file must be a mapping")
+    if defs is None:
+        defs = _definitions(str(_rules_root(path)))
+    data, origins = definitions.expand(data, path.name, defs)
     try:
         rule = Rule.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise InputError(path.name, field, err["msg"]) from None
+        file = origins.get(str(err["loc"][0]), path.name) if err["loc"] else path.name  # a family's value
+        raise InputError(file, field, err["msg"]) from None
     if path.stem != rule.id:
         raise InputError(path.name, "id", f"file name must be the rule id ({rule.id}.yaml)")
     return CompiledRule(rule, path.name)
@@ -295,7 +304,8 @@ def load_rule_file(path: Path) -> CompiledRule:
 def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     """Every rule in `rules/`, validated and compiled, in sglang's check order."""
     folder = Path(directory) if directory else rules_dir()
-    compiled = [load_rule_file(path) for path in rule_files(folder)]
+    defs = definitions.load_definitions(folder)
+    compiled = [load_rule_file(path, defs) for path in rule_files(folder)]
     ids = [c.rule.id for c in compiled]
     known = set(ids)
     for c in compiled:
@@ -307,6 +317,20 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
     in_stage_order = sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id))
     return dependency_order(in_stage_order)
+
+
+@lru_cache(maxsize=4)
+def _definitions(folder: str) -> definitions.Definitions:
+    return definitions.load_definitions(Path(folder))
+
+
+def _rules_root(path: Path) -> Path:
+    """The rules folder a rule file belongs to: the nearest folder above it with a guards
+    file, else the folder above its component folder (rules/<component>/<id>.yaml)."""
+    for folder in path.resolve().parents:
+        if (folder / definitions.GUARDS_FILE).is_file():
+            return folder
+    return path.resolve().parent.parent
 
 
 def dependency_order(rules: list[CompiledRule]) -> tuple[CompiledRule, ...]:

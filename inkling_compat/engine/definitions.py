@@ -1,0 +1,260 @@
+"""Shared rule data: named guards and rule families, expanded into plain rule data at load time.
+
+A guard (`rules/_guards.yaml`) names an applicability expression that several rules share, the way
+Spectral names a selector once and rules reference it. A family (`rules/<component>/_family-<name>.yaml`)
+holds what the rules of one sglang helper share (source, stage, scope, guards, ...); each member
+stays its own file, `<rule id>.yaml`, with `family: <name>` and what is its own (id, message,
+condition, explanation, fixes, examples). Both are expanded before the rule is validated, into the
+same data the rule had when it was written out in full: the compiled expression, the evaluation
+and the reports do not know guards or families exist. See docs/writing-rules.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from inkling_compat.engine import cel
+from inkling_compat.errors import RuleFileError
+
+GUARDS_FILE = "_guards.yaml"
+FAMILY_PREFIX = "_family-"
+ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# What makes a rule that rule: never shared, always in the member's own file.
+MEMBER_OWN = ("id", "title", "message", "message_pattern", "condition", "explanation", "fixes", "examples", "variants", "order")
+# What a family may hold for its members.
+SHAREABLE = (
+    "severity", "origin", "error_class", "params", "join", "source", "sglang_versions",
+    "stage", "scope", "after", "guards", "when", "field_paths", "references",
+)  # fmt: skip
+
+
+class Guard(BaseModel):
+    """One named applicability expression."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expression: str = Field(description="CEL, ANDed into the `when` of every rule that names the guard")
+    description: str = Field(description="What the guard means in sglang's terms")
+
+
+class GuardsFile(BaseModel):
+    """rules/_guards.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    guards: dict[str, Guard]
+
+    @field_validator("guards")
+    @classmethod
+    def _names(cls, value: dict[str, Guard]) -> dict[str, Guard]:
+        bad = [name for name in value if not ID.match(name)]
+        if bad:
+            raise ValueError(f"guard names must be kebab-case: {bad}")
+        return value
+
+
+class FamilyFile(BaseModel):
+    """rules/<component>/_family-<name>.yaml: what the rules of one sglang helper share."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    family: str = Field(description="The family's name (= the file name after `_family-`)")
+    description: str = Field(description="The sglang helper and how its members differ")
+    shared: dict[str, Any] = Field(description="Rule fields every member gets (see SHAREABLE)")
+
+    @field_validator("family")
+    @classmethod
+    def _kebab(cls, value: str) -> str:
+        if not ID.match(value):
+            raise ValueError("must be kebab-case (a-z, 0-9, '-')")
+        return value
+
+    @field_validator("shared")
+    @classmethod
+    def _shareable(cls, value: dict[str, Any]) -> dict[str, Any]:
+        own = sorted(set(value) & set(MEMBER_OWN))
+        if own:
+            raise ValueError(f"{own} belong to each member, not to the family")
+        unknown = sorted(set(value) - set(SHAREABLE))
+        if unknown:
+            raise ValueError(f"unknown rule field(s) {unknown}; a family may share {list(SHAREABLE)}")
+        return value
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    file: str
+    shared: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """The guards and families of one rules folder."""
+
+    guards: dict[str, Guard] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
+
+
+def _read(path: Path) -> Any:
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError as exc:
+        raise RuleFileError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
+
+
+def _validate(model: type[BaseModel], data: Any, file: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise RuleFileError(file, ".".join(str(p) for p in err["loc"]) or "(root)", err["msg"]) from None
+
+
+def load_definitions(folder: Path) -> Definitions:
+    """`_guards.yaml` at the top of `folder` and every `_family-*.yaml` below it."""
+    guards: dict[str, Guard] = {}
+    path = folder / GUARDS_FILE
+    if path.is_file():
+        guards = _validate(GuardsFile, _read(path), path.name).guards
+        for name, guard in guards.items():
+            try:
+                cel.compile(guard.expression)
+            except ValueError as exc:
+                raise RuleFileError(path.name, f"guards.{name}.expression", f"CEL does not compile: {str(exc).splitlines()[0]}") from None
+    families: dict[str, Family] = {}
+    for path in sorted(folder.rglob(FAMILY_PREFIX + "*.yaml")):
+        parsed = _validate(FamilyFile, _read(path), path.name)
+        if path.stem != FAMILY_PREFIX + parsed.family:
+            raise RuleFileError(path.name, "family", f"file name must be the family name ({FAMILY_PREFIX}{parsed.family}.yaml)")
+        if parsed.family in families:
+            raise RuleFileError(path.name, "family", f"family {parsed.family!r} is also defined in {families[parsed.family].file}")
+        families[parsed.family] = Family(parsed.family, path.name, parsed.shared)
+    return Definitions(guards, families)
+
+
+def expand(data: dict[str, Any], file: str, definitions: Definitions) -> tuple[dict[str, Any], dict[str, str]]:
+    """A rule file's data with its family merged in and its guards written out as `when`.
+
+    Returns the plain rule data and, for each top-level field that came from a family, the family's
+    file (so that a bad shared value is reported where it is written).
+    """
+    own = dict(data)
+    origins: dict[str, str] = {}
+    shared: dict[str, Any] = {}
+    name = own.pop("family", None)
+    if name is not None:
+        family = definitions.families.get(name) if isinstance(name, str) else None
+        if family is None:
+            known = ", ".join(sorted(definitions.families)) or "none"
+            raise RuleFileError(file, "family", f"unknown family {name!r}; known: {known}")
+        shared = family.shared
+        origins = {key: family.file for key in shared if key not in own}
+    guards = _names(shared.get("guards"), origins.get("guards", file)) + _names(own.pop("guards", None), file)
+    whens = [w for w in (shared.get("when"), own.pop("when", None)) if w is not None]
+    merged = _merge({k: v for k, v in shared.items() if k not in ("guards", "when")}, own, file, name)
+    conjuncts = []
+    for guard in guards:
+        if guard not in definitions.guards:
+            known = ", ".join(sorted(definitions.guards)) or "none"
+            raise RuleFileError(file, "guards", f"unknown guard {guard!r}; known: {known}")
+        conjuncts.append(definitions.guards[guard].expression)
+    conjuncts += whens
+    if len(conjuncts) == 1:
+        merged["when"] = conjuncts[0]
+    elif conjuncts:
+        if not all(isinstance(c, str) for c in conjuncts):
+            raise RuleFileError(file, "when", "must be a string (a CEL expression)")
+        merged["when"] = " && ".join(_conjunct(c) for c in conjuncts)
+    return merged, origins
+
+
+def _names(value: Any, file: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RuleFileError(file, "guards", "must be a list of guard names")
+    return value
+
+
+def _merge(shared: dict[str, Any], own: dict[str, Any], file: str, family: str | None, at: str = "") -> dict[str, Any]:
+    """Mappings merge key by key, lists are the family's items then the member's; any other
+    value is either the family's or the member's, never both (one place states it)."""
+    merged = dict(shared)
+    for key, value in own.items():
+        if key not in shared:
+            merged[key] = value
+        elif isinstance(value, dict) and isinstance(shared[key], dict):
+            merged[key] = _merge(shared[key], value, file, family, f"{at}{key}.")
+        elif isinstance(value, list) and isinstance(shared[key], list):
+            merged[key] = shared[key] + value
+        else:
+            raise RuleFileError(file, at + key, f"already set by family {family!r}; state it in one place")
+    return merged
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
+
+
+def _conjunct(expression: str) -> str:
+    """`expression` as an operand of `&&`: parenthesized only if a top-level `||` or `?:` would
+    otherwise bind differently (so guards expand to the text the rules had before)."""
+    code = _STRING.sub('""', expression)
+    depth = 0
+    for i, ch in enumerate(code):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and (ch == "?" or code.startswith("||", i)):
+            return f"({expression})"
+    return expression
+
+
+def file_form_schema(rule_schema: dict[str, Any], id_pattern: str) -> dict[str, Any]:
+    """The JSON Schema of a rule *file*, from the schema of the expanded rule: `guards` and `family`
+    added, the required fields required only without a family, and the schemas of the guards file
+    and of a family file under `$defs` (`rule.schema.json#/$defs/GuardsFile`, `.../FamilyFile`)."""
+    schema = dict(rule_schema)
+    props = dict(schema["properties"])
+    name = {"type": "string", "pattern": id_pattern}
+    props["family"] = dict(name, description="Name of the family (rules/**/_family-<name>.yaml) whose shared fields this rule gets")
+    props["guards"] = {
+        "type": "array",
+        "items": dict(name),
+        "description": "Names of guards in rules/_guards.yaml, ANDed (in this order) before `when`",
+    }
+    props["when"] = dict(props["when"], description="CEL: when the check applies (after the guards, ANDed)")
+    # A member states only its part of `source` (say its `line`); the family states the rest.
+    full_source = props["source"]
+    props["source"] = {"anyOf": [{"$ref": "#/$defs/PartialSource"}, {"type": "null"}], "default": None}
+    schema["properties"] = props
+    required = schema.pop("required", [])
+    schema["required"] = ["id"]
+    schema["anyOf"] = [{"required": ["family"]}, {"required": required, "properties": {"source": full_source}}]
+    defs = dict(schema.get("$defs", {}))
+    partial = {k: v for k, v in defs["Source"].items() if k != "required"}
+    defs["PartialSource"] = dict(partial, title="PartialSource", description="`source` in a family or a member: the parts it states")
+    guards = GuardsFile.model_json_schema()
+    defs.update(guards.pop("$defs", {}))
+    guards["properties"]["guards"]["propertyNames"] = {"pattern": id_pattern}
+    defs["GuardsFile"] = guards
+    family = FamilyFile.model_json_schema()
+    family["properties"]["family"]["pattern"] = id_pattern
+    family["properties"]["shared"] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {key: props[key] for key in SHAREABLE},
+        "description": family["properties"]["shared"].get("description", ""),
+    }
+    defs["FamilyFile"] = family
+    schema["$defs"] = defs
+    return schema

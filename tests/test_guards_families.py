@@ -1,0 +1,287 @@
+"""Named guards and rule families (engine/definitions.py) are load-time shorthand: every rule
+expands to exactly the rule it was when written out in full (snapshot of commit 92d9af3, before
+guards and families existed), and a reference to an unknown guard or family is a broken rule file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inkling_compat import cli
+from inkling_compat.engine import definitions
+from inkling_compat.engine import rules as rulebook
+from inkling_compat.engine.rules import load_rules, rule_files, rules_dir
+from inkling_compat.errors import RuleFileError
+
+# Per rule id, computed with the loader of 92d9af3 from the rule files of 92d9af3: the `when`,
+# the compiled expression (also of each sglang-version variant) and a hash of the whole rule.
+SNAPSHOT = json.loads((Path(__file__).parent / "data" / "rules_92d9af3.json").read_text(encoding="utf-8"))
+# Fact paths renamed since 92d9af3 (issue 9: typed facts), new -> old. A rename changes no
+# expression's structure; compare with the names the snapshot used. Add a line per rename.
+RENAMED = {
+    "facts.pool": "facts.sink.expected_pool",
+}
+_RENAMED = re.compile(r"(?<![\w.])(" + "|".join(sorted(map(re.escape, RENAMED), key=len, reverse=True)) + r")(?!\w)")
+
+
+def _old_names(text: str) -> str:
+    return _RENAMED.sub(lambda m: RENAMED[m.group(1)], text)
+
+
+RULES = {c.rule.id: c for c in load_rules()}
+RAW = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in rule_files()}
+DEFS = definitions.load_definitions(rules_dir())
+
+
+def _rule_hash(rule) -> str:
+    data = json.dumps(rule.model_dump(mode="json", by_alias=True), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(_old_names(data).encode()).hexdigest()
+
+
+def _guards_of(rule_id: str) -> list[str]:
+    raw = RAW[rule_id]
+    family = DEFS.families[raw["family"]].shared if "family" in raw else {}
+    return list(family.get("guards", [])) + list(raw.get("guards", []))
+
+
+def test_same_rule_ids_as_before():
+    assert set(RULES) == set(SNAPSHOT)
+    assert len(RULES) == len(SNAPSHOT) == 134
+
+
+@pytest.mark.parametrize("rule_id", sorted(SNAPSHOT))
+def test_rule_expands_to_what_it_was(rule_id):
+    compiled, before = RULES[rule_id], SNAPSHOT[rule_id]
+    assert _old_names(compiled.rule.when) == before["when"]
+    assert _old_names(compiled.expression) == before["expression"]
+    variants = {v: c.expression for v in compiled.rule.sglang_versions or () if (c := compiled.for_version(v)) is not compiled}
+    variants.update(
+        {v: compiled.for_version(v).expression for variant in compiled.rule.variants for v in variant.sglang_versions}
+    )
+    assert {v: _old_names(e) for v, e in variants.items()} == before["variant_expressions"]
+    assert _rule_hash(compiled.rule) == before["rule_sha256"]  # every other field, examples included
+
+
+@pytest.mark.parametrize("guard", sorted(DEFS.guards))
+def test_guard_is_shared_and_expands_to_the_old_text(guard):
+    users = [rid for rid in RAW if guard in _guards_of(rid)]
+    assert len(users) >= 2, f"guard {guard} is used by {users}: inline it"
+    expression = DEFS.guards[guard].expression
+    for rid in users:
+        assert expression in RULES[rid].rule.when
+        assert _old_names(RULES[rid].rule.when) == SNAPSHOT[rid]["when"]
+
+
+# `when` texts still written in more than one rule file: one fact, or one fact and a null check
+# of one field, where a guard's name would say no more than the expression.
+STILL_REPEATED = {
+    "facts.lora_enabled",
+    "facts.quant.is_inkling_nvfp4",
+    "facts.lora_enabled && config.max_loaded_loras != null",
+    "facts.lora_enabled && type(config.lora_paths) == list",
+}
+
+
+def test_no_when_restates_a_guard():
+    for rid, raw in RAW.items():
+        when = raw.get("when")
+        if when is None:
+            continue
+        for name, guard in DEFS.guards.items():
+            assert not (when == guard.expression or when.startswith(guard.expression + " && ")), (
+                f"{rid}: `when` restates guard {name}; write `guards: [{name}]`"
+            )
+
+
+def test_no_other_when_is_written_twice():
+    written = {}
+    for source, when in [(rid, raw.get("when")) for rid, raw in RAW.items()] + [
+        (family.file, family.shared.get("when")) for family in DEFS.families.values()
+    ]:
+        if when is not None:
+            written.setdefault(when, []).append(source)
+    repeated = {when: where for when, where in written.items() if len(where) > 1}
+    assert set(repeated) <= STILL_REPEATED, {w: v for w, v in repeated.items() if w not in STILL_REPEATED}
+
+
+@pytest.mark.parametrize("family", sorted(DEFS.families))
+def test_family_members_get_the_shared_fields(family):
+    shared = DEFS.families[family].shared
+    members = [rid for rid, raw in RAW.items() if raw.get("family") == family]
+    assert len(members) >= 2
+    for rid in members:
+        rule, own = RULES[rid].rule, RAW[rid]
+        for key in ("severity", "origin", "error_class", "stage", "scope", "sglang_versions", "join"):
+            if key in shared:
+                assert key not in own
+                value = getattr(rule, key)
+                assert (value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value) == shared[key]
+        for key, value in shared.get("source", {}).items():
+            assert getattr(rule.source, key) == value
+        for key, value in shared.get("params", {}).items():
+            assert rule.params[key] == value
+        for key in ("field_paths", "after", "references"):
+            if key in shared:
+                assert getattr(rule, key)[: len(shared[key])] == shared[key]
+        if shared.get("guards"):
+            assert rule.when.startswith(" && ".join(DEFS.guards[g].expression for g in shared["guards"]))
+        # what makes the rule that rule stays in its own file
+        for key in ("id", "title", "message", "message_pattern", "condition", "explanation", "fixes", "examples"):
+            assert key in own, (rid, key)
+        assert rule.id == rid
+
+
+def test_v2_lora_modes_is_two_families_of_five():
+    """sglang's _check_v2_lora_modes raises one message per mode, from two callers."""
+    for family, option in (("v2-lora-modes-lora-backend", "--lora-backend triton_v2"), ("v2-lora-modes-moe-runner", "--moe-runner-backend {backend}")):
+        members = sorted(rid for rid, raw in RAW.items() if raw.get("family") == family)
+        assert len(members) == 5
+        assert all(RULES[rid].rule.message.startswith(option + " does not yet support ") for rid in members)
+        assert {RULES[rid].rule.source.function for rid in members} == {DEFS.families[family].shared["source"]["function"]}
+
+
+# --- broken rule data -------------------------------------------------------------------------
+
+MINIMAL = {
+    "id": "demo-rule",
+    "title": "A demo",
+    "severity": "error",
+    "origin": "sglang",
+    "error_class": "ValueError",
+    "message": "demo",
+    "message_pattern": "demo",
+    "stage": "server_args",
+    "condition": "config.tp_size > 8",
+    "explanation": "A demo rule.",
+    "fixes": ["None."],
+    "examples": {"fire": [{"description": "d", "input": {}}], "pass": [{"description": "d", "input": {}}]},
+}
+
+
+def _folder(tmp_path: Path, rule: dict, family: dict | None = None, guards: dict | None = None) -> Path:
+    (tmp_path / "server_args").mkdir()
+    (tmp_path / "server_args" / f"{rule['id']}.yaml").write_text(yaml.safe_dump(rule), encoding="utf-8")
+    if family is not None:
+        (tmp_path / "server_args" / f"_family-{family['family']}.yaml").write_text(yaml.safe_dump(family), encoding="utf-8")
+    if guards is not None:
+        (tmp_path / "_guards.yaml").write_text(yaml.safe_dump({"guards": guards}), encoding="utf-8")
+    return tmp_path
+
+
+GUARDS = {
+    "lora-on": {"expression": "facts.lora_enabled", "description": "LoRA is enabled."},
+    "either": {"expression": "config.tp_size == 2 || config.tp_size == 4", "description": "Two or four GPUs."},
+}
+
+
+def test_guards_expand_in_order_before_when(tmp_path):
+    folder = _folder(tmp_path, dict(MINIMAL, guards=["lora-on", "either"], when="config.enable_lora == true"), guards=GUARDS)
+    (compiled,) = load_rules(str(folder))
+    # a guard with a top-level || is parenthesized, or && would bind first
+    assert compiled.rule.when == "facts.lora_enabled && (config.tp_size == 2 || config.tp_size == 4) && config.enable_lora == true"
+    assert compiled.expression == f"({compiled.rule.when}) && (config.tp_size > 8)"
+
+
+def test_unknown_guard_is_a_broken_rule_file(tmp_path):
+    folder = _folder(tmp_path, dict(MINIMAL, guards=["lora-on", "lora-of"]), guards=GUARDS)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("demo-rule.yaml", "guards")
+    assert "'lora-of'" in info.value.reason and "lora-on" in info.value.reason
+
+
+def test_unknown_guard_exits_3_naming_file_and_field(tmp_path, monkeypatch, capsys):
+    folder = _folder(tmp_path, dict(MINIMAL, guards=["no-such-guard"]), guards=GUARDS)
+    monkeypatch.setattr(rulebook, "rules_dir", lambda: folder)
+    load_rules.cache_clear()
+    try:
+        assert cli.main(["rules"]) == 3
+    finally:
+        load_rules.cache_clear()
+    err = capsys.readouterr().err
+    assert "demo-rule.yaml: guards: unknown guard 'no-such-guard'" in err
+
+
+def test_unknown_family_is_a_broken_rule_file(tmp_path):
+    folder = _folder(tmp_path, dict(MINIMAL, family="no-such-family"))
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("demo-rule.yaml", "family")
+
+
+FAMILY = {
+    "family": "demo-helper",
+    "description": "A demo helper.",
+    "shared": {
+        "severity": "error",
+        "origin": "sglang",
+        "error_class": "ValueError",
+        "stage": "server_args",
+        "source": {"path": "python/sglang/srt/demo.py", "function": "demo"},
+        "field_paths": ["config.tp_size"],
+        "guards": ["lora-on"],
+    },
+}
+
+
+def _member(**extra) -> dict:
+    own = {k: v for k, v in MINIMAL.items() if k not in FAMILY["shared"]}
+    return dict(own, family="demo-helper", **extra)
+
+
+def test_family_member_expands_with_the_shared_fields(tmp_path):
+    folder = _folder(tmp_path, _member(source={"line": 7}, field_paths=["config.dp_size"], when="config.dp_size > 1"), FAMILY, GUARDS)
+    (compiled,) = load_rules(str(folder))
+    rule = compiled.rule
+    assert (rule.severity, rule.origin, rule.error_class, rule.stage) == ("error", "sglang", "ValueError", "server_args")
+    assert (rule.source.path, rule.source.function, rule.source.line) == ("python/sglang/srt/demo.py", "demo", 7)
+    assert rule.field_paths == ["config.tp_size", "config.dp_size"]
+    assert rule.when == "facts.lora_enabled && config.dp_size > 1"
+
+
+def test_member_may_not_restate_a_family_value(tmp_path):
+    folder = _folder(tmp_path, _member(stage="argparse"), FAMILY, GUARDS)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("demo-rule.yaml", "stage")
+    assert "demo-helper" in info.value.reason
+
+
+def test_a_bad_family_value_is_reported_in_the_family_file(tmp_path):
+    family = json.loads(json.dumps(FAMILY))
+    family["shared"]["stage"] = "no_such_stage"
+    folder = _folder(tmp_path, _member(), family, GUARDS)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("_family-demo-helper.yaml", "stage")
+
+
+@pytest.mark.parametrize("field", ["message", "condition", "examples"])
+def test_a_family_may_not_share_what_makes_a_rule(tmp_path, field):
+    family = json.loads(json.dumps(FAMILY))
+    family["shared"][field] = MINIMAL[field]
+    folder = _folder(tmp_path, _member(), family, GUARDS)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("_family-demo-helper.yaml", "shared")
+
+
+def test_family_file_is_named_for_its_family(tmp_path):
+    folder = _folder(tmp_path, _member(), FAMILY, GUARDS)
+    (folder / "server_args" / "_family-demo-helper.yaml").rename(folder / "server_args" / "_family-other.yaml")
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("_family-other.yaml", "family")
+
+
+def test_a_guard_that_does_not_compile_is_refused(tmp_path):
+    folder = _folder(tmp_path, dict(MINIMAL), guards={"bad": {"expression": "facts.lora_enabled &&", "description": "x"}})
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert (info.value.file, info.value.field) == ("_guards.yaml", "guards.bad.expression")
