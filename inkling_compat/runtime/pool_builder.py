@@ -138,10 +138,12 @@ def put_slot(pool: Pool, slot: int, factors: dict[str, torch.Tensor], rank: int,
             raise PoolBuildError(f"adapter {name!r}: {key} has shape {got}, the pool needs ({experts}, {shape[0]}, {shape[1]})")
     for buf in pool.buffers():
         buf[slot].zero_()
-    pool.gate_up_a[slot, :a_gu.shape[0], :rank] = a_gu[:, :rank]
-    pool.gate_up_a[slot, :a_gu.shape[0], R:R + rank] = a_gu[:, rank:]
+    # The checker's copy geometry (load_to_buffer.rank_copies): gate rows at 0, up rows at R.
+    for (d0, d1), (s0, s1) in load_to_buffer.rank_copies(2, rank, R):
+        pool.gate_up_a[slot, :a_gu.shape[0], d0:d1] = a_gu[:, s0:s1]
+    for (d0, d1), (s0, s1) in load_to_buffer.rank_copies(1, rank, R):
+        pool.down_a[slot, :a_dn.shape[0], d0:d1] = a_dn[:, s0:s1]
     pool.gate_up_b[slot, :b_gu.shape[0], :, :rank] = b_gu
-    pool.down_a[slot, :a_dn.shape[0], :rank] = a_dn
     pool.down_b[slot, :b_dn.shape[0], :, :rank] = b_dn
     pool.slot_ranks[slot] = rank
     pool.slot_names[slot] = name

@@ -128,6 +128,13 @@ def slice_site(site: str, weight: Any, n: int, tp: int, rank: int, f_local: int)
     return result.shape
 
 
+def rank_copies(c: int, r: int, max_r: int) -> tuple[tuple[tuple[int, int], tuple[int, int]], ...]:
+    """The lora_A copies into a slot (l.1251-1262): for each of the `c` stacked slices (2 for
+    gate_up, 1 for down), buffer rows `[ci*R, ci*R + r)` get weight rows `[ci*r, (ci+1)*r)`;
+    as ((buffer start, stop), (weight start, stop)) pairs. lora_B fills columns `[0, r)`."""
+    return tuple(((ci * max_r, ci * max_r + r), (ci * r, (ci + 1) * r)) for ci in range(c))
+
+
 def target_module(name: str, targets: list[str]) -> str | None:
     """utils.get_target_module_name: the longest target contained in the name."""
     best = None
@@ -365,9 +372,9 @@ class _Fit:
                         return {"kind": "shape_mismatch", "buffer": view, "weight": list(shape), "expert": eid}
                 if len(shape) < 2:
                     return _STOP  # IndexError: too many indices
-                for ci in range(c):
-                    view = [_cut(rows, ci * max_r, ci * max_r + r), cols]
-                    part = [_cut(shape[0], ci * r, (ci + 1) * r)] + list(shape[1:])
+                for (d0, d1), (s0, s1) in rank_copies(c, r, max_r):
+                    view = [_cut(rows, d0, d1), cols]
+                    part = [_cut(shape[0], s0, s1)] + list(shape[1:])
                     if part != view:
                         return {"kind": "shape_mismatch", "buffer": view, "weight": part, "expert": eid}
             else:
