@@ -8,7 +8,7 @@ setup (check() has no errors) goes through both: the runtime's four buffers must
 shapes of the checker's pool (`facts.pool`), every slot's sliced factors the shapes the
 checker's copy replay (`sglang/load_to_buffer`) hands to the pool, on every TP rank, for both
 outer layouts and for pool-form and PEFT-form adapters. Values are checked against sglang's
-own torch code (copied below) and against plain indexing of the original tensors.
+own slice methods (run from the 0.5.23 wheel by tests/oracle) and against plain indexing of the original tensors.
 """
 
 from __future__ import annotations
@@ -145,39 +145,12 @@ def test_peft_adapters_buffers_and_slots_have_the_checked_shapes(tp, shared_oute
 # --- the plans on tensors are sglang's own torch code ----------------------------------------
 
 
-def _sglang_slice_a(w, tp_rank, target, n, tp, f):
-    """models/inkling_common/lora.py slice_moe_lora_a_weights (0.5.23 l.138-174), verbatim but
-    for `self`."""
-    if isinstance(w, torch.Tensor) and w.dim() == 2:
-        if target == "gate_up_proj_moe":
-            w = w.unsqueeze(0)
-        else:
-            rank, flat = w.shape
-            w = w.view(rank, n, flat // n).transpose(0, 1).contiguous()
-    if tp <= 1 or target != "down_proj_moe":
-        return w
-    start = tp_rank * f
-    return w[..., start:start + f].contiguous()
-
-
-def _sglang_slice_b(w, tp_rank, target, n, tp, f):
-    """slice_moe_lora_b_weights and _slice_gate_up_lora_b (l.176-223)."""
-
-    def cut(x):
-        start, half = tp_rank * f, x.shape[0] // 2
-        return torch.cat([x[start:start + f], x[half + start:half + start + f]], dim=0).contiguous()
-
-    if isinstance(w, torch.Tensor) and w.dim() == 2:
-        if target == "down_proj_moe":
-            w = w.unsqueeze(0)
-        else:
-            flat, rank = w.shape
-            w = w.view(n, flat // n, rank)
-    if tp <= 1 or target != "gate_up_proj_moe":
-        return w
-    if w.dim() == 3:
-        return torch.stack([cut(w[i]) for i in range(w.shape[0])])
-    return cut(w)
+def _sglang_slice(oracle, factor, w, tp_rank, target, n, tp, f):
+    """sglang 0.5.23's own slice_moe_lora_{a,b}_weights, executed from the wheel (tests/oracle),
+    on a real CPU tensor."""
+    layer = oracle.layer("legacy", n=n, tp_size=tp, f_local=f)
+    method = layer.slice_moe_lora_a_weights if factor == "a" else layer.slice_moe_lora_b_weights
+    return method(w, tp_rank, target)
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -190,7 +163,7 @@ def _sglang_slice_b(w, tp_rank, target, n, tp, f):
     tp=st.sampled_from((1, 2, 4)),
     data=st.data(),
 )
-def test_slice_plans_on_tensors_are_sglangs_slicing_including_cuts_past_the_end(factor, target, n, ndim, dims, tp, data):
+def test_slice_plans_on_tensors_are_sglangs_slicing_including_cuts_past_the_end(sglang_oracle, factor, target, n, ndim, dims, tp, data):
     """Random shapes, F too large for some (the cuts run past the axis and are clamped): the
     plan on a tensor equals sglang's code on it, and the plan on the shape predicts its shape."""
     shape = dims[:ndim]
@@ -205,7 +178,7 @@ def test_slice_plans_on_tensors_are_sglangs_slicing_including_cuts_past_the_end(
     result = slicing.slice_factor(factor, shape, target, n, tp, tp_rank, f)
     assert result.failure is None
     ours = pb.apply_plan(result.plan, {slicing.WEIGHT: w})[slicing.WEIGHT]
-    theirs = (_sglang_slice_a if factor == "a" else _sglang_slice_b)(w, tp_rank, target, n, tp, f)
+    theirs = _sglang_slice(sglang_oracle, factor, w, tp_rank, target, n, tp, f)
     assert list(ours.shape) == list(theirs.shape) == result.shape
     assert torch.equal(ours, theirs)
     assert apply_shapes(result.plan, {slicing.WEIGHT: list(shape)})[slicing.WEIGHT] == result.shape
