@@ -27,7 +27,7 @@ from typing import Any
 # The sglang replays these facts read (one implementation, shared with the runtime).
 from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base
-from inkling_compat.sglang.adapter_loader import layer_id, sink_site
+from inkling_compat.sglang.adapter_loader import layer_id
 from inkling_compat.sglang.adapter_loader import normalize_layer as _normalize_layer  # noqa: F401 (tests/test_fleet.py)
 from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _normalize_layer_shared
 from inkling_compat.sglang.load_to_buffer import first_slice_failure as _slice_failure
@@ -68,7 +68,6 @@ def pool_facts(manifest: PoolManifest) -> dict[str, Any]:
             "rank": gate_b[-1] if gate_b else None,
             "normalized_targets": ["gate_up_proj", "down_proj"],
             "shared_outer": (gate_a[1] == 1) if len(gate_a) >= 2 else None,
-            "sites": [],
             # Full shapes for facts.derive's `binding` (inkling_compat.sglang.set_lora_info), which needs
             # the sink class and n: what set_lora_info / re-bind / slot updates do with them.
             "binding_input": {
@@ -88,7 +87,6 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
     rank_pattern = raw.get("rank_pattern") or {}
     rank_pattern = rank_pattern if isinstance(rank_pattern, dict) else {}
     pattern_ranks = {k: v for k, v in rank_pattern.items() if isinstance(v, int)}
-    ranks = ([r] if r else []) + list(pattern_ranks.values())
     n = model.n_shared_experts
     inkling = _is_inkling_base(model)
     normalizes = inkling and n > 0
@@ -103,17 +101,6 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         peft_state = "not_string"
     else:
         peft_state = "lora" if raw["peft_type"].lower() == "lora" else "other"
-
-    sites = []
-    for name, spec in manifest.tensors.items():
-        site = sink_site(name)
-        if site is None:
-            continue
-        shape = list(spec.shape)
-        site.update({"name": name, "shape": shape, "ndim": len(shape), "dtype": spec.dtype})
-        # The loader reshapes unnumbered 2-D factors before the sink's slice methods see them.
-        site["normalized_by_loader"] = normalizes and site["expert"] is None and len(shape) == 2
-        sites.append(site)
 
     # _process_weight: tensors with a layer id go to that layer (IndexError past the last
     # layer); embed_tokens / lm_head tensors are kept only when the adapter targets them.
@@ -168,10 +155,8 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         # sglang sizes and admits by `r` alone (rank_pattern is not read in 0.5.23).
         "rank": r,
         "r": r,
-        "max_module_rank": max(ranks) if ranks else None,
         "rank_pattern_mismatch": sorted(k for k, v in pattern_ranks.items() if v != r),
         "alpha_pattern_set": bool(raw.get("alpha_pattern")),
-        "lora_alpha": raw.get("lora_alpha"),
         "scaling_sglang": scaling_sglang,
         "scaling_peft": scaling_peft,
         "target_kind": target_kind(raw),
@@ -181,10 +166,8 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "use_rslora": use_rslora,
         "peft_type_state": peft_state,
         "missing_config_keys": [key for key in _REQUIRED_CONFIG_KEYS if key not in raw],
-        "added_token_ids": sorted((manifest.added_tokens or {}).values()),
         # LoRAConfig drops ids below the base vocab ("fake" added tokens).
         "added_tokens_beyond_vocab": sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size),
-        "pinned": manifest.pinned,
         "tensor_count": len(manifest.tensors),
         "layer_out_of_range": out_of_range,
         "embedding_weight_names": sorted(embedding_names),
@@ -195,7 +178,6 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "slice_failure": None if (normalizes or reshape_failure) else _slice_failure(layers, n),
         "outer_layouts": outer_layouts,
         "shared_outer": outer_layouts[0] if outer_layouts else None,
-        "sites": sites,
         "normalizes_shared_sink": normalizes,
         # name -> shape once normalized (what the pool copies); pool_fit reads it.
         "normalized_shapes": {} if reshape_failure else {n_: s for _, w in layers for n_, s in w.items()},
