@@ -107,7 +107,7 @@ class _Header:
 
     __slots__ = ("tensors", "table")
 
-    def __init__(self, tensors: dict[str, tuple[list[int], str]]):
+    def __init__(self, tensors: dict[str, tuple[tuple[int, ...], str]]):
         self.tensors = tensors
         self.table: TensorTable | None = None
 
@@ -210,7 +210,7 @@ def read_safetensors_header(path: str | os.PathLike[str], root: str | os.PathLik
     """
     path = os.fspath(path)
     root_real = os.path.realpath(os.fspath(root) if root is not None else os.path.dirname(os.path.abspath(path)))
-    return _header(path, root_real).tensors
+    return {name: (list(shape), dtype) for name, (shape, dtype) in _header(path, root_real).tensors.items()}
 
 
 def _header(path: str, root_real: str) -> _Header:
@@ -260,12 +260,17 @@ def clear_caches() -> None:
     _SPECS.clear()
 
 
-def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str, tuple[list[int], str]]:
-    """Validate a safetensors header (the JSON bytes) against a data section of `data_size`."""
+def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str, tuple[tuple[int, ...], str]]:
+    """Validate a safetensors header (the JSON bytes) against a data section of `data_size`:
+    tensor name -> (shape, safetensors dtype).
+
+    Shapes are tuples: a fleet keeps every header it read (the caches), and tuples of ints
+    are left alone by the cyclic garbage collector, which otherwise walks the ~450,000 shape
+    lists of 1,000 adapters again and again during the check."""
     doc = parse_json(raw, label)
     if not isinstance(doc, dict):
         raise AdapterFileError(label, f"header is a JSON {type(doc).__name__}, expected an object")
-    out: dict[str, tuple[list[int], str]] = {}
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
     spans: list[tuple[int, int, str]] = []
     bits_of = _BITS
     for name, entry in doc.items():
@@ -277,23 +282,24 @@ def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str,
         try:
             dtype = entry["dtype"]
             shape = entry["shape"]
-            begin, end = entry["data_offsets"]
-            bits = bits_of[dtype]
+            offsets = entry["data_offsets"]
+            if type(shape) is not list or type(offsets) is not list:
+                raise ValueError
+            begin, end = offsets
+            if type(begin) is not int or type(end) is not int or begin < 0 or end < begin or end > _U64_MAX:
+                raise ValueError
             numel = 1
             for d in shape:
-                if type(d) is not int or d < 0 or d > _U64_MAX:
+                if type(d) is not int or d < 0 or d > _U64_MAX:  # (a 0 dim would hide a huge one)
                     raise ValueError
                 numel *= d
-            if type(begin) is not int or type(end) is not int or begin < 0 or end > _U64_MAX or type(shape) is not list:
-                raise ValueError
-            if type(entry["data_offsets"]) is not list or numel > _U64_MAX or numel * bits > _U64_MAX or (numel * bits) % 8:
-                raise ValueError
-            if end < begin or end - begin != (numel * bits) >> 3:
+            size = numel * bits_of[dtype]
+            if size > _U64_MAX or size & 7 or end - begin != size >> 3:
                 raise ValueError
         except (TypeError, KeyError, ValueError):
             raise AdapterFileError(label, _entry_error(name, entry)) from None
         spans.append((begin, end, name))
-        out[name] = (shape, dtype)
+        out[name] = (tuple(shape), dtype)
     # safetensors: sorted by offsets, each tensor starts where the previous ended, from 0.
     spans.sort()
     position = 0
@@ -428,7 +434,7 @@ _SPECS: dict[tuple, TensorSpec] = {}
 _EMPTY_TABLE = TensorTable.model_construct(root={})
 
 
-def _spec(shape: list[int], dtype: str) -> TensorSpec:
+def _spec(shape: tuple[int, ...], dtype: str) -> TensorSpec:
     key = (tuple(shape), dtype)
     spec = _SPECS.get(key)
     if spec is None:
@@ -438,17 +444,27 @@ def _spec(shape: list[int], dtype: str) -> TensorSpec:
     return spec
 
 
-def _table(headers: list[dict[str, tuple[list[int], str]]]) -> TensorTable:
+def _table(headers: list[dict[str, tuple[tuple[int, ...], str]]]) -> TensorTable:
     """One TensorTable for the weights files' headers (a later file's name wins, as in sglang)."""
-    merged: dict[str, tuple[list[int], str]] = {}
-    for header in headers:
-        merged.update(header)
-    key = tuple((name, tuple(shape), dtype) for name, (shape, dtype) in merged.items())
+    if len(headers) == 1:
+        merged = headers[0]
+    else:
+        merged = {}
+        for header in headers:
+            merged.update(header)
+    specs = _SPECS
+    root = {}
+    for name, (shape, dtype) in merged.items():
+        spec = specs.get((shape, dtype))
+        root[name] = spec if spec is not None else _spec(shape, dtype)
+    # Specs are interned by (shape, dtype), so their identities stand for the content; a spec
+    # named in a stored key stays alive (its table holds it), so an id is never reused there.
+    key = (tuple(root), tuple(map(id, root.values())))
     table = _TABLES.get(key)
     if table is None:
         if len(_TABLES) >= 4096:
             _TABLES.clear()
-        table = _TABLES[key] = TensorTable.model_construct(root={n: _spec(s, d) for n, (s, d) in merged.items()})
+        table = _TABLES[key] = TensorTable.model_construct(root=root)
     return table
 
 
@@ -542,7 +558,7 @@ def read_fleet(
     out = []
     for index, directory in enumerate(dirs):
         name, path, pinned = None, None, False
-        entry = by_real.get(_real_or_none(directory))
+        entry = by_real.get(_real_or_none(directory)) if by_real else None  # no realpath without --lora-paths
         if entry is not None:
             name, path, pinned = entry["name"], entry["path"], bool(entry.get("pinned", False))
         out.append(_read_entry(directory, folder_real, name, path, pinned))

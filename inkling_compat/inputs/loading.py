@@ -39,7 +39,26 @@ M = TypeVar("M", bound=BaseModel)
 # alias event, so the caps are enforced on the composed node graph instead: an alias is a
 # second reference to a node object already composed, and that graph is linear in the text.
 # (libyaml also refuses more than 1,000 nesting levels.)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_RESOLVED: dict[str, str] = {}  # plain scalar text -> its implicit tag (bounded below)
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
+    """The safe loader, remembering the tag of each plain scalar text: libyaml calls the
+    pure-Python resolver (a regex scan) once per scalar, and config keys repeat."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            tag = _RESOLVED.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_RESOLVED) < 4096:
+                    _RESOLVED[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+
+_LOADER = _Loader
 _TAG = "tag:yaml.org,2002:"
 _MAP, _SEQ, _STR, _NULL, _BOOL = (_TAG + t for t in ("map", "seq", "str", "null", "bool"))
 _SAFE = yaml.constructor.SafeConstructor()  # only its scalar methods (stateless) are used
