@@ -41,16 +41,16 @@ class AttentionFacts(_Facts):
 
     unsupported: list[str] = fact(
         "Prefill/decode attention backends Inkling's attention rejects (not fa4 or triton), first first.",
-        "models/inkling_common/attn.py InklingAttention.forward; arg_groups/model_overrides/inkling.py",
+        "arg_groups/model_overrides/inkling.py _inkling_overrides l.20-78; models/inkling_common/attn.py InklingAttention.forward l.721-",
     )
-    fa4_serving: bool = fact("fa4 serves prefill or decode.", "arg_groups/model_overrides/inkling.py")
+    fa4_serving: bool = fact("fa4 serves prefill or decode.", "arg_groups/model_overrides/inkling.py _inkling_overrides l.20-78")
     fa4_cute_available: bool = fact(
         "cutlass.cute imports on this platform (stated by the platform, else: it is CUDA).",
-        "models/inkling_common/attn.py (score_mod import)",
+        "models/inkling_common/attn.py l.12-13 (score_mod import)",
     )
     fa4_score_mod_path: bool = fact(
         "FA4 runs the score_mod path (needs cutlass.cute): the sheared-bias kernel is off or deterministic inference is on.",
-        "models/inkling_common/attn.py InklingAttention.forward",
+        "models/inkling_common/attn.py InklingAttention.forward l.926-945",
     )
 
 
@@ -61,52 +61,52 @@ class QuantFacts(_Facts):
     method: str | None = fact("quantization_config.quant_method (None: not stated).")
     missing_key: str | None = fact(
         "First key InklingQuantizationConfigBase.is_nvfp4 dereferences unguarded that is missing.",
-        "models/inkling_common/quantization/config.py is_nvfp4",
+        "models/inkling_common/quantization/config.py is_nvfp4 l.101-108",
     )
     is_inkling_nvfp4: bool = fact(
         "A TML NVFP4 checkpoint: weight quantizer num_bits (2, 1) with scale_bits (4, 3).",
-        "models/inkling_common/quantization/config.py is_nvfp4",
+        "models/inkling_common/quantization/config.py is_nvfp4 l.101-108",
     )
     parse_error: Literal["missing_quant_algo", "unsupported_algo", "missing_group_size_or_excludes", "inkling_group_size"] | None = fact(
         "Why Inkling's ModelOpt FP4 config does not parse (None: it parses or is not NVFP4).",
-        "layers/quantization/modelopt_quant.py ModelOptFp4Config.from_config; inkling quantization/config.py",
+        "layers/quantization/modelopt_quant.py ModelOptFp4Config.from_config l.1595-; models/inkling_common/quantization/config.py get_quantization_config l.259-272",
     )
-    inkling_config_built: bool = fact("Inkling's NVFP4 quantization config is built.", "models/inkling_common/quantization/config.py")
-    nvfp4_serialized: bool = fact("The built config's algo names NVFP4 (serialized FP4 weights).", "modelopt_quant.py")
+    inkling_config_built: bool = fact("Inkling's NVFP4 quantization config is built.", "models/inkling_common/quantization/config.py get_quantization_config l.259-272")
+    nvfp4_serialized: bool = fact("The built config's algo names NVFP4 (serialized FP4 weights).", "layers/quantization/modelopt_quant.py ModelOptFp4Config.from_config l.1595-")
     routed_moe_quantized: bool = fact(
-        "Some MoE layer's routed experts are not excluded from quantization.", "InklingQuantizationConfigBase.exclude_layer"
+        "Some MoE layer's routed experts are not excluded from quantization.", "models/inkling_common/quantization/config.py exclude_layer l.109-121, _map_exclude_modules l.70-90"
     )
     linears_quantized: bool = fact(
-        "Some attention or dense-MLP linear is not excluded from quantization.", "InklingQuantizationConfigBase.exclude_layer"
+        "Some attention or dense-MLP linear is not excluded from quantization.", "models/inkling_common/quantization/config.py exclude_layer l.109-121"
     )
-    mixed_precision_layers: bool = fact("quant_algo MIXED_PRECISION with a non-empty quantized_layers map.", "modelopt_quant.py")
+    mixed_precision_layers: bool = fact("quant_algo MIXED_PRECISION with a non-empty quantized_layers map.", "layers/quantization/modelopt_quant.py ModelOptMixedPrecisionConfig.from_config l.850-")
 
 
 class SinkFacts(_Facts):
     """The shared-sink (shared experts) module sglang builds and its LoRA state."""
 
     kind: Literal["none", "dense_mlp", "fused", "batch_dense"] = fact(
-        "Which module serves the shared experts.", "layers/moe/... moe.py _build_inkling_shared_experts"
+        "Which module serves the shared experts.", "models/inkling_common/moe.py _build_inkling_shared_experts l.706-782"
     )
     sink_class: Literal["legacy", "v2"] | None = fact(
         "The LoRA wrapper of a batch-dense sink: legacy, or V2 with --lora-backend triton_v2 (None: no LoRA sink).",
-        "models/inkling_common/lora.py InklingBatchDenseMLPWithLoRA / ...V2",
+        "models/inkling_common/lora.py InklingBatchDenseMLPWithLoRA l.12, InklingBatchDenseMLPWithLoRAV2 l.251",
     )
-    class_name: str | None = fact("Python class name of `sink_class`.", "models/inkling_common/lora.py")
+    class_name: str | None = fact("Python class name of `sink_class`.", "models/inkling_common/lora.py l.12, l.251")
     linearized_bf16_enabled: bool = fact(
         "The sink keeps linearized BF16 weights: (LoRA or SGLANG_OPT_LINEARIZED_SHARED_SINK) and interleaved w13 and not FP4.",
-        "models/inkling_common/dense_mlp.py __init__; moe.py",
+        "models/inkling_common/dense_mlp.py InklingBatchDenseMLP.__init__ l.156-, _linearized_bf16_enabled l.235; moe.py l.706-782",
     )
     w13_gate_up_contiguous: bool = fact(
-        "w13 is de-interleaved into [gate | up] (linearized, LoRA on, triton_v2).", "models/inkling_common/dense_mlp.py"
+        "w13 is de-interleaved into [gate | up] (linearized, LoRA on, triton_v2).", "models/inkling_common/dense_mlp.py InklingBatchDenseMLP.__init__ l.156-"
     )
-    backend_name: str = fact("--lora-backend.", "server_args.py lora_backend")
-    backend_has_dense_engine: bool = fact("The LoRA backend carries the dense engine (`runner`): triton_v2 only.", "lora/backend/")
-    max_loras_per_batch: int = fact("S: pool slots (--max-loras-per-batch).", "lora/mem_pool.py LoRAMemoryPool.__init__")
-    intermediate_size_per_partition: int = fact("F: the shared experts' intermediate size on one TP rank (I / tp).", "dense_mlp.py")
+    backend_name: str = fact("--lora-backend.", "server_args.py (--lora-backend)")
+    backend_has_dense_engine: bool = fact("The LoRA backend carries the dense engine (`runner`): triton_v2 only.", "lora/backend/ (triton_v2 backend `runner`)")
+    max_loras_per_batch: int = fact("S: pool slots (--max-loras-per-batch).", "lora/mem_pool.py LoRAMemoryPool.__init__ l.136-")
+    intermediate_size_per_partition: int = fact("F: the shared experts' intermediate size on one TP rank (I / tp).", "models/inkling_common/dense_mlp.py l.225-233 (intermediate_size_per_partition)")
     lora_attached: bool = fact(
         "LoRA is attached to the sink: a LoRA sink class and both gate_up_proj and down_proj targeted (or a stated class).",
-        "lora/lora_manager.py init_lora_modules",
+        "lora/lora_manager.py init_lora_modules l.1041-1201",
     )
     given: list[str] = fact("Sink facts stated in the server config's `sink:` (they override the derived values).")
 
@@ -116,11 +116,11 @@ class PoolFacts(_Facts):
 
     rank: int = fact(
         "R: --max-lora-rank, else the largest rank of the start-up adapters (--lora-paths and pool manifests).",
-        "lora/lora_manager.py init_lora_shapes",
+        "lora/lora_manager.py init_state l.699-, init_lora_shapes l.800-918",
     )
     shared_outer: bool = fact(
         "Shared-outer layout (E_a = E_b = 1): --experts-shared-outer-loras, else detected on the first start-up adapter.",
-        "lora/lora_manager.py _detect_shared_outer_loras",
+        "lora/lora_manager.py _detect_shared_outer_loras l.764-799",
     )
     gate_up_lora_a: list[int] = fact("[S, E_a, 2R, H]", "lora/mem_pool.py shared-sink buffers")
     gate_up_lora_b: list[int] = fact("[S, n, 2F, R]", "lora/mem_pool.py shared-sink buffers")
@@ -131,28 +131,28 @@ class PoolFacts(_Facts):
 class StartupFacts(_Facts):
     """What the --lora-paths (start-up) adapters decide for adapters loaded later."""
 
-    max_r: int | None = fact("Largest r of the --lora-paths PEFT adapters (None: none has one).", "lora_manager.init_lora_shapes")
+    max_r: int | None = fact("Largest r of the --lora-paths PEFT adapters (None: none has one).", "lora/lora_manager.py init_lora_shapes l.800-918")
     targets: list[str] = fact(
         "Union of the --lora-paths PEFT adapters' normalized targets (`all` expanded to Inkling's modules).",
-        "lora/utils.py get_normalized_target_modules",
+        "lora/utils.py get_normalized_target_modules l.277-327",
     )
 
 
 class AttnPrologueFacts(_Facts):
     """The fused attention prologue and its MXFP8 store."""
 
-    mxfp8_store: bool = fact("The fused prologue stores K/V as MXFP8 (--kv-cache-dtype mxfp8, page size 128).", "attn.py")
-    q_width: int = fact("Query width on one attention TP rank (heads / attn_tp * head_dim).", "attn.py")
-    kv_width: int = fact("K/V width on one attention TP rank.", "attn.py")
-    kv_scale_buffers: bool = fact("The FA4 MXFP8 pool exposes 5-D K/V scale buffers.", "attn.py")
+    mxfp8_store: bool = fact("The fused prologue stores K/V as MXFP8 (--kv-cache-dtype mxfp8, page size 128).", "models/inkling_common/attn.py fused_prologue l.762-771")
+    q_width: int = fact("Query width on one attention TP rank (heads / attn_tp * head_dim).", "models/inkling_common/attn.py InklingAttention.__init__ l.283-")
+    kv_width: int = fact("K/V width on one attention TP rank.", "models/inkling_common/attn.py InklingAttention.__init__ l.283-")
+    kv_scale_buffers: bool = fact("The FA4 MXFP8 pool exposes 5-D K/V scale buffers.", "models/inkling_common/attn.py InklingAttention.forward l.721-")
 
 
 class Nvfp4Facts(_Facts):
     """Which NVFP4 kernels this platform and config get."""
 
-    moe_lora_non_marlin: bool = fact("--moe-runner-backend lora_cutedsl or lora_triton.", "modelopt_quant.py ModelOptNvFp4FusedMoEMethod")
-    moe_supported: bool = fact("NVFP4 MoE kernels exist here: Blackwell, or the Marlin fallback.", "modelopt_quant.py ModelOptNvFp4FusedMoEMethod.__init__")
-    dense_gemm_supported: bool = fact("NVFP4 dense GEMM exists here: Marlin or Blackwell.", "fp4_utils.py initialize_fp4_gemm_config")
+    moe_lora_non_marlin: bool = fact("--moe-runner-backend lora_cutedsl or lora_triton.", "layers/quantization/modelopt_quant.py ModelOptNvFp4FusedMoEMethod l.2362-")
+    moe_supported: bool = fact("NVFP4 MoE kernels exist here: Blackwell, or the Marlin fallback.", "layers/quantization/modelopt_quant.py ModelOptNvFp4FusedMoEMethod.__init__ l.2362-")
+    dense_gemm_supported: bool = fact("NVFP4 dense GEMM exists here: Marlin or Blackwell.", "layers/quantization/fp4_utils.py initialize_fp4_gemm_config l.149-164")
 
 
 class QuantWiring(_Facts):
@@ -166,9 +166,9 @@ class QuantWiring(_Facts):
 class ModelFacts(_Facts):
     """Model geometry per TP rank and how the model is served here."""
 
-    attn_tp_size: int = fact("Attention TP size: tp / dp with DP attention, else tp.", "layers/dp_attention.py")
-    heads_divisible: bool = fact("Full and SWA attention heads divide by attn_tp_size.", "attn.py InklingAttention.__init__")
-    kv_heads_divisible: bool = fact("Full and SWA KV heads divide, or are divided by, attn_tp_size.", "attn.py InklingAttention.__init__")
+    attn_tp_size: int = fact("Attention TP size: tp / dp with DP attention, else tp.", "layers/dp_attention.py compute_dp_attention_world_info l.445-")
+    heads_divisible: bool = fact("Full and SWA attention heads divide by attn_tp_size.", "models/inkling_common/attn.py InklingAttention.__init__ l.316")
+    kv_heads_divisible: bool = fact("Full and SWA KV heads divide, or are divided by, attn_tp_size.", "models/inkling_common/attn.py InklingAttention.__init__ l.320-322")
     nvfp4: Nvfp4Facts = fact("Which NVFP4 kernels this platform/config gets.")
     attn_prologue: AttnPrologueFacts = fact("The fused attention prologue (derived, or stated in config.json's attn_prologue).")
     quant_wiring: QuantWiring = fact("Stated quant method wiring (config.json quant_method_wiring).")
@@ -184,9 +184,9 @@ class FleetFacts(_Facts):
     duplicate_runtime_names: list[str] = fact("Adapters not in --lora-paths whose name occurs more than once.")
     startup_outer_reference: bool | None = fact(
         "Shared-outer layout of the first --lora-paths adapter that has one (None: no such adapter).",
-        "lora_manager.py _detect_shared_outer_loras",
+        "lora/lora_manager.py _detect_shared_outer_loras l.764-799",
     )
-    outer_conflict_id: str | None = fact("lora_id of the first --lora-paths adapter disagreeing with that layout.", "lora_manager.py")
+    outer_conflict_id: str | None = fact("lora_id of the first --lora-paths adapter disagreeing with that layout.", "lora/lora_manager.py _detect_shared_outer_loras l.764-799")
 
 
 # --- per-adapter facts --------------------------------------------------------------------
@@ -298,11 +298,11 @@ class PoolAdapterFacts(_Facts):
 
     form: Literal["pool"]
     name: str
-    pool: BufferDims = fact("The four buffers' shapes.", "models/inkling_common/lora.py set_lora_info")
-    rebind: BufferDims | None = fact("Shapes of a second set_lora_info (None: no re-bind).", "lora.py set_lora_info")
+    pool: BufferDims = fact("The four buffers' shapes.", "models/inkling_common/lora.py set_lora_info l.41-, V2 l.276-")
+    rebind: BufferDims | None = fact("Shapes of a second set_lora_info (None: no re-bind).", "models/inkling_common/lora.py set_lora_info l.41-, V2 l.276-")
     binding: Binding | None = fact(
         "What set_lora_info, the re-bind and slot updates do (None: no LoRA attached to the sink).",
-        "models/inkling_common/lora.py set_lora_info / on_lora_slots_updated",
+        "models/inkling_common/lora.py set_lora_info l.41-/l.276-, on_lora_slots_updated l.115-/l.360-",
     )
 
 
@@ -311,10 +311,10 @@ class PeftAdapterFacts(_Facts):
 
     form: Literal["peft"]
     name: str
-    lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py")
+    lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
     r: int | None = fact("adapter_config `r` (None: absent or not an int).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
     scaling_sglang: float | None = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
-    scaling_peft: float | None = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)).")
+    scaling_peft: float | None = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)); sglang uses lora_alpha / r.", "lora/lora.py l.71")
     rank_pattern_mismatch: list[str] = fact("rank_pattern entries whose rank differs from r (sglang ignores rank_pattern).")
     alpha_pattern_set: bool = fact("alpha_pattern is set (sglang ignores it).")
     target_kind: Literal["missing", "list", "shorthand", "string", "dict", "none", "other"] = fact(
@@ -326,11 +326,11 @@ class PeftAdapterFacts(_Facts):
     use_rslora: bool
     peft_type_state: Literal["missing", "not_string", "lora", "other"] = fact("adapter_config peft_type.", "lora/lora.py l.67")
     missing_config_keys: list[str] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
-    added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py")
+    added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py LoRAConfig.__init__ l.26-")
     tensor_count: int
     layer_out_of_range: LayerOutOfRange | None = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
-    embedding_weight_names: list[str] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight")
-    embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings")
+    embedding_weight_names: list[str] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight l.164-200")
+    embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings l.14-")
     normalizes_shared_sink: bool = fact("The loader reshapes flat shared-sink factors (Inkling base, n > 0).", "lora/lora.py l.317-370")
     reshape_failure: ReshapeFailure | None = fact("First torch reshape failure of the shared-sink normalization.", "lora/lora.py l.317-370")
     slice_failure: SliceFailure | None = fact(
@@ -342,7 +342,7 @@ class PeftAdapterFacts(_Facts):
         "First layer weight get_target_module_name finds no target for.", "lora/utils.py l.351-370; mem_pool.py l.983"
     )
     pool_fit: PoolFit | None = fact("First failure copying the adapter into a pool slot.", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
-    pool_partial: PoolPartial | None = fact("A shared-outer factor copied into a per-expert pool (only some experts).", "lora/mem_pool.py")
+    pool_partial: PoolPartial | None = fact("A shared-outer factor copied into a per-expert pool (only some experts).", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
 
 
 class UnreadableAdapterFacts(_Facts):
@@ -358,16 +358,16 @@ AdapterFacts = Annotated[Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAda
 class Facts(_Facts):
     """Global facts of one check (the CEL variable `facts`)."""
 
-    lora_enabled: bool = fact("LoRA is on: --enable-lora, else --lora-paths given.", "lora_hook.check_lora_server_args")
-    lora_paths: list[LoraPath] = fact("--lora-paths as parsed into LoRARef entries.", "server_args.py / LoRARef")
+    lora_enabled: bool = fact("LoRA is on: --enable-lora, else --lora-paths given.", "arg_groups/lora_hook.py check_lora_server_args l.33-182")
+    lora_paths: list[LoraPath] = fact("--lora-paths as parsed into LoRARef entries.", "lora/lora_registry.py LoRARef l.28-")
     target_modules: list[str] = fact(
         "The pool's target modules: --lora-target-modules (`all` resolved), else the union of the adapters' normalized targets.",
-        "lora/lora_manager.py init_lora_shapes",
+        "lora/lora_manager.py init_lora_shapes l.800-918; models/inkling.py supported_lora_modules l.955",
     )
     attention: AttentionFacts
     quant: QuantFacts
     sink: SinkFacts
-    pool: PoolFacts | None = fact("The shared-sink pool sglang allocates (None: R unknown, or no shared experts).", "lora/mem_pool.py")
+    pool: PoolFacts | None = fact("The shared-sink pool sglang allocates (None: R unknown, or no shared experts).", "lora/mem_pool.py get_lora_A_shape l.424-, get_lora_B_shape l.527-")
     startup: StartupFacts
     model: ModelFacts
     fleet: FleetFacts
