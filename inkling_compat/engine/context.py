@@ -7,11 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from inkling_compat.engine import cel
+from inkling_compat.engine.paths import CEL_CALLS
 from inkling_compat.engine.plan import Plan
 
-_CEL_METHODS = frozenset(
-    {"size", "exists", "all", "exists_one", "map", "filter", "contains", "startsWith", "endsWith", "matches", "keys", "values"}
-)
 _LISTS = ("adapters", "adapter_facts_list")
 
 
@@ -44,7 +42,7 @@ def prune(value: Any, tree: dict[Any, Any]) -> Any:
     out = {}
     for key, child in tree.items():
         if key not in value:
-            if key in _CEL_METHODS:
+            if key in CEL_CALLS:
                 return value  # a method call on the map: keep the whole map
             continue  # absent here (e.g. a pool-form key on a PEFT adapter)
         out[key] = prune(value[key], child)

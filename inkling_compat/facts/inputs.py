@@ -6,16 +6,16 @@ frozen value (server config, model config, platform, adapter manifests, unknown 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
 
 
-class Inputs(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+@dataclass(frozen=True)
+class Inputs:
+    """Already validated by the loaders (each field is a pydantic input model)."""
 
     server: ServerConfig
     model: ModelConfig
@@ -64,6 +64,6 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         manifest, unknown_adapter = load_adapter(item, lora_paths)
         manifests.append(manifest)
         unknown += unknown_adapter
-    return Inputs.model_construct(
+    return Inputs(
         server=server, model=model_cfg, platform=platform_cfg, adapters=tuple(manifests), unknown_keys=tuple(unknown)
     )
