@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import os
+import stat
 import types
 import typing
 from pathlib import Path
@@ -190,6 +192,34 @@ def graph_counts(root: yaml.Node) -> tuple[int, int]:
     return aliases, sizes[id(root)]
 
 
+# Parsed YAML inputs by text. The file is read every time and looked up by its whole content,
+# so an edited file is parsed again whatever its mtime; the cache only spares a process that
+# checks the same files again (an API user, a server) libyaml's ~50 us per document. Entries
+# are the data as JSON text (each hit returns fresh objects), only for data JSON holds
+# exactly; bounded in count and size. INKLING_COMPAT_NO_CACHE=1 turns it off.
+_PARSED: dict[str, str] = {}
+_PARSED_MAX_ENTRIES = 256
+_PARSED_MAX_TEXT = 64 * 1024
+
+
+def _yaml_data(text: str) -> Any:
+    cacheable = len(text) <= _PARSED_MAX_TEXT and os.environ.get("INKLING_COMPAT_NO_CACHE", "") in ("", "0")
+    hit = _PARSED.get(text) if cacheable else None
+    if hit is not None:
+        return json.loads(hit)
+    data, _ = load_yaml(text)
+    if cacheable:
+        try:
+            dumped = json.dumps(data, allow_nan=False)
+            if json.loads(dumped) == data:  # e.g. integer keys or dates would not come back
+                if len(_PARSED) >= _PARSED_MAX_ENTRIES:
+                    _PARSED.clear()
+                _PARSED[text] = dumped
+        except (TypeError, ValueError, RecursionError):
+            pass
+    return data
+
+
 def value_count(data: Any) -> int:
     """Number of values in plain data (JSON: a tree, nothing shared)."""
     count, stack = 0, [data]
@@ -208,27 +238,31 @@ def read_document(path: str | Path) -> dict[str, Any]:
     """A YAML or JSON file as a mapping, or an InputError naming the file."""
     path = Path(path)
     name = str(path)
-    try:
-        size = path.stat().st_size
+    try:  # one open and one fstat: a check reads three of these
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if info.st_size > MAX_INPUT_BYTES:
+                raise InputError(name, "(file)", f"{info.st_size} bytes is more than the {MAX_INPUT_BYTES}-byte limit")
+            raw = handle.read()
     except FileNotFoundError:
         raise InputError(name, "(file)", "no such file") from None
+    except IsADirectoryError:
+        raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file") from None
     except OSError as exc:
         raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
-    if path.is_dir():
-        raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file")
-    if size > MAX_INPUT_BYTES:
-        raise InputError(name, "(file)", f"{size} bytes is more than the {MAX_INPUT_BYTES}-byte limit")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(name, "(file)", "not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
+    if "\r" in text:  # as read_text's universal newlines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         if path.suffix == ".json":
             data = json.loads(text)
         else:
-            data, _ = load_yaml(text)
+            data = _yaml_data(text)
     except json.JSONDecodeError as exc:
         raise InputError(name, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
     except ExpandsTooFar:
