@@ -1,4 +1,8 @@
-"""Per-adapter facts: rank, normalized targets, shared-outer format and shared-sink sites.
+"""An adapter's own facts: rank, normalized targets and shapes, shared-outer format, ...
+
+What one adapter decides by itself, before the pool is known. `facts.adapters.complete`
+turns them, with the sink and the pool, into the published `AdapterFacts` models; the
+intermediate values here (normalized shapes, outer layouts, binding input) are not published.
 
 Pool-form manifests describe the buffers directly. PEFT-form manifests are mapped the
 way sglang 0.5.23 maps them (wheel line numbers):
@@ -185,6 +189,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
 
 
 def derive(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[str, Any]:
+    """The adapter's own facts (a new dict; read-only once returned)."""
     if isinstance(manifest, PoolManifest):
         return pool_facts(manifest)
     if manifest.source is not None and manifest.source.unreadable:
