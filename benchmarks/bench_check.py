@@ -107,10 +107,14 @@ def measure_in_process(runs: int, inputs: int) -> dict[str, Any]:
     rules = ns.load_rules()
     first_load = time.perf_counter() - start
     out: dict[str, Any] = {"import_cli_s": import_cli, "first_load_rules_s": first_load, "rules": len(rules)}
-    for name, args in (("pool_files", POOL_ARGS), ("peft_dir", PEFT_ARGS), ("legacy_dicts", ns.example_arguments({}))):
+    cases = (("pool_files", POOL_ARGS), ("peft_dir", PEFT_ARGS), ("legacy_dicts", ns.example_arguments({})), ("pool_files_no_cache", POOL_ARGS))
+    for name, args in cases:
+        if name == "pool_files_no_cache":  # every document parsed again (the in-process caches off)
+            os.environ["INKLING_COMPAT_NO_CACHE"] = "1"
         out[name] = latency(ns.check, args, runs)
         report = ns.check(**args)
         out[name + "_ok"], out[name + "_rules_evaluated"] = report.ok, report.rules_evaluated
+    os.environ.pop("INKLING_COMPAT_NO_CACHE", None)
     generated = generated_inputs(ns, inputs)
     start = time.perf_counter()
     failing = sum(1 for args in generated if not ns.check(**args).ok)
@@ -129,7 +133,7 @@ def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"rules": rounds[0]["rules"], "rounds": len(rounds)}
     for key in ("import_cli_s", "first_load_rules_s"):
         out[key.replace("_s", "_ms")] = statistics.median(r[key] for r in rounds) * 1e3
-    for name in ("pool_files", "peft_dir", "legacy_dicts"):
+    for name in ("pool_files", "peft_dir", "legacy_dicts", "pool_files_no_cache"):
         times = [t for r in rounds for t in r[name]]
         out[name] = {
             "runs": len(times),
@@ -153,6 +157,7 @@ def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str,
     spec = [
         ("check() config + pool manifest from files, median", ("pool_files", "median_ms"), "{:.3f} ms"),
         ("check() config + pool manifest from files, p90", ("pool_files", "p90_ms"), "{:.3f} ms"),
+        ("  same, parse caches off (INKLING_COMPAT_NO_CACHE=1)", ("pool_files_no_cache", "median_ms"), "{:.3f} ms"),
         ("check() config + PEFT directory, median", ("peft_dir", "median_ms"), "{:.3f} ms"),
         ("check() config + PEFT directory, p90", ("peft_dir", "p90_ms"), "{:.3f} ms"),
         ("check() legacy scenario as dicts, median", ("legacy_dicts", "median_ms"), "{:.3f} ms"),
@@ -160,6 +165,7 @@ def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str,
         ("`import inkling_compat.cli` in a fresh process", ("import_cli_ms",), "{:.0f} ms"),
         ("first load_rules() in a fresh process", ("first_load_rules_ms",), "{:.0f} ms"),
         ("`inkling-compat check` process wall, median", ("process", "check_median_ms"), "{:.0f} ms"),
+        ("  same, rule cache off (INKLING_COMPAT_NO_CACHE=1)", ("process", "check_no_cache_median_ms"), "{:.0f} ms"),
         ("`inkling-compat --help` process wall, median", ("process", "help_median_ms"), "{:.0f} ms"),
         ("`python -c pass`, median", ("process", "python_pass_median_ms"), "{:.0f} ms"),
         ("rules loaded", ("rules",), "{:.0f}"),
@@ -207,16 +213,17 @@ def main(argv: list[str] | None = None) -> int:
     for side in sides:
         results[side] = merge(raw[side])
     # Processes, alternating run by run (one warm-up each: bytecode, page cache).
-    commands = {"check": compare.cli_command(*CLI_ARGS), "help": compare.cli_command("--help"), "python_pass": [sys.executable, "-c", "pass"]}
+    commands = {"check": compare.cli_command(*CLI_ARGS), "help": compare.cli_command("--help"), "python_pass": [sys.executable, "-c", "pass"], "check_no_cache": compare.cli_command(*CLI_ARGS)}
+    extra_env = {"check_no_cache": {"INKLING_COMPAT_NO_CACHE": "1"}}
     walls: dict[str, dict[str, list[float]]] = {side: {name: [] for name in commands} for side in sides}
     codes: dict[str, dict[str, int]] = {side: {} for side in sides}
     for side in sides:
-        for command in commands.values():
-            wall(command, compare.side_env(trees[side]))
+        for name, command in commands.items():
+            wall(command, dict(compare.side_env(trees[side]), **extra_env.get(name, {})))
     for index in range(args.procs):
         for side in sides if index % 2 == 0 else reversed(sides):
             for name, command in commands.items():
-                seconds, codes[side][name] = wall(command, compare.side_env(trees[side]))
+                seconds, codes[side][name] = wall(command, dict(compare.side_env(trees[side]), **extra_env.get(name, {})))
                 walls[side][name].append(seconds)
     for side in sides:
         results[side]["process"] = {f"{name}_median_ms": statistics.median(times) * 1e3 for name, times in walls[side].items()}
