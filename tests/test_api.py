@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from inkling_compat import InputError, check
-from inkling_compat.inputs.models import ModelConfig, PoolManifest, ServerConfig
+from inkling_compat.inputs.models import ModelConfig, PoolManifest, ServerConfig, Platform
 from inkling_compat.testing.scenarios import example_arguments
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -32,9 +32,20 @@ def test_dicts_and_models_are_equivalent():
         ServerConfig.model_validate(args["config"]),
         PoolManifest.model_validate(args["adapter"]),
         model=ModelConfig.model_validate(args["model"]),
-        platform=None,
+        platform=Platform.model_validate(args["platform"]),
     )
     assert from_dicts.to_dict() == from_models.to_dict()
+
+
+def test_inputs_not_given_are_said():
+    """A missing model or platform is replaced by placeholder defaults: the report says so
+    (facts.inputs_given), so an ok without --model is not mistaken for a checked model."""
+    args = example_arguments({})
+    assert check(**args).not_given == []
+    without = check(args["config"], args["adapter"])
+    assert without.not_given == ["model", "platform"]
+    assert "no model config given" in str(without)
+    assert without.to_dict()["not_given"] == ["model", "platform"]
 
 
 def test_seed_joined_message_and_report_surface():

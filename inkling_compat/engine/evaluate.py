@@ -109,7 +109,15 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
     sink = facts.sink
     given = {name: getattr(sink, name) for name in sink.given}
     summary = [{"name": a.name, "path": getattr(m, "path", None), "form": a.form} for m, a in zip(inputs.adapters, facts.adapters)]
-    return Report(problems=problems, given_facts=given, sglang_version=sglang_version, rules_evaluated=evaluated, adapters=summary)
+    not_given = [name for name, was_given in facts.inputs_given if not was_given]
+    return Report(
+        problems=problems,
+        given_facts=given,
+        not_given=not_given,
+        sglang_version=sglang_version,
+        rules_evaluated=evaluated,
+        adapters=summary,
+    )
 
 
 def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> dict[str, Any]:

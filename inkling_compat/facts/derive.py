@@ -17,7 +17,7 @@ from inkling_compat.facts import fleet as fleet_mod
 from inkling_compat.facts.fleet import INKLING_LORA_MODULES
 from inkling_compat.facts.inputs import Inputs, lora_path_entries
 from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
-from inkling_compat.facts.types import Facts, LoraPath, PoolFacts, SinkFacts
+from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, PoolFacts, SinkFacts
 from inkling_compat.inputs.models import ModelConfig, ServerConfig
 from inkling_compat.sglang import load_to_buffer
 
@@ -154,5 +154,6 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
         startup=fleet_mod.startup_facts(lora_paths, own),
         model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention),
         fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter),
+        inputs_given=InputsGiven(**{name: name in inputs.given for name in ("config", "model", "platform")}),
         adapters=per_adapter,
     )

@@ -22,6 +22,9 @@ class Inputs:
     platform: Platform
     adapters: tuple[PoolManifest | PeftManifest, ...]
     unknown_keys: tuple[dict[str, Any], ...] = ()
+    # Which of config / model / platform the caller gave. The loaders substitute sglang's
+    # defaults for one that is missing, so without this a default would pass for a real value.
+    given: frozenset[str] = frozenset({"config", "model", "platform"})
 
 
 def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
@@ -65,5 +68,10 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         manifests.append(manifest)
         unknown += unknown_adapter
     return Inputs(
-        server=server, model=model_cfg, platform=platform_cfg, adapters=tuple(manifests), unknown_keys=tuple(unknown)
+        server=server,
+        model=model_cfg,
+        platform=platform_cfg,
+        adapters=tuple(manifests),
+        unknown_keys=tuple(unknown),
+        given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
     )

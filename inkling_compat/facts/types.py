@@ -355,6 +355,17 @@ class UnreadableAdapterFacts(_Facts):
 AdapterFacts = Annotated[Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts], Field(discriminator="form")]
 
 
+class InputsGiven(_Facts):
+    """Which inputs the check was given. Facts derived from an input that was not given are
+    computed from placeholder defaults (sglang's argument defaults for the server config; a
+    model config with no shared experts for the model; one NVIDIA H200 (sm_90, CUDA 13.0)
+    for the platform) and say nothing about the real one: they are unknown."""
+
+    config: bool = fact("A server config was given (else every --flag is sglang's default).")
+    model: bool = fact("A model config.json was given (else facts.model, facts.quant, facts.sink and facts.pool describe a placeholder model).")
+    platform: bool = fact("A platform was given (else facts.attention and facts.model.nvfp4 assume one H200, sm_90).")
+
+
 class Facts(_Facts):
     """Global facts of one check (the CEL variable `facts`)."""
 
@@ -371,6 +382,7 @@ class Facts(_Facts):
     startup: StartupFacts
     model: ModelFacts
     fleet: FleetFacts
+    inputs_given: InputsGiven = fact("Which inputs were given; facts that depend on one that was not are unknown.")
     adapters: list[AdapterFacts] = fact(
         "Per-adapter facts in input order: rules read them as `adapter_facts` (one adapter) and `adapter_facts_list`."
     )

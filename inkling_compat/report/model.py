@@ -45,6 +45,9 @@ class Problem:
 class Report:
     problems: list[Problem] = field(default_factory=list)
     given_facts: dict[str, Any] = field(default_factory=dict)
+    # Inputs not given ("config", "model", "platform"): the checks that depend on them ran on
+    # placeholder defaults (facts.inputs_given), so they say nothing about the real input.
+    not_given: list[str] = field(default_factory=list)
     sglang_version: str = "0.5.23"
     rules_evaluated: int = 0
     # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
@@ -85,6 +88,7 @@ class Report:
             "sglang_version": self.sglang_version,
             "rules_evaluated": self.rules_evaluated,
             "given_facts": self.given_facts,
+            "not_given": list(self.not_given),
             "problems": [p.to_dict() for p in self.problems],
             "adapters": self.by_adapter(),
         }

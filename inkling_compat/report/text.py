@@ -15,10 +15,23 @@ def _paint(text: str, color: str, enabled: bool) -> str:
     return f"{_COLORS[color]}{text}{_RESET}" if enabled else text
 
 
+# What a missing input means for the checks that read it (Report.not_given).
+_NOT_GIVEN = {
+    "config": "no server config given: every sglang flag is at its default",
+    "model": "no model config given: the model, shared-sink and pool checks ran on a placeholder model and do not cover yours",
+    "platform": "no platform given: the platform checks assume one H200 (sm_90)",
+}
+
+
+def _notes(report: Report, color: bool) -> list[str]:
+    lines = [_paint(f"note: fact {given}={value!r} was given, not derived", "dim", color) for given, value in report.given_facts.items()]
+    lines += [_paint(f"note: {_NOT_GIVEN[name]}", "dim", color) for name in report.not_given if name != "platform"]
+    return lines
+
+
 def render_text(report: Report, color: bool = False) -> str:
     lines = []
-    for given, value in report.given_facts.items():
-        lines.append(_paint(f"note: fact {given}={value!r} was given, not derived", "dim", color))
+    lines.extend(_notes(report, color))
     seen_messages: set[tuple[str | None, str]] = set()
     for number, problem in enumerate(report.problems, 1):
         where = f" [{problem.adapter}]" if problem.adapter else ""
@@ -49,8 +62,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
     """A fleet report: problems not tied to an adapter first, then one block per adapter
     (in input order) with its own problems; fixes are printed once per rule."""
     lines = []
-    for given, value in report.given_facts.items():
-        lines.append(_paint(f"note: fact {given}={value!r} was given, not derived", "dim", color))
+    lines.extend(_notes(report, color))
     fixes_shown: set[str] = set()
 
     def block(problems: list, indent: str) -> None:
