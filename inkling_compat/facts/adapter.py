@@ -1,6 +1,6 @@
 """An adapter's own facts: rank, normalized targets and shapes, shared-outer format, ...
 
-What one adapter decides by itself, before the pool is known. `facts.adapters.complete`
+What one adapter decides by itself, before the pool is known. `facts.in_pool.complete`
 turns them, with the sink and the pool, into the published `AdapterFacts` models; the
 intermediate values here (normalized shapes, outer layouts, binding input) are not published.
 

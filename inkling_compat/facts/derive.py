@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.facts import adapters as adapters_mod
+from inkling_compat.facts import in_pool
 from inkling_compat.facts import fleet as fleet_mod
 from inkling_compat.facts.fleet import INKLING_LORA_MODULES
 from inkling_compat.facts.inputs import Inputs, lora_path_entries
@@ -136,12 +136,12 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
     config, model = inputs.server, inputs.model
     lora_on = lora_enabled(config)
     lora_paths = lora_path_entries(config)
-    own = adapters_mod.own_facts(inputs.adapters, model, memo)  # alike adapters share one result
+    own = in_pool.own_facts(inputs.adapters, model, memo)  # alike adapters share one result
     targets = resolved_target_modules(config, [a["normalized_targets"] for a in own])
     quant, sink_excluded = quantization_facts(model)
     sink = sink_facts(config, model, shared_sink_fp4(quant.is_inkling_nvfp4, sink_excluded), lora_on, targets)
     pool = pool_facts(sink, lora_paths, own, model, config)
-    per_adapter = adapters_mod.complete(own, sink, pool, targets, model, config)
+    per_adapter = in_pool.complete(own, sink, pool, targets, model, config)
     attention = attention_backends(config, inputs.platform)
     return Facts(
         lora_enabled=lora_on,

@@ -85,7 +85,7 @@ def render() -> str:
         "path not listed here is refused when the rules load (a broken rule file, exit 3).",
         "",
         "To add a fact: add a field with `fact(description, sglang lines)` to the model in",
-        "`inkling_compat/facts/types.py`, compute it in `facts/derive.py` (or `facts/adapters.py` per adapter),",
+        "`inkling_compat/facts/types.py`, compute it in `facts/derive.py` (or `facts/in_pool.py` per adapter),",
         "then run `python -m inkling_compat.publish.schemas` and `python -m inkling_compat.publish.facts_doc`.",
         "",
         "## `facts`",

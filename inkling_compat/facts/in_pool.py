@@ -1,4 +1,4 @@
-"""Per-adapter facts of one check, in two steps, each result computed once per distinct adapter.
+"""Per-adapter facts of one check, in two steps (own facts, then the adapter in the pool), each computed once per distinct adapter.
 
 1. `own_facts`: what an adapter alone decides (`inkling_compat.facts.adapter.derive`: rank,
    normalized targets and shapes, shared-outer layout, ...), needed by the global facts.
