@@ -280,7 +280,9 @@ def rule_files(folder: Path | None = None) -> list[Path]:
 def load_rule_file(path: Path, defs: definitions.Definitions | None = None) -> CompiledRule:
     """One rule file, its family and guards expanded (`defs`: those of the folder it is in)."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
+        from inkling_compat.engine.rule_cache import parse_rule_yaml  # parsed form cached on disk by content
+
+        data = parse_rule_yaml(path)
     except yaml.YAMLError as exc:
         raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
