@@ -5,9 +5,38 @@ declarative rule in `rules/` and reports all problems in sglang's order and word
 Importing this package pulls in neither torch nor triton.
 """
 
-from inkling_compat.api import check
-from inkling_compat.errors import InputError, RuleEvaluationError
-from inkling_compat.report.model import Problem, Report
+from __future__ import annotations
 
-__all__ = ["check", "Report", "Problem", "InputError", "RuleEvaluationError"]
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+__all__ = ["check", "Report", "Problem", "InputError", "RuleEvaluationError"]
+
+# The public names are imported on first use (PEP 562): `import inkling_compat.cli` for
+# `inkling-compat --help` then costs no engine, pydantic or rule loading.
+_LAZY = {
+    "check": "inkling_compat.api",
+    "Report": "inkling_compat.report.model",
+    "Problem": "inkling_compat.report.model",
+    "InputError": "inkling_compat.errors",
+    "RuleEvaluationError": "inkling_compat.errors",
+}
+
+if TYPE_CHECKING:
+    from inkling_compat.api import check
+    from inkling_compat.errors import InputError, RuleEvaluationError
+    from inkling_compat.report.model import Problem, Report
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'inkling_compat' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,14 +1,13 @@
 """The evaluation plan of one rule set and sglang version: rules split by scope, each scope's
-conditions compiled into one CEL list (one evaluation per scope), and the variable paths
-they read (the CEL context holds only those: converting values into CEL dominates a check)."""
+programs in evaluation order, and the variable paths they read (the CEL context holds only
+those: converting values into CEL costs more than evaluating them)."""
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
-from inkling_compat.engine import cel
 from inkling_compat.engine.rules import CompiledRule
 
 _ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
@@ -24,10 +23,6 @@ def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
             node = node.setdefault(segment, {})
         node[None] = True
     return tree
-
-
-def _combined(rules: tuple[CompiledRule, ...]) -> Any:
-    return cel.compile("[" + ", ".join(c.expression for c in rules) + "]") if rules else None
 
 
 class Plan:
@@ -49,9 +44,37 @@ class Plan:
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
-        self.global_program = _combined(self.global_rules)
-        self.adapter_program = _combined(self.adapter_rules)
-        self.both_program = _combined(self.global_rules + self.adapter_rules)
+
+    # Each scope evaluates its rules' own programs (compiled once, when the rules load) one
+    # after the other. Measured on the bundled example: 134 programs executed one by one take
+    # the same time as one compiled CEL list of them (~210 us), while compiling that list costs
+    # 20-27 ms at every start (CEL's compile grows faster than linearly with the list) on top
+    # of the per-rule compiles that validate each file.
+    @cached_property
+    def global_program(self) -> "_Programs | None":
+        return _Programs(self.global_rules) if self.global_rules else None
+
+    @cached_property
+    def adapter_program(self) -> "_Programs | None":
+        return _Programs(self.adapter_rules) if self.adapter_rules else None
+
+    @cached_property
+    def both_program(self) -> "_Programs | None":
+        rules = self.global_rules + self.adapter_rules
+        return _Programs(rules) if rules else None
+
+
+class _Programs:
+    """The `when && condition` results of some rules, in order, from one context. An error in
+    any of them propagates: the engine then evaluates rule by rule to find it."""
+
+    __slots__ = ("programs",)
+
+    def __init__(self, rules: tuple[CompiledRule, ...]):
+        self.programs = tuple(c.program for c in rules)
+
+    def execute(self, ctx: Any) -> list[Any]:
+        return [program.execute(ctx) for program in self.programs]
 
 
 @lru_cache(maxsize=8)
