@@ -2,6 +2,8 @@
 
 Exit codes: 0 no errors (warnings allowed), 1 errors found, 2 unusable input (one line
 naming the file and field), 3 a defect in the tool or a rule file. Never a traceback.
+`check --format json` prints one JSON document whatever the exit code: the report, or
+{"ok": false, "input_error": {...}} (exit 2) or {"ok": false, "internal_error": {...}} (exit 3).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import argparse
 import json
 import re
 import sys
-import textwrap
 from typing import Sequence
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
@@ -18,9 +19,13 @@ from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIO
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+class UsageError(Exception):
+    """The command line itself is unusable (argparse's message): exit 2, one line."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like every other input error
-        self.exit(EXIT_INPUT, f"inkling-compat: error: {message}\n")
+        raise UsageError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     chk = sub.add_parser("check", help="check a server config, model config and adapters")
     chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
-    chk.add_argument("--model", help="the model's config.json")
+    chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON) or PEFT adapter directory; repeatable")
     chk.add_argument("--adapter-dir", action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")
@@ -38,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
     explain = sub.add_parser("explain", help="explain an error message copied from a log")
-    explain.add_argument("text", help="the error text (a full log line is fine)")
+    explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
     from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
 
     add_run_parser(sub)
@@ -101,51 +106,15 @@ def _run_rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_EXCEPTION_PREFIX = re.compile(r"^.*?\b(?:[A-Z]\w*(?:Error|Exception|Exit)|Traceback[^:]*):\s?")
-
-
-def explain_candidates(text: str) -> list[str]:
-    """The pasted text, each of its lines, and each line without a log or "XError: " prefix."""
-    out = [text]
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            out.append(line)
-            stripped = _EXCEPTION_PREFIX.sub("", line, count=1)
-            if stripped != line:
-                out.append(stripped)
-    return out
-
-
-def explain_matches(text: str) -> list:
-    """Rules whose message pattern matches the text, most specific pattern first."""
-    from inkling_compat.engine.rules import load_rules
-
-    candidates = explain_candidates(text)
-    hits = []
-    for c in load_rules():
-        pattern = re.compile(c.rule.message_pattern)
-        if any(pattern.search(candidate) for candidate in candidates):
-            hits.append((len(c.rule.message_pattern), c))
-    return [c for _, c in sorted(hits, key=lambda item: -item[0])]
-
-
 def _run_explain(args: argparse.Namespace) -> int:
-    matches = explain_matches(args.text)
-    if not matches:
+    from inkling_compat.explain import findings, read_text, render
+
+    text = read_text(args.text, sys.stdin)
+    found = findings(text)
+    if not found:
         print("no rule matches this text; `inkling-compat rules` lists what is covered")
         return EXIT_PROBLEMS
-    best = matches[0].rule
-    print(f"{best.id}: {best.title}")
-    print(f"  {best.error_class}, raised at {best.stage} ({best.source.path}:{best.source.line})" if best.source else f"  {best.error_class}")
-    print("\nWhat it means\n" + textwrap.indent(best.explanation.strip(), "  "))
-    print(f"\nWhen it happens\n  when: {best.when}\n  condition: {best.condition}")
-    print("\nFixes")
-    for fix in best.fixes:
-        print(f"  - {fix}")
-    others = [c.rule.id for c in matches[1:]]
-    if others:
-        print(f"\nAlso matching: {', '.join(others)}")
+    print(render(found, several_lines=len(text.strip().splitlines()) > 1))
     return EXIT_OK
 
 
@@ -164,19 +133,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError
 
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except UsageError as exc:
+        named = re.match(r"argument ([^:\s]+)", str(exc))
+        return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": "(command line)", "field": named.group(1) if named else "(arguments)", "reason": str(exc)})
     runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain, "run": _run_run}
     try:
         return runners[args.command](args)
     except RuleFileError as exc:
-        print(f"inkling-compat: internal error: broken rule file: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: broken rule file: {exc}", as_json, internal_error={"type": "RuleFileError", "message": f"broken rule file: {exc}"})
     except InputError as exc:
-        print(f"inkling-compat: error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": exc.file, "field": exc.field, "reason": exc.reason})
     except RuleEvaluationError as exc:
-        print(f"inkling-compat: internal error: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {exc}", as_json, internal_error={"type": "RuleEvaluationError", "message": str(exc)})
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -190,8 +162,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return EXIT_OK
     except Exception as exc:  # never a traceback for the user
-        print(f"inkling-compat: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {type(exc).__name__}: {exc}", as_json, internal_error={"type": type(exc).__name__, "message": str(exc)})
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """`check ... --format json`, read before parsing: a command line that argparse refuses
+    still gets its JSON document."""
+    if not argv or argv[0] != "check":
+        return False
+    return "--format=json" in argv or any(a == "--format" and b == "json" for a, b in zip(argv, argv[1:]))
+
+
+def _fail(code: int, line: str, as_json: bool, **error: dict) -> int:
+    """One line on stderr; with `check --format json`, also one JSON document on stdout:
+    {"ok": false, "input_error": {"file", "field", "reason"}} or {"ok": false,
+    "internal_error": {"type", "message"}}."""
+    if "\n" in line or "\r" in line:  # one line, whatever the message held
+        line = " ".join(line.split())
+    print(line, file=sys.stderr)
+    if as_json:
+        print(json.dumps({"ok": False, "exit_code": code, **error}, indent=2))
+    return code
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from inkling_compat import cli
+from inkling_compat.explain import explain_matches
 from inkling_compat.engine.rules import load_rules, rule_files, rules_dir
 from inkling_compat.testing.scenarios import base_scenarios, deep_merge
 
@@ -332,7 +333,7 @@ def test_explain_finds_every_rule_from_a_log_line():
             if example.message is None:
                 continue
             line = f"[2026-01-01 00:00:00 TP0] {c.rule.error_class}: {example.message}"
-            if c.rule.id not in [m.rule.id for m in cli.explain_matches(line)]:
+            if c.rule.id not in [m.rule.id for m in explain_matches(line)]:
                 missed.append(f"{c.rule.id}: {c.rule.message_pattern!r}")
     assert not missed, "explain misses these rules on a log line:\n" + "\n".join(sorted(set(missed)))
 
@@ -340,3 +341,92 @@ def test_explain_finds_every_rule_from_a_log_line():
 def test_explain_unrelated_text_exits_1(capsys):
     assert cli.main(["explain", "CUDA out of memory. Tried to allocate 2.00 GiB"]) == 1
     assert "no rule matches" in capsys.readouterr().out
+
+
+# --- --format json: one JSON document whatever the exit code ----------------------------
+
+
+def assert_json_error(result: subprocess.CompletedProcess[str], code: int, key: str) -> dict:
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    data = json.loads(result.stdout)  # the whole of stdout is one document
+    assert data["ok"] is False and data["exit_code"] == code and key in data, data
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    return data[key]
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_json_format_on_unusable_input(tmp_path, case):
+    which, content, field = BAD_INPUTS[case]
+    paths = write_setup(tmp_path)
+    if isinstance(content, bytes):
+        paths[which].write_bytes(content)
+    else:
+        paths[which].write_text(content, encoding="utf-8")
+    error = assert_json_error(run_cli(*check_args(paths, "--format", "json"), timeout=30), 2, "input_error")
+    assert set(error) == {"file", "field", "reason"}
+    assert paths[which].name in error["file"] and field in f"{error['field']}: {error['reason']}", error
+
+
+def test_json_format_on_a_missing_file_and_a_bad_command_line(tmp_path):
+    error = assert_json_error(run_cli("check", "--config", tmp_path / "nope.yaml", "--format=json"), 2, "input_error")
+    assert error == {"file": str(tmp_path / "nope.yaml"), "field": "(file)", "reason": "no such file"}
+    paths = write_setup(tmp_path)
+    bad = run_cli(*check_args(paths, "--format", "json", "--sglang-version", "0.4.0"))
+    error = assert_json_error(bad, 2, "input_error")
+    assert error["file"] == "(command line)" and error["field"] == "--sglang-version" and "invalid choice" in error["reason"]
+    missing = assert_json_error(run_cli("check", "--format", "json"), 2, "input_error")
+    assert "--config" in missing["reason"]
+
+
+def test_json_format_on_internal_error(tmp_path, monkeypatch, capsys):
+    import inkling_compat.engine.evaluate as evaluate
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a defect")
+
+    monkeypatch.setattr(evaluate, "check", broken)
+    assert cli.main(check_args(write_setup(tmp_path), "--format", "json")) == 3
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data == {"ok": False, "exit_code": 3, "internal_error": {"type": "ZeroDivisionError", "message": "a defect"}}
+    assert captured.err == "inkling-compat: internal error: ZeroDivisionError: a defect\n"
+    # Without --format json: nothing on stdout, as before.
+    assert cli.main(check_args(write_setup(tmp_path))) == 3
+    assert capsys.readouterr().out == ""
+
+
+# --- --model DIR ------------------------------------------------------------------------
+
+
+def test_model_directory_is_read_as_its_config_json(tmp_path):
+    paths = write_setup(tmp_path)
+    folder = tmp_path / "Inkling-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(paths["model"].read_text(encoding="utf-8"), encoding="utf-8")
+    as_file = run_cli(*check_args(paths, "--format", "json"))
+    paths["model"] = folder
+    as_dir = run_cli(*check_args(paths, "--format", "json"))
+    assert as_dir.returncode == as_file.returncode == 0, as_dir.stderr
+    assert json.loads(as_dir.stdout) == json.loads(as_file.stdout)
+    # A wrong value in the folder's config.json names that file.
+    (folder / "config.json").write_text('{"hidden_size": "big"}', encoding="utf-8")
+    assert_one_line_error(run_cli(*check_args(paths)), str(folder / "config.json"), "hidden_size")
+
+
+def test_model_directory_without_config_json_exits_2(tmp_path):
+    paths = write_setup(tmp_path)
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    paths["model"] = empty
+    result = run_cli(*check_args(paths))
+    assert_one_line_error(result, "not-a-model", "(file)")
+    assert "config.json" in result.stderr
+    error = assert_json_error(run_cli(*check_args(paths, "--format", "json")), 2, "input_error")
+    assert error["file"] == str(empty)
+
+
+def test_help_does_not_import_the_engine_or_pydantic():
+    code = "import sys; from inkling_compat import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith(('pydantic', 'inkling_compat.engine', 'inkling_compat.explain'))))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

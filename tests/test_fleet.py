@@ -109,7 +109,7 @@ def test_cli_fleet_text(fleet):
     assert "LoRA buffer shape torch.Size([32, 1536]) does not match weight shape torch.Size([32, 2048])." in result.stdout
     assert "symlink points outside the adapter folder" in result.stdout
     assert "symlink points outside the adapter directory" in result.stdout
-    assert lines[-2].startswith("10 adapter(s): 2 ok, 8 with errors, 0 with warnings only")
+    assert lines[-2].startswith("10 adapter(s): 2 ok, 7 with errors, 1 with warnings only")  # pickled: not checked, a warning
 
 
 def test_cli_fleet_json(fleet):

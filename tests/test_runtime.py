@@ -136,8 +136,8 @@ def test_each_pool_fault_is_refused_with_its_rule_message(fault, cls):
     assert expected in [p.rule_id for p in report.errors]
     with pytest.raises(RuntimeRefused) as info:
         load(args["config"], args["model"], [args["adapter"]], device=DEVICE)
-    assert str(info.value) == report.first.message  # what sglang raises first
-    assert info.value.report.first.rule_id == info.value.rule_id
+    assert str(info.value) == report.headline.message  # what sglang raises first
+    assert info.value.report.headline.rule_id == info.value.rule_id
     if [p.rule_id for p in report.errors] == [expected]:  # only that rule: its own message
         assert info.value.rule_id == expected
 
@@ -149,7 +149,7 @@ def test_generated_faults_are_refused(case):
     report = check(**args)
     with pytest.raises(RuntimeRefused) as info:
         load(args["config"], args["model"], [args["adapter"]], device=DEVICE)
-    assert str(info.value) == report.first.message
+    assert str(info.value) == report.headline.message
     errors = [p.rule_id for p in report.errors]
     assert fault.expected[setup.sink_class] in errors
     if errors == [fault.expected[setup.sink_class]]:
@@ -172,7 +172,7 @@ def test_rule_examples_are_refused(rule, index, example):
     report = check(**args)
     with pytest.raises(RuntimeRefused) as info:
         load(args["config"], args["model"], args["adapter"], platform=args.get("platform"), device=DEVICE)
-    assert str(info.value) == report.first.message
+    assert str(info.value) == report.headline.message
     if [p.rule_id for p in report.errors] == [rule.id]:
         assert info.value.rule_id == rule.id
         if example.message is not None:
@@ -301,8 +301,8 @@ def test_rejected_peft_adapter_cannot_run(tmp_path):
     assert not report.ok
     with pytest.raises(RuntimeRefused) as info:
         load(config, MODEL, [str(adapter)], device=DEVICE)
-    assert str(info.value) == report.first.message
-    assert info.value.rule_id == report.first.rule_id
+    assert str(info.value) == report.headline.message
+    assert info.value.rule_id == report.headline.rule_id
 
 
 # --- the CLI -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from inkling_compat import check
-from inkling_compat.cli import explain_matches
+from inkling_compat.explain import explain_matches
 from inkling_compat.engine.rules import load_rules
 from inkling_compat.testing.scenarios import example_arguments
 

@@ -364,6 +364,10 @@ def load_model_config(source: Any) -> ModelConfig:
         return source
     if source is None:
         return ModelConfig()
+    if isinstance(source, (str, Path)) and Path(source).is_dir():  # a Hugging Face model folder
+        if not (Path(source) / "config.json").is_file():
+            raise InputError(str(source), "(file)", "is a directory without config.json (expected the model's config.json or its folder)")
+        source = Path(source) / "config.json"
     data, file = _as_mapping(source, "<model>")
     # Multimodal Inkling configs nest the text model; quantization may sit at either level.
     if isinstance(data.get("text_config"), dict):

@@ -1,4 +1,10 @@
-"""The result of a check: every problem found, in the order sglang would hit them."""
+"""The result of a check: every problem found, in the order sglang would hit them.
+
+Who says so (a rule's `origin`) decides how a problem is named: `sglang` and `argparse`
+problems are what sglang raises; `derived` ones are what happens after sglang accepts the
+input (a torch error later, a silent misbehaviour); `inkling-compat` ones are the checker's own
+findings (an unknown key, an unreadable or unchecked file), which sglang never raises.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,55 @@ SGLANG_EXCEPTIONS = {
     "FileNotFoundError": FileNotFoundError,
 }
 
+# Origins whose problems are an exception raised by sglang's own code (or its argparse).
+RAISED_BY_SGLANG = frozenset({"sglang", "argparse"})
+
+
+def label(origin: str) -> str:
+    """How the text and JSON name a problem of this origin."""
+    if origin in RAISED_BY_SGLANG:
+        return "sglang would raise"
+    if origin == "derived":
+        return "sglang accepts this and then"
+    return "inkling-compat"
+
+
+class SglangWouldRaise(Exception):
+    """What `Report.raise_for_problems()` raises: always an `Exception` (never SystemExit, even
+    for argparse's choices), whose text is the problem's message.
+
+    `sglang_class` names the class sglang (or torch, for a derived crash) would raise
+    ("ValueError", "SystemExit" for argparse) or is None for inkling-compat's own findings,
+    which sglang never raises; `problem` and `report` are the problem and the whole report.
+    Where that class is an Exception, the raised object is also an instance of it (a subclass
+    of both, with that class's name), so `except ValueError` still catches a ValueError.
+    """
+
+    sglang_class: str | None = None
+
+    def __init__(self, message: str, problem: Problem | None = None, report: Report | None = None):
+        super().__init__(message)
+        self.problem = problem
+        self.report = report
+        if problem is not None:
+            self.sglang_class = None if problem.origin == "inkling-compat" else problem.error_class
+
+    def __str__(self) -> str:  # the message as is (KeyError would quote it)
+        return str(self.args[0]) if self.args else ""
+
+
+_RAISE_CLASSES: dict[type, type] = {}
+
+
+def _raise_class(error_class: str | None) -> type[SglangWouldRaise]:
+    """SglangWouldRaise, or a subclass of it and of sglang's Exception class of that name."""
+    base = SGLANG_EXCEPTIONS.get(error_class or "") or getattr(builtins, error_class or "", None)
+    if not (isinstance(base, type) and issubclass(base, Exception)):
+        return SglangWouldRaise
+    if base not in _RAISE_CLASSES:
+        _RAISE_CLASSES[base] = type(base.__name__, (SglangWouldRaise, base), {"__module__": __name__, "__qualname__": f"SglangWouldRaise[{base.__name__}]"})
+    return _RAISE_CLASSES[base]
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -34,10 +89,21 @@ class Problem:
     # Position of the adapter in the check's adapter list (names may repeat in a fleet).
     adapter_index: int | None = None
 
+    @property
+    def raised_by_sglang(self) -> bool:
+        """True when sglang's own code (or its argparse) raises this; False for a derived
+        prediction or an inkling-compat finding."""
+        return self.origin in RAISED_BY_SGLANG
+
+    @property
+    def label(self) -> str:
+        return label(self.origin)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)
+        data["label"] = self.label
         return data
 
 
@@ -69,18 +135,43 @@ class Report:
 
     @property
     def first(self) -> Problem | None:
-        """What sglang would raise first."""
-        return self.errors[0] if self.errors else None
+        """What sglang would raise first: the first error of origin sglang or argparse; None
+        when sglang raises nothing (derived predictions and inkling-compat's own findings are
+        not raised by sglang: see `headline`)."""
+        return next((p for p in self.errors if p.raised_by_sglang), None)
+
+    @property
+    def headline(self) -> Problem | None:
+        """The error the summary names: `first`; else the first derived error (sglang accepts
+        the input, then fails); else the first of inkling-compat's own findings."""
+        errors = self.errors
+        for origins in (RAISED_BY_SGLANG, {"derived"}):
+            found = next((p for p in errors if p.origin in origins), None)
+            if found is not None:
+                return found
+        return errors[0] if errors else None
+
+    def headline_label(self) -> str:
+        """The words before the headline's text: "sglang 0.5.23 would first raise", "sglang
+        0.5.23 accepts this and then" or "inkling-compat" ("" without errors)."""
+        top = self.headline
+        if top is None:
+            return ""
+        if top.raised_by_sglang:
+            return f"sglang {self.sglang_version} would first raise"
+        if top.origin == "derived":
+            return f"sglang {self.sglang_version} accepts this and then"
+        return "inkling-compat"
 
     def raise_for_problems(self) -> None:
-        """Raise what sglang would raise first, with the same class and text."""
-        first = self.first
-        if first is None:
+        """Raise the headline error as a `SglangWouldRaise`: an Exception in every case (for
+        argparse rules too), with the problem's text, and also an instance of the class sglang
+        would raise where that is an Exception. Nothing when there is no error."""
+        top = self.headline
+        if top is None:
             return
-        exc_type = SGLANG_EXCEPTIONS.get(first.error_class) or getattr(builtins, first.error_class, RuntimeError)
-        if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
-            exc_type = RuntimeError
-        raise exc_type(first.message)
+        sglang_class = None if top.origin == "inkling-compat" else top.error_class
+        raise _raise_class(sglang_class)(top.message, problem=top, report=self)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +180,11 @@ class Report:
             "rules_evaluated": self.rules_evaluated,
             "given_facts": self.given_facts,
             "not_given": list(self.not_given),
+            # What sglang raises first (null when it raises nothing), and the error the summary
+            # names with its label ("sglang 0.5.23 would first raise", "... accepts this and then",
+            # "inkling-compat").
+            "first": self.first.to_dict() if self.first else None,
+            "headline": {"label": self.headline_label(), "problem": self.headline.to_dict()} if self.headline else None,
             "problems": [p.to_dict() for p in self.problems],
             "adapters": self.by_adapter(),
         }

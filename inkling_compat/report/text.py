@@ -29,6 +29,13 @@ def _notes(report: Report, color: bool) -> list[str]:
     return lines
 
 
+def _prefix(problem) -> str:
+    """What a problem's text line is: nothing for what sglang raises (the common case),
+    "sglang accepts this and then: " for a derived prediction, "inkling-compat: " for the
+    checker's own findings."""
+    return "" if problem.origin in ("sglang", "argparse") else f"{problem.label}: "
+
+
 def render_text(report: Report, color: bool = False) -> str:
     lines = []
     lines.extend(_notes(report, color))
@@ -41,7 +48,7 @@ def render_text(report: Report, color: bool = False) -> str:
         if key in seen_messages:
             lines.append(f"  same {problem.error_class} as above; this part: {problem.fragment}")
         else:
-            lines.append(f"  {problem.error_class}: {problem.message}")
+            lines.append(f"  {_prefix(problem)}{_said(problem)}")
             seen_messages.add(key)
         if problem.field_paths:
             lines.append(_paint(f"  fields: {', '.join(problem.field_paths)}", "dim", color))
@@ -52,10 +59,17 @@ def render_text(report: Report, color: bool = False) -> str:
         summary = f"ok: no errors ({warnings} warning(s)), {report.rules_evaluated} checks, sglang {report.sglang_version}"
         lines.append(_paint(summary, "ok", color))
     else:
-        summary = f"{errors} error(s), {warnings} warning(s); sglang {report.sglang_version} would first raise:"
-        lines.append(_paint(summary, "error", color))
-        lines.append(f"  {report.first.error_class}: {report.first.message}")
+        lines.append(_paint(f"{errors} error(s), {warnings} warning(s); {report.headline_label()}:", "error", color))
+        lines.append(f"  {_said(report.headline)}")
     return "\n".join(lines)
+
+
+def _said(problem) -> str:
+    """A problem's text as the summary gives it: with the class sglang or torch raises; an
+    inkling-compat finding, which nothing in sglang raises, without one."""
+    if problem.origin == "inkling-compat":
+        return problem.message
+    return f"{problem.error_class}: {problem.message}"
 
 
 def render_by_adapter(report: Report, color: bool = False) -> str:
@@ -73,7 +87,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
             if problem.message in seen:
                 lines.append(f"{indent}  same {problem.error_class} as above; this part: {problem.fragment}")
             else:
-                lines.append(f"{indent}  {problem.error_class}: {problem.message}")
+                lines.append(f"{indent}  {_prefix(problem)}{_said(problem)}")
                 seen.add(problem.message)
             if problem.rule_id in fixes_shown:
                 continue
@@ -108,7 +122,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
     )
     lines.append(_paint(summary, "ok" if report.ok else "error", color))
     if not report.ok:
-        first = report.first
-        who = f" [{first.adapter}]" if first.adapter else ""
-        lines.append(f"sglang would first raise{who}: {first.error_class}: {first.message}")
+        top = report.headline
+        who = f" [{top.adapter}]" if top.adapter else ""
+        lines.append(f"{report.headline_label()}{who}: {_said(top)}")
     return "\n".join(lines)

@@ -32,7 +32,7 @@ class RuntimeRefused(Exception):
 
     def __init__(self, report: Any):
         self.report = report
-        first = report.first
+        first = report.headline  # sglang's first raise, else what fails after it accepts
         self.error_class = first.error_class
         self.rule_id = first.rule_id
         super().__init__(first.message)
