@@ -232,3 +232,20 @@ def test_derived_bind_crash_is_reported_with_torchs_class():
     crash = next(p for p in report.problems if p.rule_id == "sink-pool-bind-crash")
     assert "IndexError: index 2 is out of bounds for dimension 0 with size 2" in crash.message
     assert crash.error_class == "IndexError"
+
+
+def test_raised_exception_survives_pickle():
+    """A process pool hands exceptions back pickled: the class made for ValueError must come
+    back as itself, with its text and problem."""
+    import pickle
+
+    report = check(**example_arguments({"config": {"lora_backend": "csgmv"}}))
+    try:
+        report.raise_for_problems()
+    except ValueError as raised:
+        exc = raised
+    again = pickle.loads(pickle.dumps(exc))
+    assert type(again) is type(exc) and isinstance(again, SglangWouldRaise) and isinstance(again, ValueError)
+    assert str(again) == str(exc) and again.problem == exc.problem and again.sglang_class == "ValueError"
+    plain = pickle.loads(pickle.dumps(SglangWouldRaise("own finding")))
+    assert type(plain) is SglangWouldRaise and str(plain) == "own finding"

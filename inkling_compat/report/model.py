@@ -28,7 +28,7 @@ SGLANG_EXCEPTIONS = {
 RAISED_BY_SGLANG = frozenset({"sglang", "argparse"})
 
 
-def label(origin: str) -> str:
+def origin_label(origin: str) -> str:
     """How the text and JSON name a problem of this origin."""
     if origin in RAISED_BY_SGLANG:
         return "sglang would raise"
@@ -60,6 +60,17 @@ class SglangWouldRaise(Exception):
     def __str__(self) -> str:  # the message as is (KeyError would quote it)
         return str(self.args[0]) if self.args else ""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The per-class subclasses are made at run time: pickle (a process pool handing the
+        # exception back) rebuilds them by the class name instead of by an import path.
+        return (_rebuild, (self._raised_as, str(self), self.problem, self.report))
+
+    _raised_as: str | None = None  # the sglang class this subclass also derives from
+
+
+def _rebuild(raised_as: str | None, message: str, problem: Problem | None, report: Report | None) -> SglangWouldRaise:
+    return _raise_class(raised_as)(message, problem=problem, report=report)
+
 
 _RAISE_CLASSES: dict[type, type] = {}
 
@@ -70,7 +81,8 @@ def _raise_class(error_class: str | None) -> type[SglangWouldRaise]:
     if not (isinstance(base, type) and issubclass(base, Exception)):
         return SglangWouldRaise
     if base not in _RAISE_CLASSES:
-        _RAISE_CLASSES[base] = type(base.__name__, (SglangWouldRaise, base), {"__module__": __name__, "__qualname__": f"SglangWouldRaise[{base.__name__}]"})
+        namespace = {"__module__": __name__, "__qualname__": f"SglangWouldRaise[{base.__name__}]", "_raised_as": base.__name__}
+        _RAISE_CLASSES[base] = type(base.__name__, (SglangWouldRaise, base), namespace)
     return _RAISE_CLASSES[base]
 
 
@@ -97,7 +109,7 @@ class Problem:
 
     @property
     def label(self) -> str:
-        return label(self.origin)
+        return origin_label(self.origin)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
