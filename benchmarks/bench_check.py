@@ -107,9 +107,12 @@ def measure_in_process(runs: int, inputs: int) -> dict[str, Any]:
     rules = ns.load_rules()
     first_load = time.perf_counter() - start
     out: dict[str, Any] = {"import_cli_s": import_cli, "first_load_rules_s": first_load, "rules": len(rules)}
-    cases = (("pool_files", POOL_ARGS), ("peft_dir", PEFT_ARGS), ("legacy_dicts", ns.example_arguments({})), ("pool_files_no_cache", POOL_ARGS))
+    cases = (
+        ("pool_files", POOL_ARGS), ("peft_dir", PEFT_ARGS), ("legacy_dicts", ns.example_arguments({})),
+        ("pool_files_no_cache", POOL_ARGS), ("peft_dir_no_cache", PEFT_ARGS),
+    )
     for name, args in cases:
-        if name == "pool_files_no_cache":  # every document parsed again (the in-process caches off)
+        if name.endswith("_no_cache"):  # every document and header parsed again (the in-process caches off)
             os.environ["INKLING_COMPAT_NO_CACHE"] = "1"
         out[name] = latency(ns.check, args, runs)
         report = ns.check(**args)
@@ -133,7 +136,7 @@ def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"rules": rounds[0]["rules"], "rounds": len(rounds)}
     for key in ("import_cli_s", "first_load_rules_s"):
         out[key.replace("_s", "_ms")] = statistics.median(r[key] for r in rounds) * 1e3
-    for name in ("pool_files", "peft_dir", "legacy_dicts", "pool_files_no_cache"):
+    for name in ("pool_files", "peft_dir", "legacy_dicts", "pool_files_no_cache", "peft_dir_no_cache"):
         times = [t for r in rounds for t in r[name]]
         out[name] = {
             "runs": len(times),
@@ -160,6 +163,7 @@ def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str,
         ("  same, parse caches off (INKLING_COMPAT_NO_CACHE=1)", ("pool_files_no_cache", "median_ms"), "{:.3f} ms"),
         ("check() config + PEFT directory, median", ("peft_dir", "median_ms"), "{:.3f} ms"),
         ("check() config + PEFT directory, p90", ("peft_dir", "p90_ms"), "{:.3f} ms"),
+        ("  same, parse caches off (INKLING_COMPAT_NO_CACHE=1)", ("peft_dir_no_cache", "median_ms"), "{:.3f} ms"),
         ("check() legacy scenario as dicts, median", ("legacy_dicts", "median_ms"), "{:.3f} ms"),
         ("throughput, generated inputs (dicts)", ("throughput", "checks_per_s"), "{:.0f} checks/s"),
         ("`import inkling_compat.cli` in a fresh process", ("import_cli_ms",), "{:.0f} ms"),
@@ -233,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     results["target"]["met"] = {
         "check_pool_files": after["pool_files"]["median_ms"] <= TARGET_CHECK_MS,
         "check_peft_dir": after["peft_dir"]["median_ms"] <= TARGET_CHECK_MS,
+        # The figures a CI run that reads each file once would see (no parse cache can hit).
+        "check_pool_files_no_cache": after["pool_files_no_cache"]["median_ms"] <= TARGET_CHECK_MS,
+        "check_peft_dir_no_cache": after["peft_dir_no_cache"]["median_ms"] <= TARGET_CHECK_MS,
         "process": after["process"]["check_median_ms"] <= TARGET_PROCESS_S * 1e3,
     }
 

@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Iterable, TextIO
 
 from inkling_compat.inputs.adapter_dir import list_adapter_dirs, read_fleet
-from inkling_compat.engine.evaluate import check
+from inkling_compat.engine.evaluate import check, collector_paused
 from inkling_compat.errors import InputError
 from inkling_compat.facts.inputs import lora_path_entries
 from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
@@ -68,6 +68,12 @@ def check_fleet(
 ) -> Report:
     """`check()` over `adapters` (paths, dicts, models, adapter directories) plus every
     adapter directory found in `folders`."""
+    with collector_paused():  # reading the headers allocates as much as the check (see there)
+        report = _check_fleet(config, folders, adapters, model, platform, sglang_version, progress)
+    return report  # (the manifests are freed before the collector runs again)
+
+
+def _check_fleet(config: Any, folders: Any, adapters: Any, model: Any, platform: Any, sglang_version: str, progress: Any) -> Report:
     manifests = list(adapters) + fleet_manifests(folders, config, progress)
     return check(config, manifests, model=model, platform=platform, sglang_version=sglang_version)
 

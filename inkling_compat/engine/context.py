@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, RootModel
+from pydantic_core import to_jsonable_python
+
 from inkling_compat.engine import cel
 from inkling_compat.engine.paths import CEL_CALLS
 from inkling_compat.engine.plan import Plan
@@ -58,8 +61,71 @@ def adapter_document(manifest: Any, keys: set[str] | None) -> dict[str, Any]:
     return manifest.model_dump(mode="json", include=set(keys) & set(type(manifest).model_fields))
 
 
+def _json(value: Any) -> Any:
+    """`value` as `model_dump(mode="json")` writes it (scalars are already)."""
+    if value is None or type(value) in _PLAIN:
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return to_jsonable_python(value)
+
+
+_PLAIN = (str, int, bool)
+
+
+def pick(value: Any, tree: dict[Any, Any]) -> Any:
+    """`prune(<value dumped in JSON mode>, tree)`, reading a model's fields along the tree:
+    only what the rules read is dumped. Converting pydantic models whole and throwing most
+    of it away again cost more than the CEL evaluation of a one-adapter check."""
+    if None in tree:
+        return value if value is None or type(value) in _PLAIN else _json(value)
+    if isinstance(value, BaseModel) and not isinstance(value, RootModel):
+        fields = _fields(type(value))
+        extra = value.__pydantic_extra__
+        out = {}
+        for key, child in tree.items():
+            if key in fields:
+                item = getattr(value, key)
+                # Most paths end at a scalar field: no call for those.
+                out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
+            elif extra and key in extra:
+                out[key] = pick(extra[key], child)
+            elif key in CEL_CALLS:
+                return _json(value)  # a method call on the map: keep the whole map
+        return out
+    # Anything else is dumped as it is (a dict's keys as JSON writes them), then pruned.
+    return prune(_json(value), tree)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _fields(cls: type) -> frozenset[str]:
+    """A model class's field names (`model_fields` is a slow property on every access)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)  # type: ignore[attr-defined]
+    return names
+
+
 def _keep_keys(item: Any, keys: frozenset[str]) -> Any:
     return {k: v for k, v in item.items() if k in keys} if isinstance(item, dict) else item
+
+
+def _adapter_view(manifest: Any, form: str, tree: dict[Any, Any], keys: set[str] | None) -> Any:
+    """`prune(dict(adapter_document(manifest, keys), form=form), tree)` without the dump."""
+    if None in tree:
+        return dict(adapter_document(manifest, keys), form=form)
+    fields = _fields(type(manifest))
+    out = {}
+    for key, child in tree.items():
+        if key == "form":
+            out[key] = form
+        elif key in fields and (keys is None or key in keys):
+            out[key] = pick(getattr(manifest, key), child)
+        elif key in CEL_CALLS:
+            return dict(adapter_document(manifest, keys), form=form)
+    return out
 
 
 class Contexts:
@@ -67,47 +133,74 @@ class Contexts:
     later adapters, one that holds only what adapter rules read."""
 
     def __init__(self, inputs: Any, facts: Any, plan: Plan):
-        server = inputs.server
-        adapter_facts = [a.model_dump(mode="json") for a in facts.adapters]
-        docs = [dict(adapter_document(m, plan.adapter_keys), form=a.form) for m, a in zip(inputs.adapters, facts.adapters)]
-        base = {
-            "config": server.model_dump(mode="json"),
-            "env": server.env.model_dump(mode="json"),
-            "model": inputs.model.model_dump(mode="json"),
-            "platform": inputs.platform.model_dump(mode="json"),
-            "facts": facts.model_dump(mode="json", exclude={"adapters"}),
-            "input": {"unknown_keys": list(inputs.unknown_keys)},
-            "adapters": docs,
-            "adapter_facts_list": adapter_facts,
-            "adapter": None,
-            "adapter_facts": None,
-        }
-        shared = prune(base, plan.tree)
-        for key in _LISTS:  # cross-adapter rules: only the keys they read
-            if isinstance(shared.get(key), list):
-                shared[key] = [_keep_keys(item, plan.item_keys) for item in shared[key]]
-        self.adapter_views = [
-            (prune(doc, plan.adapter_tree.get("adapter", {None: True})), prune(af, plan.adapter_tree.get("adapter_facts", {None: True})))
-            for doc, af in zip(docs, adapter_facts)
-        ]
+        self._inputs, self._facts, self._plan = inputs, facts, plan
+        self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
+        self._facts_tree = plan.adapter_tree.get("adapter_facts", _WHOLE)
+        lists: dict[str, list[Any]] = {}
+        for key in _LISTS:  # cross-adapter rules: each item with only the keys they read
+            if key in plan.tree:
+                lists[key] = [_keep_keys(item, plan.item_keys) for item in self._list(key)]
+        shared = self._variables(plan.tree, lists)
+        self.adapter_views: list[Any] = [None] * len(facts.adapters)
         if self.adapter_views:
-            shared["adapter"], shared["adapter_facts"] = self.adapter_views[0]
+            shared["adapter"], shared["adapter_facts"] = self._view(0)
         self.shared = cel_context(shared)
         # The CEL context re-converts *every* variable on the first evaluation after an update, so
         # the second and later adapters get a context of their own without the whole-fleet lists
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.
         self.per_adapter = self.shared
         if len(self.adapter_views) > 1:
-            adapter_shared = prune(base, plan.adapter_global_tree)
-            for key in _LISTS:
-                if isinstance(adapter_shared.get(key), list):
-                    adapter_shared[key] = shared[key]
-            self.per_adapter = cel_context(adapter_shared)
+            self.per_adapter = cel_context(self._variables(plan.adapter_global_tree, lists))
+
+    def _variables(self, tree: dict[Any, Any], lists: dict[str, list[Any]]) -> dict[str, Any]:
+        """The CEL variables `tree` reads (`prune(base, tree)` of the whole-dump design)."""
+        inputs, facts = self._inputs, self._facts
+        server = inputs.server
+        sources = {"config": server, "env": server.env, "model": inputs.model, "platform": inputs.platform}
+        out: dict[str, Any] = {}
+        for name, child in tree.items():
+            if name in sources:
+                out[name] = pick(sources[name], child)
+            elif name == "facts":
+                out[name] = _facts_variable(facts, child)
+            elif name == "input":
+                out[name] = prune({"unknown_keys": list(inputs.unknown_keys)}, child)
+            elif name in lists:
+                out[name] = lists[name]
+        return out
+
+    def _list(self, key: str) -> list[Any]:
+        inputs, facts, plan = self._inputs, self._facts, self._plan
+        if key == "adapters":
+            return [dict(adapter_document(m, plan.adapter_keys), form=a.form) for m, a in zip(inputs.adapters, facts.adapters)]
+        return [a.model_dump(mode="json") for a in facts.adapters]
+
+    def _view(self, index: int) -> tuple[Any, Any]:
+        view = self.adapter_views[index]
+        if view is None:
+            manifest, af = self._inputs.adapters[index], self._facts.adapters[index]
+            view = self.adapter_views[index] = (
+                _adapter_view(manifest, af.form, self._adapter_tree, self._plan.adapter_keys),
+                pick(af, self._facts_tree),
+            )
+        return view
 
     def for_adapter(self, index: int) -> Any:
         """The context in which adapter `index`'s rules run (after `index - 1`'s)."""
         if index <= 0:
             return self.shared
-        doc, af = self.adapter_views[index]
+        doc, af = self._view(index)
+        self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
         self.per_adapter.update({"adapter": doc, "adapter_facts": af})
         return self.per_adapter
+
+
+_WHOLE: dict[Any, Any] = {None: True}
+
+
+def _facts_variable(facts: Any, tree: dict[Any, Any]) -> Any:
+    """`facts` without the per-adapter list (that is `adapter_facts` / `adapter_facts_list`)."""
+    fields = _fields(type(facts))
+    if None in tree or any(key not in fields and key in CEL_CALLS for key in tree):
+        return facts.model_dump(mode="json", exclude={"adapters"})
+    return pick(facts, {k: v for k, v in tree.items() if k != "adapters"})

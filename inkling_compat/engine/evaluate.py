@@ -8,9 +8,11 @@ facts with the report, so the runtime reuses them instead of loading a second ti
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import string
-from typing import Any, Iterable
+from typing import Any, Iterator, Iterable
 
 from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.plan import Plan, plan as plan_for
@@ -65,6 +67,12 @@ def evaluate(
     """`check()`, returning the loaded inputs and the derived facts with the report."""
     if sglang_version not in SUPPORTED_VERSIONS:
         raise InputError("<sglang_version>", "sglang_version", f"unsupported {sglang_version!r}; known: {SUPPORTED_VERSIONS}")
+    with collector_paused():
+        checked = _evaluate(config, adapter, model, platform, sglang_version, rules)
+    return checked  # (the check's temporaries are freed before the collector runs again)
+
+
+def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_version: str, rules: Iterable[CompiledRule] | None) -> Checked:
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
     plan = plan_for(tuple(rules) if rules is not None else load_rules(), sglang_version)
@@ -72,32 +80,56 @@ def evaluate(
     return Checked(inputs=inputs, facts=facts, report=build_report(inputs, facts, fired, evaluated, sglang_version))
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for one check. A check allocates many small dicts,
+    lists and models that all live until its report is built (a 1,000-adapter fleet: ~10^6),
+    and the collector's passes walk them again and again without finding garbage: about a
+    fifth of a fleet check (9 full collections measured). Nothing is lost: cycles left
+    behind are collected after the check (the first collection then walks what the check
+    allocated and still holds, so callers leave the block after the temporaries are freed).
+    Re-enabled only if it was enabled on entry, so a
+    nested check (check_fleet -> check) or a caller that turned it off itself keeps its state."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_rules(plan: Plan, contexts: Contexts, names: list[str]) -> tuple[list[Fired], int]:
     """Every rule that fires, global ones first then each adapter's, and how many were reached."""
     fired: list[Fired] = []
     evaluated = 0
     global_fired: set[str] = set()
+    split = len(plan.global_rules)
     if names:
         hits = _evaluate_all(plan.global_rules + plan.adapter_rules, plan.both_program, contexts.shared)
     else:
         hits = _evaluate_all(plan.global_rules, plan.global_program, contexts.shared)
     for index in range(-1, len(names)):
         ctx = contexts.for_adapter(index)
-        if index > 0:
-            hits = _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx)
+        if index < 0:
+            rules, scope_hits = plan.global_rules, hits[:split]
+        elif index == 0:  # the first adapter rode along in the global evaluation
+            rules, scope_hits = plan.adapter_rules, hits[split:]
+        else:
+            rules, scope_hits = plan.adapter_rules, _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx)
         scope_fired = global_fired if index < 0 else set(global_fired)
-        for c in plan.global_rules if index < 0 else plan.adapter_rules:
+        for c, hit in zip(rules, scope_hits):
             rule = c.rule
             if rule.after and not scope_fired.isdisjoint(rule.after):
                 continue
             evaluated += 1
-            hit = hits[rule.id]
+            if hit is False:
+                continue
             if isinstance(hit, RuleEvaluationError):
                 raise hit
-            if hit:
-                scope_fired.add(rule.id)
-                key = (STAGES.index(rule.stage), index, rule.order)
-                fired.append((key, c, _render(c, ctx), names[index] if index >= 0 else None))
+            scope_fired.add(rule.id)
+            key = (STAGES.index(rule.stage), index, rule.order)
+            fired.append((key, c, _render(c, ctx), names[index] if index >= 0 else None))
     return fired, evaluated
 
 
@@ -120,20 +152,21 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
     )
 
 
-def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> dict[str, Any]:
-    """Every rule's `when && condition` in one evaluation. If that fails, rule by rule: a
-    rule whose expression fails gets the exception, raised only if the rule is reached."""
+def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> list[Any]:
+    """Every rule's `when && condition` in one evaluation, in the order of `rules` (True or
+    False). If that fails, rule by rule: a rule whose expression fails gets the exception,
+    raised only if the rule is reached."""
     if program is not None:
         try:
-            return {c.rule.id: value is True for c, value in zip(rules, program.execute(ctx))}
+            return [value is True for value in program.execute(ctx)]
         except Exception:  # noqa: BLE001 - located rule by rule below
             pass
-    results: dict[str, Any] = {}
+    results: list[Any] = []
     for c in rules:
         try:
-            results[c.rule.id] = c.program.execute(ctx) is True
+            results.append(c.program.execute(ctx) is True)
         except Exception as exc:  # noqa: BLE001
-            results[c.rule.id] = RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}")
+            results.append(RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}"))
     return results
 
 

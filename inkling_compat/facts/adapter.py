@@ -33,7 +33,9 @@ from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # no
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base
 from inkling_compat.sglang.adapter_loader import layer_id
 from inkling_compat.sglang.adapter_loader import normalize_layer as _normalize_layer  # noqa: F401 (tests/test_fleet.py)
-from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _normalize_layer_shared
+from inkling_compat.sglang.adapter_loader import TEMPLATE as _TEMPLATE
+from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _normalize_layer_shared  # noqa: F401 (tests/test_fleet.py)
+from inkling_compat.sglang.adapter_loader import normalize_template as _normalize_template
 from inkling_compat.sglang.load_to_buffer import first_slice_failure as _slice_failure
 from inkling_compat.sglang.lora_config import normalized_targets, target_kind
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
@@ -41,6 +43,24 @@ from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 _NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
 # LoRAConfig.__init__ reads these three unconditionally, in this order (KeyError otherwise).
 _REQUIRED_CONFIG_KEYS = ("target_modules", "r", "lora_alpha")
+
+
+# tensor name -> (name once `unembed_tokens` is renamed, layer id, name with the layer written
+# as _TEMPLATE): a pure function of the name, cached because a fleet repeats the same names in
+# every adapter (224 names x 1,000 adapters); bounded.
+_NAMES: dict[str, tuple[str, int | None, str | None]] = {}
+
+
+def _tensor_name(raw: str) -> tuple[str, int | None, str | None]:
+    info = _NAMES.get(raw)
+    if info is None:
+        name = raw.replace("unembed_tokens", "lm_head") if "unembed_tokens" in raw else raw
+        lid = layer_id(name)
+        info = (name, lid, None if lid is None else name.replace(f"layers.{lid}.", _TEMPLATE))
+        if len(_NAMES) >= 1 << 17:
+            _NAMES.clear()
+        _NAMES[raw] = info
+    return info
 
 
 def _python_type_name(value: Any) -> str:
@@ -108,28 +128,40 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
 
     # _process_weight: tensors with a layer id go to that layer (IndexError past the last
     # layer); embed_tokens / lm_head tensors are kept only when the adapter targets them.
-    by_layer: dict[int, dict[str, list[int]]] = {}
+    # Each layer is kept as name -> (template name, shape): the key of its normalization memo.
+    by_layer: dict[int, dict[str, tuple[str, Any]]] = {}
     embedding_names: list[str] = []
     out_of_range = None
-    for name in sorted(manifest.tensors):
-        shape = list(manifest.tensors[name].shape)
-        if "unembed_tokens" in name:
-            name = name.replace("unembed_tokens", "lm_head")
-        lid = layer_id(name)
+    tensors = manifest.tensors
+    root = getattr(tensors, "root", tensors)
+    known = _NAMES.get
+    for raw_name in sorted(root):
+        name, lid, template = known(raw_name) or _tensor_name(raw_name)
         if lid is not None:
             if lid >= model.num_hidden_layers and out_of_range is None:
                 out_of_range = {"name": name, "layer": lid, "num_layers": model.num_hidden_layers}
-            by_layer.setdefault(lid, {})[name] = shape
+            by_layer.setdefault(lid, {})[name] = (template, tuple(root[raw_name].shape))
         elif "embed_tokens" in name or "lm_head" in name:
             module = "embed_tokens" if "embed_tokens" in name else "lm_head"
             if "all" in targets or module in targets:
                 embedding_names.append(name)
 
-    layers = sorted(by_layer.items())
+    layers: list[tuple[int, dict[str, list[int]]]] = []
+    templates: dict[int, Any] = {}  # layer -> its normalized template pairs (the pool replay's memo key)
     reshape_failure = None
-    for lid, weights in layers:
-        reshape_failure = _normalize_layer_shared(lid, weights, r, n, inkling)
+    for lid, entries in sorted(by_layer.items()):
+        items = tuple(entries.values())
+        try:
+            hash(items)
+        except TypeError:  # not a shape of ints: normalized on its own
+            weights = {name: list(shape) for name, (_, shape) in entries.items()}
+            reshape_failure = _normalize_layer(weights, r, n, inkling)
+        else:
+            weights, reshape_failure, templates[lid] = _normalize_template(lid, items, r, n, inkling)
+        layers.append((lid, weights))
         if reshape_failure is not None:
+            # sglang raises here; the later layers stay as read (names only are used below).
+            layers += [(later, {name: list(shape) for name, (_, shape) in rest.items()}) for later, rest in sorted(by_layer.items()) if later > lid]
             break
 
     # _detect_shared_outer_loras: gate_up lora_A after normalization; 3-D -> dim0 == 1,
@@ -185,6 +217,10 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "normalizes_shared_sink": normalizes,
         # name -> shape once normalized (what the pool copies); pool_fit reads it.
         "normalized_shapes": {} if reshape_failure else {n_: s for _, w in layers for n_, s in w.items()},
+        # The same by layer, and each layer as template pairs (sglang.load_to_buffer.derive reads
+        # them instead of grouping and templating the names again).
+        "normalized_layers": None if reshape_failure else layers,
+        "normalized_templates": None if reshape_failure else templates,
     }
 
 

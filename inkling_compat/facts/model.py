@@ -158,24 +158,24 @@ def quantization_facts(model: ModelConfig) -> tuple[QuantFacts, bool]:
 
     layers = range(max(model.num_hidden_layers, 0))
     moe_layers = [i for i in layers if i >= model.dense_mlp_idx]
-    sink_fp4_layers = [
-        i
-        for i in moe_layers
-        if model.n_shared_experts > 0
+    # Only whether each set is empty is read, so `any` stops at the first layer found; with no
+    # excluded module (the common case) nothing is excluded and no prefix is built at all.
+    excluded = (lambda prefix: _excluded(mapped, prefix)) if mapped else (lambda prefix: False)
+    sink_fp4_layers = (
+        model.n_shared_experts > 0
         and model.shared_expert_sink
-        and not (
-            _excluded(mapped, f"llm.layers.{i}.mlp.shared_experts.shared_w13_weight")
-            or _excluded(mapped, f"llm.layers.{i}.mlp.shared_experts.shared_w2_weight")
+        and any(
+            not (
+                excluded(f"llm.layers.{i}.mlp.shared_experts.shared_w13_weight")
+                or excluded(f"llm.layers.{i}.mlp.shared_experts.shared_w2_weight")
+            )
+            for i in moe_layers
         )
-    ]
-    routed_quantized = [
-        i for i in moe_layers if model.n_routed_experts > 0 and not _excluded(mapped, f"llm.layers.{i}.mlp.experts")
-    ]
-    linear_prefixes = [f"llm.layers.{i}.attn.{name}" for i in layers for name in ("qkvr", "wo_ud")]
-    linear_prefixes += [
-        f"llm.layers.{i}.mlp.{name}" for i in layers if i < model.dense_mlp_idx for name in ("gate_up_proj", "down_proj")
-    ]
-    linears_quantized = [p for p in linear_prefixes if not _excluded(mapped, p)]
+    )
+    routed_quantized = model.n_routed_experts > 0 and any(not excluded(f"llm.layers.{i}.mlp.experts") for i in moe_layers)
+    linears_quantized = any(not excluded(f"llm.layers.{i}.attn.{name}") for i in layers for name in ("qkvr", "wo_ud")) or any(
+        not excluded(f"llm.layers.{i}.mlp.{name}") for i in layers if i < model.dense_mlp_idx for name in ("gate_up_proj", "down_proj")
+    )
     facts = QuantFacts(
         present=quant is not None,
         method=raw.get("quant_method"),

@@ -218,7 +218,8 @@ def _header(path: str, root_real: str) -> _Header:
     real = _resolve_inside(path, root_real, label)
     info = _regular_file(real, label)
     key = _Key(real, info.st_size, info.st_mtime_ns, info.st_ino)
-    cached = _HEADER_CACHE.get(key)
+    caching = _caching()
+    cached = _HEADER_CACHE.get(key) if caching else None
     if cached is not None:
         return cached
     size = info.st_size
@@ -240,9 +241,11 @@ def _header(path: str, root_real: str) -> _Header:
     if len(raw) != length:
         raise AdapterFileError(label, f"file shrank while reading (expected {length} header bytes, got {len(raw)})")
     data_size = size - 8 - length
-    header = _BY_BYTES.get((raw, data_size))
+    header = _BY_BYTES.get((raw, data_size)) if caching else None
     if header is None:
         header = _Header(parse_header(raw, data_size, label))
+        if not caching:
+            return header
         if len(_BY_BYTES) >= _BY_BYTES_MAX:
             _BY_BYTES.clear()
         _BY_BYTES[(raw, data_size)] = header
@@ -250,6 +253,13 @@ def _header(path: str, root_real: str) -> _Header:
         _HEADER_CACHE.clear()
     _HEADER_CACHE[key] = header
     return header
+
+
+def _caching() -> bool:
+    """INKLING_COMPAT_NO_CACHE=1 turns the header caches off, like the other input caches
+    (inputs/loading.py): every header is read, parsed and validated again (benchmarks of a
+    first read; a process that must not trust file identity)."""
+    return os.environ.get("INKLING_COMPAT_NO_CACHE", "") in ("", "0")
 
 
 def clear_caches() -> None:

@@ -164,6 +164,36 @@ def normalize_layer(weights: dict[str, list[int]], r: int | None, n_shared: int,
 
 
 LAYER_MEMO: dict[Any, Any] = {}
+# A layer's names with `layers.<N>.` written as TEMPLATE: the memo key of alike layers.
+TEMPLATE = "layers.#."
+# (template name, layer) -> name: the same few hundred names come back for every adapter of a
+# fleet; a pure function of its key, bounded like LAYER_MEMO.
+_NAMES: dict[tuple[str, int], str] = {}
+
+
+def layer_name(template: str, lid: int) -> str:
+    """`template` with TEMPLATE written `layers.<lid>.` (a memo entry's name in layer `lid`)."""
+    key = (template, lid)
+    name = _NAMES.get(key)
+    if name is None:
+        if len(_NAMES) >= 1 << 17:
+            _NAMES.clear()
+        name = _NAMES[key] = template.replace(TEMPLATE, f"layers.{lid}.")
+    return name
+
+
+_TEMPLATES: dict[tuple[str, int], str] = {}
+
+
+def layer_template(name: str, lid: int) -> str:
+    """`name` with `layers.<lid>.` written TEMPLATE (the inverse of `layer_name`), cached the same way."""
+    key = (name, lid)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if len(_TEMPLATES) >= 1 << 17:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[key] = name.replace(f"layers.{lid}.", TEMPLATE)
+    return template
 
 
 def normalize_layer_shared(
@@ -173,21 +203,38 @@ def normalize_layer_shared(
     out, shapes, r, n): every layer of an adapter, and the layers of alike adapters, share it."""
     tag = f"layers.{lid}."
     try:
-        key = (tuple((name.replace(tag, "layers.#."), tuple(shape)) for name, shape in weights.items()), r, n, inkling)
-        hash(key)
+        items = tuple((name.replace(tag, TEMPLATE), tuple(shape)) for name, shape in weights.items())
+        hash(items)
     except TypeError:
         return normalize_layer(weights, r, n, inkling)
+    normalized, failure, _ = normalize_template(lid, items, r, n, inkling)
+    weights.clear()
+    weights.update(normalized)
+    return failure
+
+
+def normalize_template(
+    lid: int, items: tuple[tuple[str, tuple[int, ...]], ...], r: int | None, n: int, inkling: bool
+) -> tuple[dict[str, list[int]], dict[str, Any] | None, tuple[tuple[str, tuple[int, ...]], ...]]:
+    """`normalize_layer_shared` for a layer already written as (template name, shape tuple)
+    pairs (the caller templated each name once): the normalized name -> shape dict of layer
+    `lid` (new lists), the failure if any, and the normalized layer as template pairs (the
+    key under which the pool replay memoizes this layer)."""
+    key = (items, r, n, inkling)
     memo = LAYER_MEMO.get(key)
     if memo is None:
-        template = {name: list(shape) for name, shape in key[0]}
+        template = {name: list(shape) for name, shape in items}
         failure = normalize_layer(template, r, n, inkling)
-        memo = (tuple((name, tuple(shape)) for name, shape in template.items()), failure)
+        # (normalized template pairs, failure, layer -> the normalized names in that layer)
+        memo = (tuple((name, tuple(shape)) for name, shape in template.items()), failure, {})
         if len(LAYER_MEMO) >= 8192:
             LAYER_MEMO.clear()
         LAYER_MEMO[key] = memo
-    items, failure = memo
-    weights.clear()
-    weights.update((name.replace("layers.#.", tag), list(shape)) for name, shape in items)
+    out_items, failure, names_by_layer = memo
+    names = names_by_layer.get(lid)
+    if names is None:  # at most one entry per layer number (a model's layer count)
+        names = names_by_layer[lid] = tuple(layer_name(name, lid) for name, _ in out_items)
+    normalized = {name: list(shape) for name, (_, shape) in zip(names, out_items)}
     if failure is not None:
-        failure = dict(failure, name=failure["name"].replace("layers.#.", tag))
-    return failure
+        failure = dict(failure, name=layer_name(failure["name"], lid))
+    return normalized, failure, out_items

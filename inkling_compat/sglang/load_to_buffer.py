@@ -30,11 +30,12 @@ with no result: sglang raises something else there first.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Sequence
 
 from inkling_compat.sglang import slicing
+from inkling_compat.sglang.adapter_loader import layer_id, layer_name, layer_template
 _EXPERT = re.compile(r"experts\.(\d+)\.")
-_LAYER = re.compile(r"layers\.(\d+)\.")
 STOP = object()  # sglang fails here with something this module does not report
 _STOP = STOP
 
@@ -144,6 +145,21 @@ def target_module(name: str, targets: list[str]) -> str | None:
     return best
 
 
+@lru_cache(maxsize=64)
+def _any_target(targets: tuple[str, ...]) -> Any:
+    """A regex that finds any of `targets` in a name (`any(t in name for t in targets)` in one
+    call per name; the literal alternatives are escaped, so it is plain substring search)."""
+    return re.compile("|".join(re.escape(t) for t in targets))
+
+
+def unmatched_names(names: Sequence[str], targets: Sequence[str]) -> list[str]:
+    """The names that contain no target module (mem_pool l.930-935), in order."""
+    if not targets:
+        return list(names)
+    search = _any_target(tuple(targets)).search
+    return [n for n in names if search(n) is None]
+
+
 def set_repr(names: list[str]) -> str:
     """repr() of a Python set of strings (sorted here; sglang's order varies per process)."""
     return "{" + ", ".join(repr(n) for n in sorted(names)) + "}" if names else "set()"
@@ -193,24 +209,30 @@ def derive(
         return out
     targets = list(facts.get("target_modules") or [])
     # mem_pool l.930-935: weights (layer and embedding, normalized) containing no target module.
-    out["unmatched_weight_names"] = [
-        n for n in adapter_facts.get("normalized_weight_names") or [] if not any(t in n for t in targets)
-    ]
+    out["unmatched_weight_names"] = unmatched_names(adapter_facts.get("normalized_weight_names") or [], targets)
     shapes = adapter_facts.get("normalized_shapes")
     if not shapes:
         return out
     layers: dict[int, dict[str, list[int]]] = {}
-    for name, shape in shapes.items():
-        match = _LAYER.search(name)
-        if match is not None:
-            layers.setdefault(int(match.group(1)), {})[name] = shape
-    for lid in sorted(layers):
-        for name in layers[lid]:
-            if target_module(name, targets) is None:
-                out["target_failure"] = {"name": name, "layer": lid, "targets": set_repr(targets)}
+    if adapter_facts.get("normalized_layers") is not None:  # grouped already (facts.adapter)
+        layers = dict(adapter_facts["normalized_layers"])
+    else:
+        for name, shape in shapes.items():
+            lid = layer_id(name)
+            if lid is not None:
+                layers.setdefault(lid, {})[name] = shape
+    templates = adapter_facts.get("normalized_templates") or {}
+    # get_target_module_name finds no target exactly in the unmatched names: the first of
+    # them in layer order is where the copy loop raises.
+    unmatched = set(out["unmatched_weight_names"]) if out["unmatched_weight_names"] else ()
+    if unmatched:
+        for lid in sorted(layers):
+            for name in layers[lid]:
+                if name in unmatched:
+                    out["target_failure"] = {"name": name, "layer": lid, "targets": set_repr(targets)}
+                    break
+            if out["target_failure"] is not None:
                 break
-        if out["target_failure"] is not None:
-            break
     sink = facts.get("sink") or {}
     r = adapter_facts.get("r")
     if (
@@ -237,7 +259,7 @@ def derive(
             break  # the unmatched name raises before this layer's copies
         if lid < first_moe:
             continue  # dense-MLP layer: no sink, its shared-buffer weights are never copied
-        result = fit.layer(lid, layers[lid], targets)
+        result = fit.layer(lid, layers[lid], targets, templates.get(lid))
         if result is _STOP:
             break
         if result is not None:
@@ -267,11 +289,13 @@ class _Fit:
         self._layer = 0
         self._names: dict[str, Any] = {}
 
-    def layer(self, lid: int, weights: dict[str, list[int]], targets: list[str]) -> Any:
+    def layer(self, lid: int, weights: dict[str, list[int]], targets: list[str], template: Any = None) -> Any:
         """The first failure copying this layer (or _STOP / None), computed once per layer
-        shape: layers whose weights differ only in the layer number give the same answer."""
-        tag = f"layers.{lid}."
-        key = (tuple((name.replace(tag, "layers.#."), tuple(shape)) for name, shape in weights.items()), tuple(targets))
+        shape: layers whose weights differ only in the layer number give the same answer.
+        `template`: `weights` as (template name, shape tuple) pairs, if the caller has them."""
+        if template is None:
+            template = tuple((layer_template(name, lid), tuple(shape)) for name, shape in weights.items())
+        key = (template, tuple(targets))
         memo = self._memo.get(key)
         if memo is None:
             template = {name: list(shape) for name, shape in key[0]}
@@ -282,9 +306,9 @@ class _Fit:
             self.partial = partial_before
         result, partial = memo
         if self.partial is None and partial is not None:
-            self.partial = dict(partial, layer=lid, name=partial["name"].replace("layers.#.", tag))
+            self.partial = dict(partial, layer=lid, name=layer_name(partial["name"], lid))
         if isinstance(result, dict):
-            result = dict(result, layer=lid, name=result["name"].replace("layers.#.", tag))
+            result = dict(result, layer=lid, name=layer_name(result["name"], lid))
         return result
 
     def _layer_uncached(self, lid: int, weights: dict[str, list[int]], targets: list[str]) -> Any:
