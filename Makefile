@@ -8,9 +8,10 @@ FUZZ_JOBS ?= 2
 test:
 	$(PY) -m pytest -q
 
-# The differential properties against sglang's own lora.py at their default size.
+# The differential properties against sglang's own code (lora.py, server args, adapter loader,
+# memory pool) at their default size.
 fidelity:
-	$(PY) -m pytest -q tests/test_fidelity.py
+	$(PY) -m pytest -q tests/test_fidelity.py tests/test_fidelity_server_args.py tests/test_fidelity_adapter.py tests/test_fidelity_pool.py
 
 # The same properties with FUZZ_EXAMPLES examples each, in FUZZ_JOBS processes; prints the
 # summary table (also in build/fuzz/summary.md). Needs the sglang 0.5.23 wheel (see docs/fidelity.md).

@@ -1,6 +1,7 @@
 """`make fuzz`: the differential properties at full size, spread over the machine's cores.
 
-Runs tests/test_fidelity.py in JOBS pytest processes at once; each runs every property with
+Runs the differential test files (tests/test_fidelity*.py: lora.py, server args, adapter
+loader) in JOBS pytest processes at once; each runs every property with
 EXAMPLES / JOBS examples and its own hypothesis seed (1..JOBS, so a run is reproducible),
 counts disagreements instead of stopping at the first, and writes its counts to JSON. The
 counts are then merged into one table (property, cases, agreements, disagreements), printed
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             INKLING_COMPAT_FIDELITY_OUT=str(out / f"job{job}.json"),
         )
         log = open(out / f"job{job}.log", "w", encoding="utf-8")
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_fidelity.py"]
+        files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_fidelity*.py"))
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files]
         procs.append((subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     codes = []
     for proc, log in procs:
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     text = tally.table(data)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     header = (
-        f"make fuzz: {args.examples} examples per property in {args.jobs} jobs, wall time {wall:.0f} s "
+        f"make fuzz: {args.examples} examples per property (the newer ones a share: docs/fidelity.md) in {args.jobs} jobs, wall time {wall:.0f} s "
         f"({wall / 60:.1f} min), {stamp}, {platform.node()} ({os.cpu_count()} cores), python {platform.python_version()}"
     )
     print(header)

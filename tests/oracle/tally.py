@@ -85,7 +85,7 @@ def table(data: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    out = ["sglang fidelity (differential properties against sglang's own lora.py):", *lines]
+    out = ["sglang fidelity (differential properties against sglang's own code):", *lines]
     meta = data.get("meta") or {}
     if meta:
         out.append("oracle: " + ", ".join(f"{k}={v}" for k, v in sorted(meta.items())))

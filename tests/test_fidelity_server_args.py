@@ -1,0 +1,177 @@
+"""Differential property: the server_args rules against sglang 0.5.23's own LoRA argument checks.
+
+The oracle (tests/oracle/sglang_server_args.py) runs, from the sglang wheel, argparse with the
+`choices` of arg_groups/fields/lora.py and `check_lora_server_args` of arg_groups/lora_hook.py
+on generated server configs. For every case:
+
+* argparse refuses a flag  <=>  check() reports an argparse error from rules/server_args, and
+  the first one is argparse's text exactly;
+* check_lora_server_args raises  <=>  check() reports an sglang error from rules/server_args,
+  and the first one has its exception class and exactly its text;
+* the warnings it logs (when it gets past its first assertion) are the server_args warnings
+  check() reports, in order.
+
+The cases are the values sglang's checks see after the resolution hooks that run before
+them (docs/fidelity.md): the speculative algorithm in its resolved upper-case name (not NEXTN,
+not UNO), attention DP as --attn-dp-size (not the deprecated --dp-size spelling), no mxfp8
+quantization with a lora_* MoE runner.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+from inkling_compat import check
+from inkling_compat.report.model import Report
+from oracle import sglang_server_args, tally
+from oracle.require import load_or_skip
+from test_fidelity import run_property, verdict
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "rules" / "server_args"
+SERVER_ARGS_RULES = frozenset(p.stem for p in RULES_DIR.glob("*.yaml") if not p.stem.startswith("_"))
+MODEL = {
+    "architectures": ["InklingForConditionalGeneration"],
+    "model_type": "inkling",
+    "hidden_size": 256,
+    "intermediate_size": 128,
+    "shared_expert_sink": True,
+    "n_shared_experts": 2,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+}
+ROCM = {"device": "rocm", "name": "MI300X", "compute_capability": [9, 4]}
+CUDA = {"device": "cuda", "name": "H200", "compute_capability": [9, 0]}
+
+# Allowed disagreements: none. (A rule listed here would need its reason in docs/fidelity.md.)
+ALLOWED: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def server_args_oracle() -> sglang_server_args.SglangServerArgs:
+    oracle = load_or_skip(sglang_server_args.load, "server-args")
+    tally.META["lora_hook.py sha256"] = oracle.hook_sha256[:16]
+    return oracle
+
+
+# Each option list holds the default several times, so most cases differ from a working
+# config in a few fields and reach the later checks.
+def _options(default: Any, *others: Any, weight: int = 2) -> Any:
+    return st.sampled_from([default] * weight + list(others))
+
+
+_PATH_ITEMS = st.sampled_from(
+    ["sink=/adapters/sink", "/adapters/plain", {"lora_name": "a", "lora_path": "/p"}, {"lora_name": "a", "lora_path": "/p", "pinned": True},
+     {"lora_name": "a"}, {"lora_path": "/p"}, 3, None, ["nested"]]
+)
+_FIELDS: dict[str, Any] = {
+    "enable_lora": _options(True, None, False, weight=3),
+    "enable_lora_overlap_loading": _options(None, True, False),
+    "max_lora_rank": _options(16, None, 0, 1, 64),
+    "lora_target_modules": _options(
+        ["gate_up_proj", "down_proj"], None, [], ["all"], ["all", "all"], ["all", "gate_up_proj"], ["gate_up_proj", "w13"],
+        ["mlp"], ["qkvr", "wo_ud", "lm_head"], ["ALL"],
+    ),
+    "max_loaded_loras": _options(None, 0, 1, 2, 3, 4, 7, 8, 9, 16, 17),
+    "max_loras_per_batch": _options(8, -1, 0, 1, 2, 4, weight=4),
+    "lora_eviction_policy": _options("lru", "fifo", "LRU", ""),
+    "lora_backend": _options("triton", "csgmv", "triton_v2", "torch_native", "ascend", "triton-v2", "uno_cublas", "Triton", weight=3),
+    "max_lora_chunk_size": _options(16, None, 8, 24, 32, 64, 128, 256, 0, -16),
+    "lora_use_virtual_experts": _options(False, True),
+    "lora_drain_wait_threshold": _options(0.0, -1.0, -0.5, 2.0, 1e-9),
+    "moe_runner_backend": _options("auto", "triton", "lora_triton", "lora_cutedsl", "lora_marlin", "experimental_sgl_trtllm", "flashinfer_cutlass", weight=4),
+    "speculative_moe_runner_backend": _options(None, "triton", "lora_triton", "experimental_sgl_trtllm", weight=4),
+    "speculative_algorithm": _options(None, "NGRAM", "EAGLE", "EAGLE3", "DFLASH", "DSPARK", "STANDALONE", "FROZEN_KV_MTP", weight=4),
+    "speculative_adaptive": _options(False, True, weight=3),
+    "attn_dp_size": _options(1, 2, 4, weight=4),
+    "enable_pdmux": _options(False, True, weight=4),
+    "enable_two_batch_overlap": _options(False, True, weight=4),
+    "quantization": _options(None, "fp8", "modelopt_fp4", "awq", "w8a8_int8", weight=3),
+    "moe_a2a_backend": _options("none", "deepep", weight=4),
+    "ep_join_mode": _options(None, "scale", weight=5),
+    "enable_eplb": _options(False, True, weight=5),
+    "init_expert_location": _options("trivial", "static", weight=5),
+    "ep_num_redundant_experts": _options(0, 1, weight=5),
+}
+_ENV: dict[str, Any] = {
+    "SGLANG_EXPERIMENTAL_LORA_OPTI": _options(False, True, weight=4),
+    "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": _options(False, True, weight=4),
+    "SGLANG_RAGGED_VERIFY_MODE": _options("static", "dynamic", weight=3),
+}
+_LEAVE_OUT = st.integers(0, 2)  # how often a field is left to sglang's default
+
+
+@st.composite
+def server_arg_cases(draw: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for name, strategy in _FIELDS.items():
+        if draw(_LEAVE_OUT) > 0:
+            config[name] = draw(strategy)
+    kind = draw(st.integers(0, 5))  # --lora-paths: absent, a list, a dict, another type
+    if kind == 1 or kind == 2:
+        config["lora_paths"] = draw(st.lists(_PATH_ITEMS, max_size=4))
+    elif kind == 3:
+        config["lora_paths"] = draw(st.sampled_from([{}, {"a": "/p"}, {"a": "/p", "b": "/q"}]))
+    elif kind == 4:
+        config["lora_paths"] = draw(st.sampled_from(["sink=/adapters/sink", "", 3, 0, True, 1.5]))
+    env = {name: draw(strategy) for name, strategy in _ENV.items()}
+    return {"config": config, "env": env, "rocm": draw(_options(False, True, weight=5))}
+
+
+def _describe(report: Report) -> str:
+    return "; ".join(f"{p.rule_id}[{p.origin}/{p.severity}]: {p.message}" for p in report.problems if p.rule_id in SERVER_ARGS_RULES) or "no server_args problems"
+
+
+def compare_case(oracle: sglang_server_args.SglangServerArgs, case: dict[str, Any]) -> tuple[bool, str, str]:
+    """(agreed, outcome label, detail) for one case."""
+    parsed = oracle.parse(case["config"])
+    called = oracle.check(case["config"], case["env"], case["rocm"])
+    report = check(config={**case["config"], "env": case["env"]}, model=MODEL, platform=ROCM if case["rocm"] else CUDA)
+    ours = [p for p in report.problems if p.rule_id in SERVER_ARGS_RULES and p.rule_id not in ALLOWED]
+    argparse_errors = [p for p in ours if p.origin == "argparse" and p.severity == "error"]
+    sglang_errors = [p for p in ours if p.origin == "sglang" and p.severity == "error"]
+    warnings = [p.message for p in ours if p.severity == "warning"]
+    if parsed.ok:
+        parse_agrees = not argparse_errors
+    else:
+        parse_agrees = bool(argparse_errors) and argparse_errors[0].message == parsed.message
+    if called.ok:
+        call_agrees = not sglang_errors
+    else:
+        call_agrees = bool(sglang_errors) and (sglang_errors[0].error_class, sglang_errors[0].message) == (called.error_class, called.message)
+    # sglang logs its warnings after the slot-count assertion only.
+    warned_agrees = called.message == "max_loras_per_batch must be positive" or tuple(warnings) == called.warnings
+    label = ("argparse refuses" if not parsed.ok else "argparse accepts") + ", " + (
+        f"sglang raises {called.error_class}" if not called.ok else "sglang accepts"
+    )
+    detail = (
+        f"{json.dumps(case, default=str)} -> argparse: {parsed.message or 'ok'}; sglang: "
+        f"{called.error_class}({called.message!r}) l.{called.line} warnings {list(called.warnings)}; checker: {_describe(report)}"
+    )
+    return parse_agrees and call_agrees and warned_agrees, label, detail
+
+
+@pytest.mark.fidelity
+def test_server_args_agree_with_sglang(server_args_oracle: sglang_server_args.SglangServerArgs) -> None:
+    prop = "check_lora_server_args + argparse choices"
+
+    def compare(case: dict[str, Any]) -> None:
+        agreed, label, detail = compare_case(server_args_oracle, case)
+        verdict(prop, agreed, label, lambda: detail)
+
+    run_property(prop, server_arg_cases(), compare, default_examples=1000)
+
+
+@pytest.mark.fidelity
+def test_server_args_oracle_sees_each_check(server_args_oracle: sglang_server_args.SglangServerArgs) -> None:
+    """The oracle is sglang's code, not an echo of the rules: known inputs give sglang's texts."""
+    env = {"SGLANG_EXPERIMENTAL_LORA_OPTI": False, "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": False, "SGLANG_RAGGED_VERIFY_MODE": "static"}
+    assert server_args_oracle.check({"max_loras_per_batch": 0}, env, False).message == "max_loras_per_batch must be positive"
+    v2 = {"enable_lora": True, "lora_backend": "triton_v2", "max_lora_rank": 8, "lora_target_modules": ["all"]}
+    assert server_args_oracle.check(v2, env, True).message == "--lora-backend triton_v2 does not yet support ROCm"
+    assert server_args_oracle.check(v2, env, False).ok
+    assert server_args_oracle.parse({"lora_backend": "x"}).message.startswith("argument --lora-backend: invalid choice: 'x'")
