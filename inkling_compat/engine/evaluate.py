@@ -12,8 +12,10 @@ import contextlib
 import dataclasses
 import gc
 import string
+import weakref
 from typing import Any, Iterator, Iterable
 
+from inkling_compat.engine import cel
 from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.plan import Plan, plan as plan_for
 from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
@@ -106,9 +108,9 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str]) -> tuple[list[Fi
     global_fired: set[str] = set()
     split = len(plan.global_rules)
     if names:
-        hits = _evaluate_all(plan.global_rules + plan.adapter_rules, plan.both_program, contexts.shared)
+        hits = _evaluate_all(plan.global_rules + plan.adapter_rules, _scope(plan, "both"), contexts.shared)
     else:
-        hits = _evaluate_all(plan.global_rules, plan.global_program, contexts.shared)
+        hits = _evaluate_all(plan.global_rules, _scope(plan, "global"), contexts.shared)
     for index in range(-1, len(names)):
         ctx = contexts.for_adapter(index)
         if index < 0:
@@ -116,7 +118,7 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str]) -> tuple[list[Fi
         elif index == 0:  # the first adapter rode along in the global evaluation
             rules, scope_hits = plan.adapter_rules, hits[split:]
         else:
-            rules, scope_hits = plan.adapter_rules, _evaluate_all(plan.adapter_rules, plan.adapter_program, ctx)
+            rules, scope_hits = plan.adapter_rules, _evaluate_all(plan.adapter_rules, _scope(plan, "adapter"), ctx)
         scope_fired = global_fired if index < 0 else set(global_fired)
         for c, hit in zip(rules, scope_hits):
             rule = c.rule
@@ -150,6 +152,67 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         rules_evaluated=evaluated,
         adapters=summary,
     )
+
+
+class _Guarded:
+    """A scope's `when && condition` results, the rules that share a `when` guard (the named
+    guards of rules/_guards.yaml) evaluated behind one evaluation of that guard: when it is
+    false, so is every `(when) && (condition)` of the group (CEL's `false && x` is false even
+    if `x` is an error), and their programs are not run. Typically two thirds of the rules
+    sit behind a false guard (a pool adapter skips the PEFT rules, legacy sinks the V2 ones).
+    Otherwise each rule's own program runs as before; an error propagates (the caller then
+    evaluates rule by rule)."""
+
+    __slots__ = ("size", "groups")
+
+    def __init__(self, rules: tuple[CompiledRule, ...], guards: dict[str, Any]):
+        by_when: dict[str, list[int]] = {}
+        for index, c in enumerate(rules):
+            by_when.setdefault(c.rule.when.strip(), []).append(index)
+        self.size = len(rules)
+        # One rule behind a guard gains nothing from evaluating it separately.
+        self.groups = [
+            (_guard(when, guards) if len(members) > 1 and when != "true" else None, [(i, rules[i].program) for i in members])
+            for when, members in by_when.items()
+        ]
+
+    def execute(self, ctx: Any) -> list[bool]:
+        out = [False] * self.size
+        for guard, members in self.groups:
+            if guard is not None:
+                try:
+                    if guard.execute(ctx) is False:
+                        continue
+                except Exception:  # noqa: BLE001 - the rules' own programs say what fails
+                    pass
+            for index, program in members:
+                out[index] = program.execute(ctx) is True
+        return out
+
+
+def _guard(when: str, guards: dict[str, Any]) -> Any:
+    """The compiled guard (compiled once per plan, shared by its scopes; ~50 us each)."""
+    if when not in guards:
+        try:
+            guards[when] = cel.compile(when)
+        except Exception:  # noqa: BLE001 - it compiled inside each rule's expression; no shortcut then
+            guards[when] = None
+    return guards[when]
+
+
+# Per plan (a plan lives as long as the rule set it was built for): each scope's guarded
+# programs, built when a check first needs that scope, and the compiled guards they share.
+_GUARDED: "weakref.WeakKeyDictionary[Plan, dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+def _scope(plan: Plan, name: str) -> "_Guarded | None":
+    scopes = _GUARDED.get(plan)
+    if scopes is None:
+        scopes = _GUARDED[plan] = {"guards": {}}
+    if name not in scopes:
+        rules = {"global": plan.global_rules, "adapter": plan.adapter_rules, "both": plan.global_rules + plan.adapter_rules}[name]
+        scopes[name] = _Guarded(rules, scopes["guards"]) if rules else None
+    return scopes[name]
 
 
 def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> list[Any]:

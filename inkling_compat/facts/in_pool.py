@@ -55,6 +55,7 @@ def own_facts(manifests: Sequence[Any], model: Any, memo: bool = True) -> list[d
     shallow copy with its own name, path and lora_id (the other values are shared, read-only)."""
     seen: dict[Any, dict[str, Any]] = {}
     out = []
+    memo = memo and len(manifests) > 1  # (one adapter: nothing to share, no key to build)
     for manifest in manifests:
         key = _content_key(manifest) if memo else None
         cached = seen.get(key) if key is not None else None
