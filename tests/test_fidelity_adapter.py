@@ -78,9 +78,12 @@ def _tensors(setup: Any, r: int, layout: str, naming: str, layers: list[int]) ->
 
 
 @st.composite
-def adapter_cases(draw: Any, inkling_only: bool = False) -> dict[str, Any]:
+def adapter_cases(draw: Any, inkling_only: bool = False, rank_above: bool = False) -> dict[str, Any]:
+    """`rank_above`: an eighth of the cases have r above the setup's --max-lora-rank."""
     setup = draw(_SETUPS)
     r = draw(st.integers(1, setup.rank))
+    if rank_above and draw(_ONE_IN[8]) == 0:
+        r = setup.rank + draw(st.integers(1, 3))
     layout, naming = draw(_LAYOUT), draw(_NAMING)
     layers = sorted({draw(st.integers(0, MODEL_LAYERS - 1)) for _ in range(draw(st.integers(1, 3)))})
     if draw(_ONE_IN[8]) == 0:
