@@ -281,7 +281,8 @@ def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str,
     if not isinstance(doc, dict):
         raise AdapterFileError(label, f"header is a JSON {type(doc).__name__}, expected an object")
     out: dict[str, tuple[tuple[int, ...], str]] = {}
-    spans: list[tuple[int, int, str]] = []
+    position = 0  # where the next tensor must start while the entries come in offset order
+    ordered = True
     bits_of = _BITS
     for name, entry in doc.items():
         if name == "__metadata__":  # optional: null or an object of strings (as safetensors reads it)
@@ -308,16 +309,22 @@ def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str,
                 raise ValueError
         except (TypeError, KeyError, ValueError):
             raise AdapterFileError(label, _entry_error(name, entry)) from None
-        spans.append((begin, end, name))
+        if ordered and begin == position:
+            position = end
+        else:
+            ordered = False
         out[name] = (tuple(shape), dtype)
-    # safetensors: sorted by offsets, each tensor starts where the previous ended, from 0.
-    spans.sort()
-    position = 0
-    for begin, end, name in spans:
-        if begin != position:
-            what = "overlaps the previous tensor" if begin < position else f"leaves a gap after byte {position}"
-            raise AdapterFileError(label, f"tensor {name!r}: data_offsets [{begin}, {end}] {what}")
-        position = end
+    # safetensors: sorted by offsets, each tensor starts where the previous ended, from 0. The
+    # library writes the entries in offset order, so that is checked on the way; any other
+    # order is sorted here and checked again (same verdicts, same messages).
+    if not ordered:
+        spans = sorted((doc[name]["data_offsets"][0], doc[name]["data_offsets"][1], name) for name in out)
+        position = 0
+        for begin, end, name in spans:
+            if begin != position:
+                what = "overlaps the previous tensor" if begin < position else f"leaves a gap after byte {position}"
+                raise AdapterFileError(label, f"tensor {name!r}: data_offsets [{begin}, {end}] {what}")
+            position = end
     if position != data_size:
         raise AdapterFileError(
             label, f"tensors cover {position} data bytes but the file has {data_size} after the header (truncated or padded)"
