@@ -221,12 +221,6 @@ def test_replay_crash_classes_are_what_torch_raises():
     assert slot["first"]["error_class"] == _torch_raises(lambda: meta(4, 2, 16, 32)[9]) == "IndexError"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Problem's class is the rule's static error_class (RuntimeError for sink-pool-bind-crash); "
-    "the class torch raises is in adapter_facts.binding.first.error_class: needs the engine to render "
-    "error_class from params (engine/evaluate.py, rules/sink/sink-pool-*-crash.yaml), outside this change",
-)
 def test_derived_bind_crash_is_reported_with_torchs_class():
     report = check(**example_arguments(BIND_CRASH))
     crash = next(p for p in report.problems if p.rule_id == "sink-pool-bind-crash")

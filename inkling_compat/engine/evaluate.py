@@ -28,7 +28,8 @@ from inkling_compat.report.model import Problem, Report
 
 _FORMATTER = string.Formatter()
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
-Fired = tuple[tuple[int, int, int], CompiledRule, str, "str | None"]
+# (sort key, rule, (message fragment, error class) as rendered, adapter name)
+Fired = tuple[tuple[int, int, int], CompiledRule, tuple[str, str], "str | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,24 +234,29 @@ def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> li
     return results
 
 
-def _render(c: CompiledRule, ctx: Any) -> str:
+def _render(c: CompiledRule, ctx: Any) -> tuple[str, str]:
+    """The rule's message and error class with its params filled in. The class is a template
+    too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one."""
     values = {}
     for name, program in c.param_programs.items():
         try:
             values[name] = program.execute(ctx)
         except Exception as exc:
             raise RuleEvaluationError(c.rule.id, f"params.{name}: {type(exc).__name__}: {exc}") from None
-    return _FORMATTER.vformat(c.rule.message, (), values)
+    error_class = c.rule.error_class
+    if "{" in error_class:
+        error_class = _FORMATTER.vformat(error_class, (), values)
+    return _FORMATTER.vformat(c.rule.message, (), values), error_class
 
 
 def _join(fired: list[Fired]) -> list[Problem]:
     """One Problem per fired rule; rules of a join group share sglang's joined text."""
     joined: dict[tuple[str, str | None], list[str]] = {}
-    for _, c, fragment, adapter in fired:
+    for _, c, (fragment, _cls), adapter in fired:
         if c.rule.join:
             joined.setdefault((c.rule.join.group, adapter), []).append(fragment)
     problems = []
-    for _, c, fragment, adapter in fired:
+    for _, c, (fragment, error_class), adapter in fired:
         rule = c.rule
         message = fragment
         if rule.join:
@@ -261,7 +267,7 @@ def _join(fired: list[Fired]) -> list[Problem]:
                 rule_id=rule.id,
                 severity=rule.severity,
                 origin=rule.origin,
-                error_class=rule.error_class,
+                error_class=error_class,
                 message=message,
                 fragment=fragment,
                 stage=rule.stage,

@@ -5,7 +5,7 @@ those: converting values into CEL costs more than evaluating them)."""
 from __future__ import annotations
 
 import re
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from inkling_compat.engine.rules import CompiledRule
@@ -44,37 +44,6 @@ class Plan:
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
-
-    # Each scope evaluates its rules' own programs (compiled once, when the rules load) one
-    # after the other. Measured on the bundled example: 134 programs executed one by one take
-    # the same time as one compiled CEL list of them (~210 us), while compiling that list costs
-    # 20-27 ms at every start (CEL's compile grows faster than linearly with the list) on top
-    # of the per-rule compiles that validate each file.
-    @cached_property
-    def global_program(self) -> "_Programs | None":
-        return _Programs(self.global_rules) if self.global_rules else None
-
-    @cached_property
-    def adapter_program(self) -> "_Programs | None":
-        return _Programs(self.adapter_rules) if self.adapter_rules else None
-
-    @cached_property
-    def both_program(self) -> "_Programs | None":
-        rules = self.global_rules + self.adapter_rules
-        return _Programs(rules) if rules else None
-
-
-class _Programs:
-    """The `when && condition` results of some rules, in order, from one context. An error in
-    any of them propagates: the engine then evaluates rule by rule to find it."""
-
-    __slots__ = ("programs",)
-
-    def __init__(self, rules: tuple[CompiledRule, ...]):
-        self.programs = tuple(c.program for c in rules)
-
-    def execute(self, ctx: Any) -> list[Any]:
-        return [program.execute(ctx) for program in self.programs]
 
 
 @lru_cache(maxsize=8)

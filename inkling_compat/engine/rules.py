@@ -145,7 +145,7 @@ class Rule(BaseModel):
 
     @model_validator(mode="after")
     def _holes_have_params(self) -> "Rule":
-        holes = template_fields(self.message)
+        holes = template_fields(self.message) | template_fields(self.error_class)
         missing = sorted(holes - set(self.params))
         if missing:
             raise ValueError(f"message holes without params: {missing}")

@@ -97,15 +97,18 @@ def _yaml(data: Any) -> str:
 
 
 def _example_message(rule: Any, example: Any, version: str | None = None) -> str | None:
-    """The exact text for a firing example: the stated one, else what check() produces."""
-    if example.message is not None:
-        return example.message
+    """`Class: text` for a firing example: the stated text, else what check() produces; the
+    class is the rule's, or (a templated class such as `{cls}`) the one check() renders."""
+    if example.message is not None and "{" not in rule.error_class:
+        return f"{rule.error_class}: {example.message}"
     from inkling_compat.engine.evaluate import check
     from inkling_compat.testing.scenarios import example_arguments
 
     report = check(**example_arguments(example.input), **({"sglang_version": version} if version else {}))
     hits = [p for p in report.problems if p.rule_id == rule.id]
-    return hits[0].message if hits else None
+    if not hits:
+        return None
+    return f"{hits[0].error_class}: {example.message if example.message is not None else hits[0].message}"
 
 
 def _source(rule: Any) -> list[str]:
@@ -147,7 +150,8 @@ def _section(rule: Any) -> list[str]:
         out += ["Fields involved: " + ", ".join(_code(p) for p in rule.field_paths) + ".", ""]
 
     says = "What sglang says" if rule.origin in ("sglang", "argparse") else "What is reported"
-    out += [f"### {says}", "", f"Error class: {_code(rule.error_class)}", "", "Message template:", ""]
+    cls = _code(rule.error_class) + (" (filled from its params, like the message)" if "{" in rule.error_class else "")
+    out += [f"### {says}", "", f"Error class: {cls}", "", "Message template:", ""]
     out += [_fence(rule.message, "text"), ""]
     if rule.params:
         out += ["| hole | CEL expression |", "|---|---|"]
@@ -176,7 +180,7 @@ def _section(rule: Any) -> list[str]:
     ]
     message = _example_message(rule, example)
     if message is not None:
-        out += ["Reported as:", "", _fence(f"{rule.error_class}: {message}", "text"), ""]
+        out += ["Reported as:", "", _fence(message, "text"), ""]
 
     out += ["### Fixes", ""]
     out += [f"- {fix.strip()}" for fix in rule.fixes]
@@ -203,7 +207,7 @@ def _variants(rule: Any) -> list[str]:
         if variant.examples is not None:
             message = _example_message(merged, merged.examples.fire[0], version)
             if message is not None:
-                out += ["Reported as:", "", _fence(f"{merged.error_class}: {message}", "text"), ""]
+                out += ["Reported as:", "", _fence(message, "text"), ""]
     return out
 
 
