@@ -10,8 +10,15 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from oracle import sglang_sink, tally
+
+# CI runs on 2 shared cores: hypothesis' timing health checks (generation "too slow", too many
+# examples filtered by `assume`) are about the speed of generating data, not about what a test
+# checks, and fail at random there. Every test's own @settings still apply on top.
+settings.register_profile("inkling-ci", suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.load_profile("inkling-ci")
 
 
 @pytest.fixture(scope="session")

@@ -50,9 +50,15 @@ def _guards_of(rule_id: str) -> list[str]:
     return list(family.get("guards", [])) + list(raw.get("guards", []))
 
 
+# Rules written since 92d9af3 (not in the snapshot; their expressions have no "before").
+ADDED = {
+    "adapter-normalize-cat-mismatch",  # torch.cat of split gate/up factors (found by tests/test_fidelity_adapter.py)
+}
+
+
 def test_same_rule_ids_as_before():
-    assert set(RULES) == set(SNAPSHOT)
-    assert len(RULES) == len(SNAPSHOT) == 134
+    assert set(RULES) == set(SNAPSHOT) | ADDED
+    assert len(SNAPSHOT) == 134
 
 
 @pytest.mark.parametrize("rule_id", sorted(SNAPSHOT))
@@ -75,7 +81,8 @@ def test_guard_is_shared_and_expands_to_the_old_text(guard):
     expression = DEFS.guards[guard].expression
     for rid in users:
         assert expression in RULES[rid].rule.when
-        assert _old_names(RULES[rid].rule.when) == SNAPSHOT[rid]["when"]
+        if rid not in ADDED:
+            assert _old_names(RULES[rid].rule.when) == SNAPSHOT[rid]["when"]
 
 
 # `when` texts still written in more than one rule file: one fact, or one fact and a null check

@@ -148,18 +148,18 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
 
     layers: list[tuple[int, dict[str, list[int]]]] = []
     templates: dict[int, Any] = {}  # layer -> its normalized template pairs (the pool replay's memo key)
-    reshape_failure = None
+    failure = None
     for lid, entries in sorted(by_layer.items()):
         items = tuple(entries.values())
         try:
             hash(items)
         except TypeError:  # not a shape of ints: normalized on its own
             weights = {name: list(shape) for name, (_, shape) in entries.items()}
-            reshape_failure = _normalize_layer(weights, r, n, inkling)
+            failure = _normalize_layer(weights, r, n, inkling)
         else:
-            weights, reshape_failure, templates[lid] = _normalize_template(lid, items, r, n, inkling)
+            weights, failure, templates[lid] = _normalize_template(lid, items, r, n, inkling)
         layers.append((lid, weights))
-        if reshape_failure is not None:
+        if failure is not None:
             # sglang raises here; the later layers stay as read (names only are used below).
             layers += [(later, {name: list(shape) for name, (_, shape) in rest.items()}) for later, rest in sorted(by_layer.items()) if later > lid]
             break
@@ -167,7 +167,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
     # _detect_shared_outer_loras: gate_up lora_A after normalization; 3-D -> dim0 == 1,
     # numbered 2-D -> per expert; everything else is ignored.
     outer_layouts: list[bool] = []
-    if reshape_failure is None:
+    if failure is None:
         for _, weights in layers:
             for name, shape in weights.items():
                 if "gate_up_proj" not in name or "lora_A" not in name:
@@ -210,18 +210,25 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         # utils.warn_if_adapter_targets_embeddings joins the sorted names with ", ".
         "embedding_weight_names_text": ", ".join(sorted(embedding_names)),
         "normalized_weight_names": sorted([n_ for _, w in layers for n_ in w] + embedding_names),
-        "reshape_failure": reshape_failure,
-        "slice_failure": None if (normalizes or reshape_failure) else _slice_failure(layers, n),
+        # The first torch failure of the normalization: a reshape (`_normalize_shared_expert_moe`)
+        # or a concatenation (`normalize_gate_up_proj`, `normalize_qkv_proj`, ...).
+        "reshape_failure": _without_kind(failure) if failure and failure["kind"] == "reshape" else None,
+        "cat_failure": {"message": failure["message"]} if failure and failure["kind"] == "cat" else None,
+        "slice_failure": None if (normalizes or failure) else _slice_failure(layers, n),
         "outer_layouts": outer_layouts,
         "shared_outer": outer_layouts[0] if outer_layouts else None,
         "normalizes_shared_sink": normalizes,
         # name -> shape once normalized (what the pool copies); pool_fit reads it.
-        "normalized_shapes": {} if reshape_failure else {n_: s for _, w in layers for n_, s in w.items()},
+        "normalized_shapes": {} if failure else {n_: s for _, w in layers for n_, s in w.items()},
         # The same by layer, and each layer as template pairs (sglang.load_to_buffer.derive reads
         # them instead of grouping and templating the names again).
-        "normalized_layers": None if reshape_failure else layers,
-        "normalized_templates": None if reshape_failure else templates,
+        "normalized_layers": None if failure else layers,
+        "normalized_templates": None if failure else templates,
     }
+
+
+def _without_kind(failure: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in failure.items() if k != "kind"}
 
 
 def derive(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[str, Any]:

@@ -250,6 +250,13 @@ class ReshapeFailure(_Facts):
     site: str
 
 
+class CatFailure(_Facts):
+    """A torch.cat the normalization makes that torch refuses (split gate/up or q/k/v factors
+    whose shapes do not fit together)."""
+
+    message: str = fact("torch's RuntimeError text on CPU tensors (sglang loads adapter weights on the CPU).")
+
+
 class SliceFailure(_Facts):
     """A rejection by the sink's slice methods."""
 
@@ -333,6 +340,10 @@ class PeftAdapterFacts(_Facts):
     embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings l.14-")
     normalizes_shared_sink: bool = fact("The loader reshapes flat shared-sink factors (Inkling base, n > 0).", "lora/lora.py l.317-370")
     reshape_failure: ReshapeFailure | None = fact("First torch reshape failure of the shared-sink normalization.", "lora/lora.py l.317-370")
+    cat_failure: CatFailure | None = fact(
+        "First torch.cat the normalization makes that torch refuses (sglang raises it while loading the adapter).",
+        "lora/lora.py normalize_gate_up_proj l.462-501 (torch.cat l.485), normalize_qkv_proj l.264-315, normalize_inkling_qkvr_proj l.218-262",
+    )
     slice_failure: SliceFailure | None = fact(
         "First unnumbered shared-sink factor the sink's slice methods reject (the loader did not reshape it).",
         "models/inkling_common/lora.py slice_moe_lora_{a,b}_weights l.138-212",

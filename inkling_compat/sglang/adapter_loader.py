@@ -24,7 +24,7 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, numel, step_shape
+from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
 
 NUMBERED_SHARED = re.compile(r"shared_experts\.(\d+)\.")
 _LAYER = re.compile(r"layers\.(\d+)\.")  # layers/utils/common.get_layer_id
@@ -74,15 +74,34 @@ class LayerPlan(NamedTuple):
     failure: dict[str, Any] | None
 
 
+class _Refused(Exception):
+    """torch refuses a concatenation of the plan (carries the failure)."""
+
+    def __init__(self, failure: dict[str, Any]):
+        self.failure = failure
+
+
 def plan_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkling: bool) -> LayerPlan:
     """`LoRAAdapter._normalize_weights` on one layer (names -> shapes); `weights` is not changed."""
     shapes = {name: list(shape) for name, shape in weights.items()}
     steps: list[Step] = []
 
     def do(step: Step) -> None:
+        if isinstance(step, Cat):
+            message = cat_failure([shapes[name] for name in step.inputs], step.dim)
+            if message is not None:  # torch.cat raises; sglang's load stops here
+                raise _Refused({"kind": "cat", "name": step.out, "message": message})
         steps.append(step)
         step_shape(step, shapes)
 
+    try:
+        return _plan(shapes, steps, do, r, n_shared, inkling)
+    except _Refused as refused:
+        return LayerPlan(tuple(steps), shapes, refused.failure)
+
+
+def _plan(shapes: dict[str, list[int]], steps: list[Step], do: Any, r: int | None, n_shared: int, inkling: bool) -> LayerPlan:
+    """The body of `plan_layer`: each step through `do`, which applies it to `shapes`."""
     # normalize_qkv_proj (l.264): q/k/v -> qkv_proj (stacked on dim 0).
     names = list(shapes)
     if any(k in name for name in names for k in _QKV_KEYS):
@@ -117,7 +136,7 @@ def plan_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkl
                 rank, flat = shape
                 target = (rank, n_shared, flat // n_shared)
                 if numel(target) != rank * flat:
-                    return LayerPlan(tuple(steps), shapes, {"name": name, "shape": list(target), "size": rank * flat, "site": "down_a"})
+                    return LayerPlan(tuple(steps), shapes, {"kind": "reshape", "name": name, "shape": list(target), "size": rank * flat, "site": "down_a"})
                 do(Reshape(name, target, True))
             elif "lora_A" in name or is_down:
                 do(Reshape(name, (1, *shape)))
@@ -125,7 +144,7 @@ def plan_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkl
                 flat, rank = shape
                 target = (n_shared, flat // n_shared, rank)
                 if numel(target) != rank * flat:
-                    return LayerPlan(tuple(steps), shapes, {"name": name, "shape": list(target), "size": rank * flat, "site": "gate_up_b"})
+                    return LayerPlan(tuple(steps), shapes, {"kind": "reshape", "name": name, "shape": list(target), "size": rank * flat, "site": "gate_up_b"})
                 do(Reshape(name, target))
     # _rename_expert_w_to_proj (l.372): w1/w3/w2 -> gate_proj/up_proj/down_proj (moved to the end).
     renames = []

@@ -207,6 +207,8 @@ def derive(
     out: dict[str, Any] = {"target_failure": None, "pool_fit": None, "pool_partial": None, "unmatched_weight_names": []}
     if adapter_facts.get("form") != "peft":
         return out
+    if adapter_facts.get("reshape_failure") is not None or adapter_facts.get("cat_failure") is not None:
+        return out  # the adapter failed to load (LoRAAdapter's normalization): no pool copy follows
     targets = list(facts.get("target_modules") or [])
     # mem_pool l.930-935: weights (layer and embedding, normalized) containing no target module.
     out["unmatched_weight_names"] = unmatched_names(adapter_facts.get("normalized_weight_names") or [], targets)
@@ -242,6 +244,7 @@ def derive(
         or r <= 0
         or getattr(model, "n_routed_experts", 0) <= 0
         or adapter_facts.get("reshape_failure") is not None
+        or adapter_facts.get("cat_failure") is not None
         or adapter_facts.get("layer_out_of_range") is not None
     ):
         return out

@@ -76,6 +76,20 @@ def clamp(length: int, start: int, stop: int) -> tuple[int, int]:
     return min(start, length), max(min(stop, length), min(start, length))
 
 
+def cat_failure(parts: Sequence[Sequence[int]], dim: int) -> str | None:
+    """What torch.cat(parts, dim) raises on CPU tensors of these shapes (sglang loads adapter
+    weights on the CPU: `_process_weight` calls `.cpu()`), or None. The meta device words the
+    same checks differently; the CPU text is the one in a server's log."""
+    first = parts[0]
+    for number, part in enumerate(parts[1:], 1):
+        if len(part) != len(first):
+            return f"Tensors must have same number of dimensions: got {len(first)} and {len(part)}"
+        for axis, (want, got) in enumerate(zip(first, part)):
+            if axis != dim % len(first) and want != got:
+                return f"Sizes of tensors must match except in dimension {dim}. Expected size {want} but got size {got} for tensor number {number} in the list."
+    return None
+
+
 def cat_shape(a: Sequence[int], b: Sequence[int], dim: int) -> list[int]:
     """Shape of torch.cat((a, b), dim); on shapes that torch would refuse (ranks differ, dim
     out of range) the first operand's shape, as the checker's facts have always modelled it
