@@ -27,7 +27,6 @@ from __future__ import annotations
 import enum
 import glob
 import hashlib
-import linecache
 import os
 import re
 import subprocess
@@ -38,6 +37,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from oracle import wheel_source
 
 SGLANG_VERSION = "0.5.23"
 LORA_PATH = "sglang/srt/models/inkling_common/lora.py"
@@ -98,7 +99,8 @@ def read_lora_source(wheel: Path) -> str:
 # --- stand-ins for what lora.py imports ----------------------------------------------------
 
 
-def _stub_modules() -> dict[str, types.ModuleType]:
+def _stub_leaves() -> dict[str, dict[str, Any]]:
+    """What lora.py imports from the rest of sglang: module name -> the attributes it reads."""
     import torch
 
     class BaseLoRABackend:  # only used as an annotation
@@ -130,37 +132,12 @@ def _stub_modules() -> dict[str, types.ModuleType]:
         "sglang.srt.models.inkling_common.dense_mlp": {"InklingBatchDenseMLP": InklingBatchDenseMLP},
         "sglang.srt.models.inkling_common.kernels.comm": {"symm_mem_all_reduce": symm_mem_all_reduce},
     }
-    modules: dict[str, types.ModuleType] = {}
-    for dotted, attributes in leaves.items():
-        parts = dotted.split(".")
-        for i in range(1, len(parts)):
-            parent = ".".join(parts[:i])
-            modules.setdefault(parent, types.ModuleType(parent))
-            modules[parent].__path__ = []  # a package
-        module = types.ModuleType(dotted)
-        module.__dict__.update(attributes)
-        modules[dotted] = module
-    return modules
+    return leaves
 
 
 def load_lora_module(source: str, origin: str) -> types.ModuleType:
     """Execute lora.py's source as a module, with the stand-ins in sys.modules meanwhile."""
-    stubs = _stub_modules()
-    saved = {name: sys.modules.get(name) for name in stubs}
-    sys.modules.update(stubs)
-    try:
-        module = types.ModuleType(MODULE_NAME)
-        module.__file__ = origin
-        # Tracebacks and `inspect` read the source through linecache.
-        linecache.cache[origin] = (len(source), None, source.splitlines(True), origin)
-        exec(compile(source, origin, "exec"), module.__dict__)
-    finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
-    return module
+    return wheel_source.exec_module(source, origin, MODULE_NAME, _stub_leaves())
 
 
 # --- outcomes -----------------------------------------------------------------------------
