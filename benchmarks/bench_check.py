@@ -9,6 +9,12 @@ alternating round by round; the process figures alternate run by run. Prints one
 date, machine, commit and load average. Targets (2-core machine): check() median <= 1 ms for
 one config + pool manifest and for one config + PEFT directory, read from files; the
 `inkling-compat check` process <= 0.25 s.
+
+Both trees get their bytecode written first (`compileall`, as `pip install` does; --no-bytecode
+skips it): with PYTHONDONTWRITEBYTECODE set, as in the development sandbox, a module edited since
+its .pyc was written is otherwise compiled from source in every process, a cost (about 10 ms for
+the checker's modules after a day of edits, all of them in a fresh worktree) that no installed
+checker pays and that would make the figures depend on which files were edited last.
 """
 
 from __future__ import annotations
@@ -131,6 +137,13 @@ def wall(command: list[str], env: dict[str, str]) -> tuple[float, int]:
     return time.perf_counter() - start, code
 
 
+def write_bytecode(tree: Path) -> None:
+    """The .pyc files of the package in `tree`, as an install writes them (see the docstring)."""
+    import compileall
+
+    compileall.compile_dir(str(tree / "inkling_compat"), quiet=1)
+
+
 def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """One summary from the rounds of one side: latencies pooled, one-off figures by median."""
     out: dict[str, Any] = {"rules": rounds[0]["rules"], "rounds": len(rounds)}
@@ -195,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--procs", type=int, default=10, help="process runs per command and side")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--no-bytecode", action="store_true", help="measure without writing the trees' bytecode first")
     parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)  # internal: one side's in-process run
     args = parser.parse_args(argv)
     if args.side:
@@ -209,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         trees = {"before": compare.prepare_tree(args.before)[0], "after": ROOT}
         results["before_commit"] = compare.git("rev-parse", "--short", args.before)
     sides = list(trees)
+    results["bytecode"] = "as found" if args.no_bytecode else "written first (compileall)"
+    if not args.no_bytecode:
+        for tree in trees.values():
+            write_bytecode(tree)
     per_round = {"runs": max(1, args.runs // args.rounds), "inputs": max(1, args.inputs // args.rounds)}
     raw: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for index in range(args.rounds):
@@ -245,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
 
     heads = " / ".join(f"{side} {results.get(side + '_commit')}" for side in sides)
     print(f"{results['date']}  {results['machine']}  {heads}")
+    print(f"bytecode: {results['bytecode']}")
     print(f"load average (1, 5, 15 min) at start {results['load_average_at_start']}, at end {results['load_average_at_end']}")
     compare.print_table(rows(results, sides))
     for name, met in results["target"]["met"].items():

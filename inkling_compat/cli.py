@@ -52,7 +52,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run_check(args: argparse.Namespace) -> int:
     from inkling_compat.engine.evaluate import check
+    from inkling_compat.engine.rules import load_rules
     from inkling_compat.report.text import render_text
+
+    load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
+    _started()
 
     if args.adapter_dir:
         from inkling_compat.fleet import ProgressBar, check_fleet
@@ -124,7 +128,40 @@ def _run_run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def _started() -> None:
+    """End of start-up in a process of our own (see `main`): the objects built so far (modules,
+    pydantic validators, compiled rules) live as long as the process, so they are frozen out of
+    the collector's generations and the collector resumes for what the command itself creates."""
+    import gc
+
+    global _collector_paused
+    if _collector_paused:
+        _collector_paused = False
+        gc.freeze()
+        gc.enable()
+
+
+_collector_paused = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import gc
+
+    global _collector_paused
+    # Start-up builds some 100,000 long-lived objects and almost no garbage; the cyclic collector's
+    # passes over them cost ~20 ms, and a full pass over them at exit ~20 ms more. So, as the
+    # command (argv None: not a caller's process), the collector waits until start-up is done
+    # (`_started`), which freezes what start-up built. Nothing is skipped: shutdown runs as usual.
+    if argv is None and gc.isenabled():
+        gc.disable()
+        _collector_paused = True
+    try:
+        return _main(argv)
+    finally:
+        _started()  # (a no-op once `check` has called it)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import os
 
     # pydantic scans every installed distribution's entry points for plugins when it builds
@@ -141,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         named = re.match(r"argument ([^:\s]+)", str(exc))
         return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": "(command line)", "field": named.group(1) if named else "(arguments)", "reason": str(exc)})
     runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain, "run": _run_run}
+    if args.command != "check":
+        _started()  # only `check`'s start-up is worth the pause
     try:
         return runners[args.command](args)
     except RuleFileError as exc:

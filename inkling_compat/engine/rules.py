@@ -13,14 +13,17 @@ import string
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from inkling_compat.engine import cel, definitions
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from inkling_compat.engine import cel
 from inkling_compat.errors import RuleFileError as InputError
 from inkling_compat.inputs.models import SGLANG_VERSIONS
+
+if TYPE_CHECKING:
+    from inkling_compat.engine import definitions  # imported where used: a cached start needs none of it
 
 # sglang's start-up sequence; problems are reported in this order (then by `order`).
 STAGES = (
@@ -176,6 +179,8 @@ class Rule(BaseModel):
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The schema of a rule *file*: this model's fields plus the load-time forms
         (`guards`, `family`; engine/definitions.py), which the loader expands away."""
+        from inkling_compat.engine import definitions
+
         return definitions.file_form_schema(super().model_json_schema(*args, **kwargs), _ID.pattern)
 
     def for_version(self, version: str) -> "Rule | None":
@@ -259,6 +264,14 @@ class CompiledRule:
             raise InputError(self.file, "message_pattern", f"not a valid regex: {exc}") from None
 
 
+@lru_cache(maxsize=2048)
+def _program(expression: str) -> Any:
+    """One compiled program per expression text: a fifth of the rules' expressions are the same
+    text (a variant's `when`/`condition`, the same `params` hole), and a program is read-only
+    (`execute(context)`)."""
+    return cel.compile(expression)
+
+
 @lru_cache(maxsize=512)
 def _pattern(text: str) -> "re.Pattern[str]":
     return re.compile(text)
@@ -266,7 +279,7 @@ def _pattern(text: str) -> "re.Pattern[str]":
 
 def _compile(expression: str, file: str, field: str) -> Any:
     try:
-        return cel.compile(expression)
+        return _program(expression)
     except ValueError as exc:
         first = str(exc).splitlines()[0]
         raise InputError(file, field, f"CEL does not compile: {first}") from None
@@ -283,8 +296,17 @@ def rule_files(folder: Path | None = None) -> list[Path]:
     return sorted((p for p in folder.rglob("*.yaml") if not p.name.startswith("_")), key=lambda p: p.name)
 
 
-def load_rule_file(path: Path, defs: definitions.Definitions | None = None) -> CompiledRule:
+def load_rule_file(path: Path, defs: "definitions.Definitions | None" = None) -> CompiledRule:
     """One rule file, its family and guards expanded (`defs`: those of the folder it is in)."""
+    data, origins = _expanded(path, defs)
+    return _validated(data, origins, path.name, path.stem)
+
+
+def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[str, Any], dict[str, str]]:
+    """A rule file's data as `Rule` reads it (family merged, guards written out) and, per field
+    that came from a family, the family's file."""
+    from inkling_compat.engine import definitions
+
     try:
         from inkling_compat.engine.rule_cache import parse_rule_yaml  # parsed form cached on disk by content
 
@@ -295,40 +317,66 @@ def load_rule_file(path: Path, defs: definitions.Definitions | None = None) -> C
         raise InputError(path.name, "(root)", "a rule file must be a mapping")
     if defs is None:
         defs = _definitions(str(_rules_root(path)))
-    data, origins = definitions.expand(data, path.name, defs)
+    return definitions.expand(data, path.name, defs)
+
+
+def _validated(data: dict[str, Any], origins: dict[str, str], name: str, stem: str) -> CompiledRule:
+    """The expanded data of one rule file validated and its CEL compiled."""
     try:
         rule = Rule.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
-        file = origins.get(str(err["loc"][0]), path.name) if err["loc"] else path.name  # a family's value
+        file = origins.get(str(err["loc"][0]), name) if err["loc"] else name  # a family's value
         raise InputError(file, field, err["msg"]) from None
-    if path.stem != rule.id:
-        raise InputError(path.name, "id", f"file name must be the rule id ({rule.id}.yaml)")
-    return CompiledRule(rule, path.name)
+    if stem != rule.id:
+        raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
+    return CompiledRule(rule, name)
 
 
 @lru_cache(maxsize=4)
 def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
-    """Every rule in `rules/`, validated and compiled, in sglang's check order."""
-    folder = Path(directory) if directory else rules_dir()
-    defs = definitions.load_definitions(folder)
-    compiled = [load_rule_file(path, defs) for path in rule_files(folder)]
-    ids = [c.rule.id for c in compiled]
-    known = set(ids)
-    for c in compiled:
-        for dep in c.rule.after:
-            if dep not in known:
-                raise InputError(c.file, "after", f"unknown rule id {dep!r}")
-    from inkling_compat.engine.paths import check_rule_paths
+    """Every rule in `rules/`, validated and compiled, in sglang's check order.
 
-    check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
+    After a load that passed every check, the expanded data of the rules is kept in the rule-set
+    cache (engine/rule_cache.py), keyed by the folder's files and the code that validates them; a
+    later process with the same key validates and compiles that data instead of expanding the
+    files again and re-running the path check."""
+    from inkling_compat.engine import rule_cache
+
+    folder = Path(directory) if directory else rules_dir()
+    key = rule_cache.rule_set_key(folder)
+    stored = rule_cache.load_rule_set(key)
+    if stored is not None:
+        compiled = [_validated(data, {}, name, name[: -len(".yaml")] if name.endswith(".yaml") else name) for name, data in stored]
+        _check_after(compiled)
+    else:
+        # Imported here: a start with the rule set cached needs neither module.
+        from inkling_compat.engine import definitions
+        from inkling_compat.engine.paths import check_rule_paths
+
+        defs = definitions.load_definitions(folder)
+        expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+        compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
+        _check_after(compiled)
+        check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
+        rule_cache.store_rule_set(key, [(path.name, data) for path, (data, _) in expanded])
     in_stage_order = sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id))
     return dependency_order(in_stage_order)
 
 
+def _check_after(compiled: list[CompiledRule]) -> None:
+    known = {c.rule.id for c in compiled}
+    for c in compiled:
+        for dep in c.rule.after:
+            if dep not in known:
+                raise InputError(c.file, "after", f"unknown rule id {dep!r}")
+
+
 @lru_cache(maxsize=4)
-def _definitions(folder: str) -> definitions.Definitions:
+def _definitions(folder: str) -> "definitions.Definitions":
+    from inkling_compat.engine import definitions
+
     return definitions.load_definitions(Path(folder))
 
 
@@ -336,7 +384,7 @@ def _rules_root(path: Path) -> Path:
     """The rules folder a rule file belongs to: the nearest folder above it with a guards
     file, else the folder above its component folder (rules/<component>/<id>.yaml)."""
     for folder in path.resolve().parents:
-        if (folder / definitions.GUARDS_FILE).is_file():
+        if (folder / "_guards.yaml").is_file():  # definitions.GUARDS_FILE (not imported for this)
             return folder
     return path.resolve().parent.parent
 

@@ -7,7 +7,6 @@ problems by the `unknown-config-key` rule, so a typo never passes silently.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import os
@@ -290,6 +289,8 @@ def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "")
     for key, value in data.items():
         path = f"{prefix}{key}"
         if key not in fields:
+            import difflib  # only for an unknown key: most checks have none (~1 ms at start-up)
+
             close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
             found.append({"key": path, "suggestion": f"{prefix}{close[0]}" if close else ""})
             continue
