@@ -130,6 +130,20 @@ def test_an_edited_validity_module_misses(cache_dir, tmp_path, monkeypatch):
     assert calls == [1], "an edited validity module must load the rules from their files"
 
 
+def test_another_cel_library_misses(cache_dir, tmp_path, monkeypatch):
+    """A hit does not compile the guards no rule names: the miss did, with the same CEL library."""
+    from types import SimpleNamespace
+
+    from inkling_compat.engine import cel
+
+    key = rule_cache.rule_set_key(rules_dir())
+    core = tmp_path / "cel.so"
+    core.write_bytes(b"another build")
+    monkeypatch.setattr(cel, "_core", SimpleNamespace(__file__=str(core)))
+    monkeypatch.setattr(rule_cache, "_code_digest", None)
+    assert rule_cache.rule_set_key(rules_dir()) != key
+
+
 def test_every_validity_module_exists():
     """A renamed module would otherwise drop out of the key without a sound."""
     from pathlib import Path

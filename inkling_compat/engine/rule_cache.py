@@ -145,15 +145,15 @@ _code_digest: str | None = None
 
 
 def _code_fingerprint() -> str:
-    """Hash of the source of `_VALIDITY_CODE`, the schemas the path check reads and the versions
-    of pydantic, PyYAML and Python (once per process)."""
+    """Hash of the source of `_VALIDITY_CODE`, the schemas the path check reads, the versions
+    of pydantic, PyYAML and Python and the CEL library's core (once per process)."""
     global _code_digest
     if _code_digest is None:
         import pydantic
 
         package = Path(__file__).resolve().parent.parent
         h = hashlib.blake2b(digest_size=16)
-        h.update(f"{pydantic.VERSION}|{yaml.__version__}|{sys.version}".encode())
+        h.update(f"{pydantic.VERSION}|{yaml.__version__}|{sys.version}|{_cel_identity()}".encode())
         from importlib import resources
 
         schemas = Path(str(resources.files("inkling_compat.schemas")))
@@ -167,6 +167,19 @@ def _code_fingerprint() -> str:
             h.update(b"\0")
         _code_digest = h.hexdigest()
     return _code_digest
+
+
+def _cel_identity() -> str:
+    """The CEL library's compiled core (its file, size and time): a hit skips compiling the guards
+    no rule names, which the miss compiled with this library."""
+    from inkling_compat.engine import cel
+
+    core = getattr(cel._core, "__file__", None) or repr(cel._core)
+    try:
+        st = os.stat(core)
+    except (OSError, TypeError):
+        return str(core)
+    return f"{core}|{st.st_size}|{st.st_mtime_ns}"
 
 
 def rule_set_key(folder: Path) -> str | None:
