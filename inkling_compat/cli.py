@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from typing import Sequence
@@ -163,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    import os
+
     # pydantic scans every installed distribution's entry points for plugins when it builds
     # the first model (~40 ms in a virtualenv with torch); the command uses no pydantic plugin.
     # (Effective only while no model is built yet: the package's __init__ must import lazily.)
@@ -176,7 +177,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except UsageError as exc:
         named = re.match(r"argument ([^:\s]+)", str(exc))
         return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": "(command line)", "field": named.group(1) if named else "(arguments)", "reason": str(exc)})
-    _skip_plugin_discovery()  # (after parsing: `--help` imports nothing of pydantic)
     runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain, "run": _run_run}
     if args.command != "check":
         _started()  # only `check`'s start-up is worth the pause
@@ -193,6 +193,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         # The reader (`| head`) went away: stop quietly, and keep Python from complaining
         # again when it flushes stdout at exit.
+        import os
+
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError, AttributeError):
@@ -200,25 +202,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     except Exception as exc:  # never a traceback for the user
         return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {type(exc).__name__}: {exc}", as_json, internal_error={"type": type(exc).__name__, "message": str(exc)})
-
-
-_ALL_PLUGINS_OFF = ("__all__", "1", "true")  # pydantic.plugin._loader.get_plugins: returns () for these
-
-
-def _skip_plugin_discovery() -> None:
-    """With plugins disabled, pydantic's plugin loader still imports `importlib.metadata` (and
-    with it email, socket, zipfile, ...: ~12 ms of the command's start) only to import
-    `entry_points`, which it then does not call. Before pydantic is imported, and only when every
-    plugin is disabled, stand in for that loader with what it returns then: no plugins.
-    tests/test_start_up.py checks that pydantic imports nothing else from it and that its own
-    loader returns the same."""
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in _ALL_PLUGINS_OFF or "pydantic" in sys.modules:
-        return
-    import types
-
-    loader = types.ModuleType("pydantic.plugin._loader", _skip_plugin_discovery.__doc__)
-    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
-    sys.modules.setdefault("pydantic.plugin._loader", loader)
 
 
 def _wants_json(argv: list[str]) -> bool:
