@@ -10,7 +10,7 @@ import yaml
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import loading
-from inkling_compat.inputs.loading import MAX_EXPANDED_NODES, MAX_YAML_ALIASES, graph_counts, load_yaml, read_document
+from inkling_compat.inputs.loading import MAX_EXPANDED_NODES, MAX_YAML_ALIASES, graph_counts, load_model_config, load_server_config, load_yaml, read_document
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,6 @@ TRICKY = [
     "a: &x 5\nb: *x\nc: [*x, *x]\n",  # scalar aliases
     "shared: &s [1, 2]\nboth: [*s, *s]\n",
     "? [1, 2]\n: complex key\n",  # unhashable key: a YAMLError, as in PyYAML
-    "{a: 1, a: 2, b: 3}\n",  # duplicate keys: the last one wins, first position
     "x: !!set {a, b}\ny: !!binary aGk=\nz: !!str 12\nw: !!float 3\n",
     "- [1, 2, {a: b}]\n- null\n- True\n- 'quoted: text'\n- \"esc\\ttab\"\n",
     "",
@@ -135,3 +134,49 @@ def test_unknown_keys_still_suggest(tmp_path):
         ("env.SGLANG_OPT_LINEARIZED_SHARED_SNK", "env.SGLANG_OPT_LINEARIZED_SHARED_SINK"),
     }
     assert all(f["file"] == str(doc) for f in found)
+
+
+# --- duplicate keys: an input error naming both lines (YAML and JSON keep the last silently) ---
+
+
+@pytest.mark.parametrize(
+    "text, field, lines",
+    [
+        ("enable_lora: true\nmax_lora_rank: 16\nlora_backend: triton\nmax_lora_rank: 64\n", "max_lora_rank", (2, 4)),
+        ("sink:\n  sink_class: legacy\n  sink_class: v2\n", "sink.sink_class", (2, 3)),
+        ("lora_paths:\n  - {lora_name: a, lora_path: /a, lora_name: b}\n", "lora_paths[0].lora_name", (2, 2)),
+        ("enable_lora: true\n'enable_lora': false\n", "enable_lora", (1, 2)),
+        ("{max_lora_rank: 1, max_lora_rank: 2, lora_backend: triton}\n", "max_lora_rank", (1, 1)),
+    ],
+    ids=["top-level", "nested", "in-a-list", "quoted-twin", "flow"],
+)
+def test_yaml_duplicate_key_is_an_input_error_naming_both_lines(tmp_path, text, field, lines):
+    path = tmp_path / "serve.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_server_config(str(path))
+    assert info.value.file == str(path) and info.value.field == field
+    assert f"duplicate key '{field.rsplit('.', 1)[-1].split('[')[0]}' (lines {lines[0]} and {lines[1]})" in info.value.reason
+
+
+def test_json_duplicate_key_names_both_lines(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{\n  "hidden_size": 1536,\n  "quantization_config": {\n    "quant_algo": "NVFP4",\n    "quant_algo": "FP8"\n  }\n}\n')
+    with pytest.raises(InputError) as info:
+        load_model_config(str(path))
+    assert (info.value.field, info.value.reason) == ("quantization_config.quant_algo", "duplicate key 'quant_algo' (lines 4 and 5): say it once")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: {x: 1}\nb: {x: 2}\n",  # the same key in two mappings
+        "base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 3\n",  # a merge key, then an override
+        "a: &n {x: 1}\nb: *n\n",  # one mapping reached twice through an alias
+        "1: one\n'1': also one\n",  # an int key and a string key
+    ],
+    ids=["two-mappings", "merge-override", "alias", "int-and-str"],
+)
+def test_not_duplicates(text):
+    data, _ = load_yaml(text)
+    assert data == yaml.safe_load(text)

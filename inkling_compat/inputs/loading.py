@@ -76,6 +76,44 @@ class ExpandsTooFar(yaml.YAMLError):
     """A YAML document whose aliases expand to more than MAX_EXPANDED_NODES values."""
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A mapping that states one key twice. YAML and JSON readers keep the last value without
+    a word, so a config that says `max_lora_rank: 16` and later `max_lora_rank: 64` would be
+    checked (and served) with 64: refused, naming both lines."""
+
+    def __init__(self, path: str, key: str, first_line: int, second_line: int):
+        super().__init__(f"duplicate key {key!r} at {path}")
+        self.path, self.key, self.first_line, self.second_line = path, key, first_line, second_line
+
+
+def duplicate_key(root: yaml.Node) -> DuplicateKey | None:
+    """The first mapping key stated twice in a composed node graph (scalar keys compared by
+    tag and text; YAML merge keys `<<` exempt), or None. Iterative; each node visited once."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            lines: dict[tuple[str, str], int] = {}
+            for key_node, value_node in node.value:
+                child = path
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _TAG + "merge":
+                    where = (key_node.tag, key_node.value)
+                    line = key_node.start_mark.line + 1
+                    if where in lines:
+                        return DuplicateKey(f"{path}{key_node.value}", key_node.value, lines[where], line)
+                    lines[where] = line
+                    child = f"{path}{key_node.value}."
+                stack.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            base = path[:-1] if path.endswith(".") else path  # a.b.[0] is written a.b[0]
+            stack.extend((item, f"{base}[{index}].") for index, item in enumerate(node.value))
+    return None
+
+
 def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     """(data, root node) of a YAML document; the nodes keep their line/column marks.
 
@@ -89,6 +127,9 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
         loader.dispose()
     if root is None:
         return None, None
+    duplicate = duplicate_key(root)
+    if duplicate is not None:
+        raise duplicate
     data = _plain_tree(root)
     if data is _NOT_PLAIN:
         aliases, size = graph_counts(root)
@@ -259,9 +300,13 @@ def read_document(path: str | Path) -> dict[str, Any]:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         if path.suffix == ".json":
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_pairs)
         else:
             data = _yaml_data(text)
+    except _JsonDuplicate as exc:
+        raise _json_duplicate(name, text, exc.key) from None
+    except DuplicateKey as exc:
+        raise InputError(name, exc.path, f"duplicate key {exc.key!r} (lines {exc.first_line} and {exc.second_line}): say it once") from None
     except json.JSONDecodeError as exc:
         raise InputError(name, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
     except ExpandsTooFar:
@@ -278,6 +323,41 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(name, "(root)", f"expected a mapping, got {type(data).__name__}")
     return data
+
+
+class _JsonDuplicate(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a dict, unless a key repeats (json keeps the last one silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _JsonDuplicate(key)
+            seen.add(key)
+    return out
+
+
+def _json_duplicate(name: str, text: str, key: str) -> InputError:
+    """The InputError for a JSON object stating `key` twice, with both lines: the json module
+    keeps no positions, so the (valid JSON, hence YAML flow) text is composed by libyaml to
+    find them; where that fails, the key alone is named."""
+    try:
+        loader = _LOADER(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+        found = duplicate_key(root) if root is not None else None
+    except yaml.YAMLError:
+        found = None
+    if found is None:
+        return InputError(name, key, f"duplicate key {key!r}: say it once")
+    return InputError(name, found.path, f"duplicate key {found.key!r} (lines {found.first_line} and {found.second_line}): say it once")
 
 
 def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[dict[str, str]]:
