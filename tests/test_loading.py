@@ -180,3 +180,15 @@ def test_json_duplicate_key_names_both_lines(tmp_path):
 def test_not_duplicates(text):
     data, _ = load_yaml(text)
     assert data == yaml.safe_load(text)
+
+
+def test_a_misspelt_required_key_in_a_manifest_says_did_you_mean(tmp_path):
+    path = tmp_path / "adapter_pool.yaml"
+    path.write_text(
+        "name: x\npool:\n  gate_up_lora_a: {shap: [4, 1, 32, 1536]}\n  gate_up_lora_b: {shape: [4, 2, 1536, 16]}\n"
+        "  down_lora_a: {shape: [4, 2, 16, 768]}\n  down_lora_b: {shape: [4, 1, 1536, 16]}\n"
+    )
+    with pytest.raises(InputError) as info:
+        loading.load_adapter(str(path))
+    assert info.value.field == "pool.gate_up_lora_a.shape"
+    assert info.value.reason == "Field required ('shap' is there: did you mean 'shape'?)"

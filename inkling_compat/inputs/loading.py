@@ -419,7 +419,12 @@ def validate(model: type[M], data: dict[str, Any], file: str) -> M:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
-        raise InputError(file, field, err["msg"]) from None
+        reason = err["msg"]
+        if err["type"] == "missing":  # most often a misspelt key: name it ("did you mean")
+            typo = next((u["key"] for u in unknown_keys(model, data) if u["suggestion"] == field), None)
+            if typo is not None:
+                reason += f" ({typo.rsplit('.', 1)[-1]!r} is there: did you mean {field.rsplit('.', 1)[-1]!r}?)"
+        raise InputError(file, field, reason) from None
 
 
 def _as_mapping(source: Any, label: str) -> tuple[dict[str, Any], str]:
