@@ -205,15 +205,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _wants_json(argv: list[str]) -> bool:
-    """`check ... --format json`, read before parsing: a command line that argparse refuses
+    """`check|run ... --format json`, read before parsing: a command line that argparse refuses
     still gets its JSON document."""
-    if not argv or argv[0] != "check":
+    if not argv or argv[0] not in ("check", "run"):
         return False
     return "--format=json" in argv or any(a == "--format" and b == "json" for a, b in zip(argv, argv[1:]))
 
 
 def _fail(code: int, line: str, as_json: bool, **error: dict) -> int:
-    """One line on stderr; with `check --format json`, also one JSON document on stdout:
+    """One line on stderr; with `check|run --format json`, also one JSON document on stdout:
     {"ok": false, "input_error": {"file", "field", "reason"}} or {"ok": false,
     "internal_error": {"type", "message"}}."""
     if "\n" in line or "\r" in line:  # one line, whatever the message held

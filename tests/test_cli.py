@@ -430,3 +430,14 @@ def test_help_does_not_import_the_engine_or_pydantic():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_run_format_json_prints_one_document_on_input_errors(capsys):
+    assert cli.main(["run", "--config", "examples/serve.yaml", "--tokens", "-1", "--format", "json"]) == 2
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc == {"ok": False, "exit_code": 2, "input_error": {"file": "(command line)", "field": "--tokens", "reason": "--tokens: -1 is negative"}}
+    assert out.err.strip() == "inkling-compat: error: --tokens: -1 is negative"
+    assert cli.main(["run", "--config", "/no/such/serve.yaml", "--format", "json", "--device", "cpu"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["input_error"] == {"file": "/no/such/serve.yaml", "field": "(file)", "reason": "no such file"}

@@ -36,27 +36,31 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--format", choices=("text", "json"), default="text")
 
 
-def _fail(message: str) -> int:
+def _fail(args: argparse.Namespace, message: str, field: str = "(arguments)") -> int:
+    """One line on stderr, exit 2; with --format json also one JSON document on stdout (the
+    same as `check --format json` prints for an input error)."""
     print(f"inkling-compat: error: {message}", file=sys.stderr)
+    if args.format == "json":
+        print(json.dumps({"ok": False, "exit_code": 2, "input_error": {"file": "(command line)", "field": field, "reason": message}}, indent=2))
     return 2
 
 
 def run_command(args: argparse.Namespace) -> int:
     if args.tokens < 0:
-        return _fail(f"--tokens: {args.tokens} is negative")
+        return _fail(args, f"--tokens: {args.tokens} is negative", "--tokens")
     device = args.device
     if device == "cpu" and "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere
     try:
         import torch
     except ImportError as exc:
-        return _fail(f"`run` needs torch and triton (pip install 'inkling-compat[runtime]'): {exc}")
+        return _fail(args, f"`run` needs torch and triton (pip install 'inkling-compat[runtime]'): {exc}")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
         if device == "cpu" and "triton" not in sys.modules:
             os.environ["TRITON_INTERPRET"] = "1"
     if device == "cuda" and not torch.cuda.is_available():
-        return _fail("--device cuda: CUDA is not available on this machine (use --device cpu)")
+        return _fail(args, "--device cuda: CUDA is not available on this machine (use --device cpu)", "--device")
 
     from inkling_compat.kernels.errors import RuntimeUnavailable
     from inkling_compat.report.text import render_text
@@ -75,7 +79,7 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"\nrefused: the runtime does not run a setup sglang would reject ({exc.error_class}: {exc})")
         return 1
     except RuntimeUnavailable as exc:
-        return _fail(str(exc))
+        return _fail(args, str(exc))
 
     from inkling_compat.kernels._triton import INTERPRET
     from inkling_compat.kernels.reference import relative_error
