@@ -30,6 +30,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="inkling-compat", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     chk = sub.add_parser("check", help="check a server config, model config and adapters")
     chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
@@ -40,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--format", choices=("text", "json"), default="text")
     chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    rules = sub.add_parser("rules", help="list the rules")
+    rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
+    rules.add_argument("id", nargs="?", help="a rule id: print its page (docs/rules/<id>.md)")
     rules.add_argument("--format", choices=("text", "json"), default="text")
     explain = sub.add_parser("explain", help="explain an error message copied from a log")
     explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
@@ -95,10 +97,44 @@ def _run_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_PROBLEMS
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, computed only when asked for (the parser is built on every run)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def version_text() -> str:
+    """`inkling-compat 0.1.0 (sglang 0.5.23 (default), 53ccafdf; 135 rules)`, without loading the
+    engine: the rules are counted as files, one per rule (as `engine.rules.rule_files` lists them)."""
+    from importlib import resources
+
+    from inkling_compat import __version__
+
+    folder = resources.files("inkling_compat.rules")
+    count = sum(1 for _ in _rule_files(folder))
+    versions = ", ".join(f"{v} (default)" if v == SGLANG_DEFAULT_VERSION else v for v in SGLANG_VERSIONS)
+    return f"inkling-compat {__version__} (sglang {versions}; {count} rules)"
+
+
+def _rule_files(folder):  # type: ignore[no-untyped-def]
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            yield from _rule_files(entry)
+        elif entry.name.endswith(".yaml") and not entry.name.startswith("_"):
+            yield entry
+
+
 def _run_rules(args: argparse.Namespace) -> int:
     from inkling_compat.engine.rules import load_rules
 
     compiled = load_rules()
+    if args.id is not None:
+        return _print_rule(args.id, compiled, args.format)
     if args.format == "json":
         print(json.dumps([c.rule.model_dump(by_alias=True, exclude={"examples"}) for c in compiled], indent=2))
         return EXIT_OK
@@ -107,6 +143,28 @@ def _run_rules(args: argparse.Namespace) -> int:
         r = c.rule
         print(f"{r.id:<{width}}  {r.severity:<7}  {r.origin:<14}  {r.stage:<13}  {r.title}")
     print(f"{len(compiled)} rules")
+    return EXIT_OK
+
+
+def _print_rule(rule_id: str, compiled: tuple, fmt: str) -> int:  # type: ignore[type-arg]
+    """`rules <id>`: the rule's page, as docs/rules/<id>.md holds it (JSON: the rule and its URL)."""
+    import difflib
+
+    from inkling_compat.errors import InputError
+    from inkling_compat.publish.urls import rule_url
+
+    by_id = {c.rule.id: c.rule for c in compiled}
+    rule = by_id.get(rule_id.strip())
+    if rule is None:
+        close = difflib.get_close_matches(rule_id, list(by_id), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "; `inkling-compat rules` lists them"
+        raise InputError("(command line)", "rules <id>", f"no rule {rule_id!r}{hint}")
+    if fmt == "json":
+        print(json.dumps(dict(rule.model_dump(by_alias=True, exclude={"examples"}), url=rule_url(rule.id)), indent=2))
+        return EXIT_OK
+    from inkling_compat.publish.pages import components, render_page
+
+    print(render_page(rule, components().get(rule.id, "rules")), end="")
     return EXIT_OK
 
 

@@ -1,38 +1,40 @@
-"""docs/rules.md is generated from the rule files and must be current.
+"""The rule catalog, docs/rules/index.md, is generated from the rule files and must be current
+(the per-rule pages next to it: tests/test_pages.py).
 
-Regenerate with `python -m inkling_compat.publish.catalog`.
+Regenerate with `python -m inkling_compat.publish.catalog` (or `...publish.pages`: the same).
 """
 
 from __future__ import annotations
 
-import re
-
 from inkling_compat.publish import catalog
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rules import load_rules, rule_files
 
 
-def test_rules_md_is_current():
+def test_rules_index_is_current():
     path = catalog.default_output()
     assert path.is_file(), f"{path} is missing; run `python -m inkling_compat.publish.catalog`"
     assert path.read_text(encoding="utf-8") == catalog.render(), (
-        "docs/rules.md is out of date; run `python -m inkling_compat.publish.catalog`"
+        "docs/rules/index.md is out of date; run `python -m inkling_compat.publish.catalog`"
     )
 
 
 def test_catalog_covers_every_rule():
     text = catalog.render()
     rules = [c.rule for c in load_rules()]
-    assert f"{len(rules)} rules." in text
+    assert f"{len(rules)} rules in " in text
+    for rule in rules:  # each once, linking to its page (whose content tests/test_pages.py checks)
+        assert text.count(f"| [{rule.id}]({rule.id}.md) |") == 1, rule.id
     for rule in rules:
-        assert f"\n## {rule.id}\n" in text
-        assert f"| [{rule.id}](#{rule.id}) |" in text
-        for fix in rule.fixes:
-            assert fix.strip() in text
-        first = rule.examples.fire[0]
-        if first.message is not None:
-            # A templated class (`{cls}`) is shown as check() renders it for the example.
-            shown = rule.error_class if "{" not in rule.error_class else r"\w+"
-            assert re.search(f"{shown}: {re.escape(first.message)}", text), rule.id
+        for variant in rule.variants:
+            section = text.split(f"## In sglang {variant.sglang_versions[0]}\n", 1)[1]
+            assert f"- [{rule.id}]({rule.id}.md): " in section
+
+
+def test_catalog_groups_by_component():
+    text = catalog.render()
+    for path in rule_files():
+        section = text.split(f"\n## {path.parent.name}\n", 1)[1].split("\n## ", 1)[0]
+        assert f"| [{path.stem}]({path.stem}.md) |" in section, path
 
 
 def test_catalog_is_deterministic():
@@ -40,11 +42,12 @@ def test_catalog_is_deterministic():
 
 
 def test_check_mode(tmp_path, capsys):
-    out = tmp_path / "rules.md"
+    out = tmp_path / "rules"
     assert catalog.main(["--check", "--output", str(out)]) == 1
     assert catalog.main(["--output", str(out)]) == 0
     assert catalog.main(["--check", "--output", str(out)]) == 0
-    out.write_text(out.read_text(encoding="utf-8") + "stale\n", encoding="utf-8")
+    index = out / "index.md"
+    index.write_text(index.read_text(encoding="utf-8") + "stale\n", encoding="utf-8")
     assert catalog.main(["--check", "--output", str(out)]) == 1
 
 

@@ -141,6 +141,8 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
     problems = [
         dataclasses.replace(p, adapter_index=item[0][1]) if item[0][1] >= 0 else p for p, item in zip(_join(fired), fired)
     ]
+    if problems:  # where they are in the user's files (only now: the ok path reads nothing again)
+        problems = _placed(problems, inputs)
     sink = facts.sink
     given = {name: getattr(sink, name) for name in sink.given}
     summary = [{"name": a.name, "path": getattr(m, "path", None), "form": a.form} for m, a in zip(inputs.adapters, facts.adapters)]
@@ -153,6 +155,26 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         rules_evaluated=evaluated,
         adapters=summary,
     )
+
+
+def _placed(problems: list[Problem], inputs: Inputs) -> list[Problem]:
+    from inkling_compat.inputs.source_map import SourceMaps, locate
+
+    maps, sources, adapters = SourceMaps(), inputs.sources, inputs.adapters
+    placed = []
+    for p in problems:
+        index = p.adapter_index if p.adapter_index is not None else (0 if len(adapters) == 1 else None)
+        where = locate(
+            p.field_paths,
+            sources,
+            maps,
+            adapter=adapters[index] if index is not None else None,
+            adapter_file=sources.adapters[index] if index is not None and index < len(sources.adapters) else None,
+            message=p.message,
+            unknown_keys=inputs.unknown_keys,
+        )
+        placed.append(dataclasses.replace(p, locations=where) if where else p)
+    return placed
 
 
 class _Guarded:

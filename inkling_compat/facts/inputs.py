@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
-from inkling_compat.inputs.models import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
+from inkling_compat.inputs.models import PLATFORM_PRESETS, ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
+from inkling_compat.inputs.source_map import Sources, model_file, path_of
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class Inputs:
     # Which of config / model / platform the caller gave. The loaders substitute sglang's
     # defaults for one that is missing, so without this a default would pass for a real value.
     given: frozenset[str] = frozenset({"config", "model", "platform"})
+    # The files read, as given (where a problem is: inputs/source_map.py).
+    sources: Sources = Sources()
 
 
 def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
@@ -74,4 +77,10 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         adapters=tuple(manifests),
         unknown_keys=tuple(unknown),
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
+        sources=Sources(
+            config=path_of(config),
+            model=model_file(model),
+            platform=None if isinstance(platform, str) and platform.lower() in PLATFORM_PRESETS else path_of(platform),
+            adapters=tuple(None if getattr(m, "source", None) is not None else path_of(item) for item, m in zip(_adapter_items(adapter), manifests)),
+        ),
     )

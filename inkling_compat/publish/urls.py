@@ -20,3 +20,13 @@ def rule_url(rule_id: str) -> str:
 def rule_page_path(rule_id: str) -> str:
     """The page's path inside the repository (relative links between pages use it)."""
     return f"docs/rules/{rule_id}.md"
+
+
+SGLANG_REPOSITORY = "https://github.com/sgl-project/sglang"
+
+
+def sglang_source_url(path: str, ref: str, line: int | None = None) -> str:
+    """A line of sglang's source on GitHub at `ref` (a release tag such as `v0.5.23` or a
+    commit); `path` as the rules record it, relative to sglang's repository root."""
+    anchor = f"#L{line}" if line is not None else ""
+    return f"{SGLANG_REPOSITORY}/blob/{ref}/{path.lstrip('/')}{anchor}"

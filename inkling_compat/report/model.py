@@ -100,6 +100,8 @@ class Problem:
     adapter: str | None = None
     # Position of the adapter in the check's adapter list (names may repeat in a fleet).
     adapter_index: int | None = None
+    # Where the fields are in the user's files (inputs/source_map.Location), in field order.
+    locations: tuple[Any, ...] = ()
 
     @property
     def raised_by_sglang(self) -> bool:
@@ -116,6 +118,7 @@ class Problem:
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)
         data["label"] = self.label
+        data["locations"] = [loc.to_dict() for loc in self.locations]
         return data
 
 
@@ -131,6 +134,9 @@ class Report:
     # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
     # adapter directory that could not be read).
     adapters: list[dict[str, Any]] = field(default_factory=list)
+    # Problems left out by --select / --ignore or the project's settings (engine/selection.py):
+    # {"rule_id", "severity", "message", "adapter", "reason", "by"}; never silently dropped.
+    ignored: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -198,6 +204,7 @@ class Report:
             "first": self.first.to_dict() if self.first else None,
             "headline": {"label": self.headline_label(), "problem": self.headline.to_dict()} if self.headline else None,
             "problems": [p.to_dict() for p in self.problems],
+            "ignored": list(self.ignored),
             "adapters": self.by_adapter(),
         }
 

@@ -52,6 +52,7 @@ def render_text(report: Report, color: bool = False) -> str:
             seen_messages.add(key)
         if problem.field_paths:
             lines.append(_paint(f"  fields: {', '.join(problem.field_paths)}", "dim", color))
+        lines.extend(_paint(line, "dim", color) for line in _places(problem.locations, "  "))
         for fix in problem.fixes:
             lines.append(f"  fix: {fix}")
     errors, warnings = len(report.errors), len(report.warnings)
@@ -62,6 +63,19 @@ def render_text(report: Report, color: bool = False) -> str:
         lines.append(_paint(f"{errors} error(s), {warnings} warning(s); {report.headline_label()}:", "error", color))
         lines.append(f"  {_said(report.headline)}")
     return "\n".join(lines)
+
+
+def _places(locations, indent: str) -> list[str]:
+    """`at serve.yaml:3:1 (key)` per stated field; the fields a file does not state (their
+    defaults are what fired) on one line per file."""
+    lines, defaults = [], {}
+    for loc in locations:
+        if loc.line is None and loc.field and not loc.tensor:
+            defaults.setdefault(loc.file, []).append(loc.field)
+        else:
+            lines.append(f"{indent}at {loc}")
+    lines += [f"{indent}not in {file} (defaults): {', '.join(fields)}" for file, fields in defaults.items()]
+    return lines
 
 
 def _said(problem) -> str:
@@ -89,6 +103,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
             else:
                 lines.append(f"{indent}  {_prefix(problem)}{_said(problem)}")
                 seen.add(problem.message)
+            lines.extend(_paint(line, "dim", color) for line in _places(problem.locations, f"{indent}  "))
             if problem.rule_id in fixes_shown:
                 continue
             fixes_shown.add(problem.rule_id)
