@@ -234,4 +234,4 @@ def _tensor_place(adapter: Any, source: Any, directory: str, message: str) -> Lo
     files = list(source.weights_files)
     file = os.path.join(directory, files[0]) if len(files) == 1 else directory
     named = [name for name in getattr(adapter, "tensors", {}) if name and name in message] if message else []
-    return Location(file, "tensors", tensor=max(named, key=len) if named else None)
+    return Location(file, tensor=max(named, key=len) if named else None)
