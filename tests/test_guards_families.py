@@ -53,6 +53,15 @@ def _guards_of(rule_id: str) -> list[str]:
 # Rules written since 92d9af3 (not in the snapshot; their expressions have no "before").
 ADDED = {
     "adapter-normalize-cat-mismatch",  # torch.cat of split gate/up factors (found by tests/test_fidelity_adapter.py)
+    # Validated input (issue 10 item 1): adapter_config.json values sglang reads unchecked.
+    "adapter-scaling-fails",
+    "adapter-rank-not-comparable",
+    "adapter-peft-type-not-string",
+    "adapter-target-module-not-string",
+    "adapter-rank-float",
+    "adapter-rank-negative",
+    "adapter-config-type-mismatch",
+    "lora-pool-rank-negative",
 }
 
 

@@ -23,6 +23,7 @@ Nothing here raises: the facts only say what sglang would see, rules decide.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -65,6 +66,93 @@ def _tensor_name(raw: str) -> tuple[str, int | None, str | None]:
 
 def _python_type_name(value: Any) -> str:
     return type(value).__name__
+
+
+# The types json.load produces: only on these is replaying sglang's Python arithmetic safe
+# (a dict input may hold any object, whose operators could do anything).
+_JSON_TYPES = (type(None), bool, int, float, str, list, dict)
+
+
+def _is_json(value: Any) -> bool:
+    return type(value) in _JSON_TYPES
+
+
+def json_text(value: Any, limit: int = 40) -> str:
+    """A value as JSON for a message, at most `limit` characters; containers by their size
+    beyond a few items (never a walk over a large or deep value)."""
+    if isinstance(value, (list, dict)):
+        small = len(value) <= 4 and all(not isinstance(v, (list, dict)) for v in (value.values() if isinstance(value, dict) else value))
+        if not small:
+            return f"a {type(value).__name__} of {len(value)} item(s)"
+    if not _is_json(value) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30):
+        return f"a {type(value).__name__}" if not isinstance(value, int) else f"an int of {len(str(abs(value)))} digits"
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError):
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def scaling_failure(raw: dict[str, Any]) -> dict[str, str] | None:
+    """lora.py:71 `self.scaling = self.config.lora_alpha / self.config.r`, replayed on the
+    JSON values: what Python raises (a type that does not divide, r 0 / 0.0 / false, an int
+    quotient too large for a float), or None when it computes (or a key is absent: that is
+    LoRAConfig's KeyError first)."""
+    if "r" not in raw or "lora_alpha" not in raw:
+        return None
+    alpha, r = raw["lora_alpha"], raw["r"]
+    if not (_is_json(alpha) and _is_json(r)):
+        return None
+    if isinstance(alpha, int) and isinstance(r, int) and max(abs(alpha), abs(r)) >= 1 << 4096:
+        # Python's int limits already refuse such digits at load; bounded here as well.
+        return None
+    try:
+        alpha / r
+    except (TypeError, ZeroDivisionError, OverflowError) as exc:
+        return {"error_class": type(exc).__name__, "message": str(exc)}
+    return None
+
+
+def _first_non_string(items: Any) -> str | None:
+    if not isinstance(items, list):
+        return None
+    return next((type(item).__name__ for item in items if not isinstance(item, str)), None)
+
+
+# PEFT's LoraConfig field types for the keys sglang reads loosely (truthiness) or not at all,
+# and what sglang 0.5.23 then does. r and lora_alpha as numbers are rules of their own.
+def config_type_mismatches(raw: dict[str, Any]) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = []
+
+    def add(field: str, expected: str, effect: str) -> None:
+        found.append({"field": field, "type": type(raw[field]).__name__, "expected": expected, "effect": effect})
+
+    if raw.get("r") is True:
+        add("r", "int", "sglang 0.5.23 uses true as rank 1")
+    if isinstance(raw.get("lora_alpha"), bool):
+        add("lora_alpha", "int or float", f"sglang 0.5.23 divides it as {int(raw['lora_alpha'])}")
+    for field in ("use_rslora", "use_dora"):
+        if field in raw and not isinstance(raw[field], bool):
+            truthy = bool(raw[field]) if _is_json(raw[field]) else None
+            if field == "use_dora":
+                effect = ("sglang 0.5.23 tests its truthiness: it is " + ("true, so the adapter is refused as DoRA" if truthy else "false"))
+            else:
+                effect = "sglang 0.5.23 does not read it; PEFT tests its truthiness" + ("" if truthy is None else f" ({'true' if truthy else 'false'})")
+            add(field, "bool", effect)
+    for field, value_type in (("rank_pattern", "int"), ("alpha_pattern", "int or float")):
+        if field not in raw or raw[field] is None:
+            continue
+        value = raw[field]
+        ok_values = isinstance(value, dict) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and (value_type != "int" or isinstance(v, int)) for v in value.values()
+        )
+        if not ok_values:
+            add(field, f"a mapping of module name to {value_type}", "sglang 0.5.23 does not read it")
+    if "modules_to_save" in raw and raw["modules_to_save"] is not None:
+        value = raw["modules_to_save"]
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            add("modules_to_save", "a list of strings or null", "sglang 0.5.23 does not read it")
+    return found
 
 
 def lora_id(name: str, path: str | None) -> str:
@@ -115,7 +203,10 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
     inkling = _is_inkling_base(model)
     normalizes = inkling and n > 0
     targets_raw = raw.get("target_modules")
-    targets = normalized_targets(targets_raw)
+    # A list item that is not a string: get_normalized_target_modules raises on it
+    # (`name.split`), so no target set comes out.
+    target_item_type = _first_non_string(targets_raw)
+    targets = normalized_targets(targets_raw) if target_item_type is None else []
     use_rslora = bool(raw.get("use_rslora", False))
 
     # peft_type: LoRAAdapter asserts hf_config["peft_type"].lower() == "lora" (KeyError if absent).
@@ -181,8 +272,11 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
                 if value not in outer_layouts:
                     outer_layouts.append(value)
 
-    scaling_sglang = (alpha / r) if alpha is not None and r else None
-    scaling_peft = (alpha / math.sqrt(r) if use_rslora else alpha / r) if alpha is not None and r else None
+    failure_of_scaling = scaling_failure(raw)
+    # Only where Python computes it (an int quotient past a float raises OverflowError).
+    computes = alpha is not None and bool(r) and failure_of_scaling is None
+    scaling_sglang = (alpha / r) if computes else None
+    scaling_peft = _peft_scaling(alpha, r, use_rslora) if computes else None
     return {
         "name": manifest.name,
         "form": "peft",
@@ -191,16 +285,22 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         # sglang sizes and admits by `r` alone (rank_pattern is not read in 0.5.23).
         "rank": r,
         "r": r,
+        "r_type": _python_type_name(r_raw),
+        "r_text": json_text(r_raw),
+        "scaling_failure": failure_of_scaling,
+        "config_type_mismatches": config_type_mismatches(raw),
         "rank_pattern_mismatch": sorted(k for k, v in pattern_ranks.items() if v != r),
         "alpha_pattern_set": bool(raw.get("alpha_pattern")),
         "scaling_sglang": scaling_sglang,
         "scaling_peft": scaling_peft,
         "target_kind": target_kind(raw),
         "target_type": _python_type_name(targets_raw),
+        "target_item_type": target_item_type,
         "normalized_targets": targets,
         "use_dora": bool(raw.get("use_dora", False)),
         "use_rslora": use_rslora,
         "peft_type_state": peft_state,
+        "peft_type_type": _python_type_name(raw.get("peft_type")),
         "missing_config_keys": [key for key in _REQUIRED_CONFIG_KEYS if key not in raw],
         # LoRAConfig drops ids below the base vocab ("fake" added tokens).
         "added_tokens_beyond_vocab": sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size),
@@ -225,6 +325,15 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "normalized_layers": None if failure else layers,
         "normalized_templates": None if failure else templates,
     }
+
+
+def _peft_scaling(alpha: float, r: int, use_rslora: bool) -> float | None:
+    """PEFT's scaling: lora_alpha / sqrt(r) with rsLoRA, else lora_alpha / r (None where
+    Python raises: a float cannot hold it, or the square root of a negative r)."""
+    try:
+        return alpha / math.sqrt(r) if use_rslora else alpha / r
+    except (OverflowError, ValueError):
+        return None
 
 
 def _without_kind(failure: dict[str, Any]) -> dict[str, Any]:

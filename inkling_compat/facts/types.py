@@ -268,6 +268,22 @@ class SliceFailure(_Facts):
     name: str
 
 
+class ScalingFailure(_Facts):
+    """What Python raises computing `lora_alpha / r` on adapter_config.json's values."""
+
+    error_class: str = fact("TypeError (a value that is not a number), ZeroDivisionError (r is 0, 0.0 or false) or OverflowError (an int quotient past a float).")
+    message: str = fact("Python's text, e.g. \"unsupported operand type(s) for /: 'int' and 'str'\".")
+
+
+class ConfigTypeMismatch(_Facts):
+    """An adapter_config.json field whose JSON type is not the one PEFT's LoraConfig declares."""
+
+    field: str
+    type: str = fact("Python type name of the value as json.load gives it.")
+    expected: str = fact("What PEFT's LoraConfig declares.")
+    effect: str = fact("What sglang 0.5.23 does with the value.")
+
+
 class TargetFailure(_Facts):
     """A layer weight with no pool target module."""
 
@@ -319,7 +335,15 @@ class PeftAdapterFacts(_Facts):
     form: Literal["peft"]
     name: str
     lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
-    r: int | None = fact("adapter_config `r` (None: absent or not an int).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
+    r: int | None = fact("adapter_config `r` (None: absent or not an int; a boolean is not an int here).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
+    r_type: str = fact("Python type name of adapter_config `r` as json.load gives it (`NoneType` when null or absent).", "lora/lora_config.py l.43")
+    r_text: str = fact("adapter_config `r` as JSON (at most 40 characters), for messages.")
+    scaling_failure: ScalingFailure | None = fact(
+        "What `self.scaling = lora_alpha / r` raises on these values (None: it computes).", "lora/lora.py LoRAAdapter.__init__ l.71"
+    )
+    config_type_mismatches: list[ConfigTypeMismatch] = fact(
+        "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (use_rslora, use_dora, lora_alpha, rank_pattern, alpha_pattern, modules_to_save).",
+    )
     scaling_sglang: float | None = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
     scaling_peft: float | None = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)); sglang uses lora_alpha / r.", "lora/lora.py l.71")
     rank_pattern_mismatch: list[str] = fact("rank_pattern entries whose rank differs from r (sglang ignores rank_pattern).")
@@ -328,10 +352,15 @@ class PeftAdapterFacts(_Facts):
         "What `target_modules` is.", "lora/utils.py get_normalized_target_modules l.277-327"
     )
     target_type: str = fact("Python type name of `target_modules`.")
+    target_item_type: str | None = fact(
+        "Python type name of the first item of a list `target_modules` that is not a string (None: all are strings, or not a list).",
+        "lora/utils.py get_normalized_target_modules l.323-324 (`name.split`)",
+    )
     normalized_targets: list[str] = fact("Normalized target module names (`all` for the shorthands).", "lora/utils.py l.277-327")
     use_dora: bool
     use_rslora: bool
     peft_type_state: Literal["missing", "not_string", "lora", "other"] = fact("adapter_config peft_type.", "lora/lora.py l.67")
+    peft_type_type: str = fact("Python type name of adapter_config peft_type (`NoneType` when null or absent).", "lora/lora.py l.67 (`.lower()`)")
     missing_config_keys: list[str] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
     added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py LoRAConfig.__init__ l.26-")
     tensor_count: int
