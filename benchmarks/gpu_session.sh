@@ -1,33 +1,54 @@
 #!/usr/bin/env bash
-# One device call on the H200: GPU tests (compiled kernels) and the runtime benchmark.
-# Run from the repository root with the cp312 wheels of the checker's dependencies in
-# .device_wheels/ (pydantic, pydantic-core, annotated-types, typing-inspection,
-# typing-extensions, common-expression-language; PyYAML, torch, triton, safetensors,
-# hypothesis and pytest are on the machine). Logs and results go to $OUT.
-#   usage: bash benchmarks/gpu_session.sh [TEST_SECONDS] [BENCH_SECONDS] [BENCH_ARGS...]
+# Device calls on the H200: GPU tests, the per-kernel profile (before/after), the per-op benchmarks
+# and the runtime benchmark, each stage with its own time budget. Run from the repository root with
+# the cp312 wheels of the checker's dependencies in .device_wheels/ (carry it; pydantic,
+# pydantic-core, annotated-types, typing-inspection, typing-extensions, common-expression-language;
+# PyYAML, torch, triton, safetensors, hypothesis and pytest are on the machine). For the "before"
+# profile carry .before/ too (a copy of an older kernels/ as package kernels_before). Logs to $OUT.
+#   usage: bash benchmarks/gpu_session.sh STAGE:SECONDS ...   (stages run in the order given)
+#   stages: smoke, test_kernels_gpu, test_kernels_sink, test_kernels_ops, test_runtime,
+#           profile (after; and before when .before/ exists), ops, bench, bench_perexpert
+#   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
-TEST_S=${1:-200}
-BENCH_S=${2:-330}
-shift 2 2>/dev/null || true
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 TRITON_CACHE_AUTOTUNING=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .device_wheels/*.whl || exit 5
 # Importable in place: the package maps kernels/, rules/, schemas/ into inkling_compat (pyproject package-dir).
 for d in kernels rules schemas; do [ -e "inkling_compat/$d" ] || ln -s "../$d" "inkling_compat/$d"; done
 export PYTHONPATH=/tmp/site:$PWD
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$OUT/gpu.txt"
-python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name())" | tee -a "$OUT/gpu.txt"
-# 1. smoke: the bundled example through the CLI, compiled
-python3 -m inkling_compat.cli run --config examples/serve.yaml --model examples/config.json --adapter examples/adapter_pool.yaml --device cuda --tokens 64 2>&1 | tee "$OUT/run_example.txt"
-# 2. benchmark (autotuned), written row by row
-INKLING_AUTOTUNE=1 timeout "$BENCH_S" python3 benchmarks/bench_runtime.py --output "$OUT/bench_runtime.json" "$@" > "$OUT/bench.txt" 2>&1
-echo "bench exit: $?" >> "$OUT/bench.txt"
-tail -14 "$OUT/bench.txt"
-# 3. tests (compiled kernels), one file at a time (own time budget, verbose so partial runs show)
-for spec in test_kernels_gpu:$((TEST_S * 2 / 5)) test_kernels_sink:$((TEST_S / 5)) test_kernels_ops:$((TEST_S / 5)) test_runtime:$((TEST_S / 5)); do
-  f=${spec%%:*}; s=${spec##*:}
-  timeout "$s" python3 -m pytest -v -p no:cacheprovider -o addopts="" -rfE --tb=short "tests/$f.py" > "$OUT/pytest_$f.txt" 2>&1
-  echo "$f exit $? (budget ${s}s): $(grep -c ' PASSED' "$OUT/pytest_$f.txt") passed, $(grep -c ' FAILED' "$OUT/pytest_$f.txt") failed, $(grep -c ' SKIPPED' "$OUT/pytest_$f.txt") skipped" | tee -a "$OUT/pytest_summary.txt"
-  grep -E "^FAILED|^ERROR| passed| failed" "$OUT/pytest_$f.txt" | tail -5
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv > "$OUT/gpu.txt"
+python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name())" >> "$OUT/gpu.txt"
+cat "$OUT/gpu.txt"
+for spec in "$@"; do
+  stage=${spec%%:*}; s=${spec##*:}
+  t0=$(date +%s)
+  case $stage in
+    smoke)
+      timeout "$s" python3 -m inkling_compat.cli run --config examples/serve.yaml --model examples/config.json \
+        --adapter examples/adapter_pool.yaml --device cuda --tokens 64 > "$OUT/run_example.txt" 2>&1
+      echo "smoke exit $?" | tee -a "$OUT/summary.txt" ;;
+    test_*)
+      timeout "$s" python3 -m pytest -v -p no:cacheprovider -o addopts="" -rfE --tb=short "tests/$stage.py" > "$OUT/pytest_$stage.txt" 2>&1
+      echo "$stage exit $? (budget ${s}s): $(grep -c ' PASSED' "$OUT/pytest_$stage.txt") passed, $(grep -c ' FAILED' "$OUT/pytest_$stage.txt") failed, $(grep -c ' SKIPPED' "$OUT/pytest_$stage.txt") skipped" | tee -a "$OUT/summary.txt"
+      grep -E "^FAILED|^ERROR" "$OUT/pytest_$stage.txt" | head -8 ;;
+    profile)
+      { timeout "$s" python3 benchmarks/ops/profile_runtime.py --output "$OUT/profile_after.json"
+        [ -d .before ] && timeout "$s" python3 benchmarks/ops/profile_runtime.py --path .before --package kernels_before --output "$OUT/profile_before.json"
+      } > "$OUT/profile.txt" 2>&1
+      echo "profile exit $?" | tee -a "$OUT/summary.txt"; cat "$OUT/profile.txt" | grep -v Warning | tail -14 ;;
+    ops)
+      for op in routing lora_shrink gate_up_swiglu down_proj; do
+        timeout $((s / 4)) python3 "benchmarks/ops/$op.py" --tokens 1,64,4096 > "$OUT/ops_$op.txt" 2>&1
+        echo "ops $op exit $?" >> "$OUT/summary.txt"
+      done
+      cat "$OUT"/ops_*.txt | grep -E "^\|" | grep -v -- "---" ;;
+    bench|bench_perexpert)
+      layout=shared-interleaved; [ "$stage" = bench_perexpert ] && layout=perexpert-contiguous
+      INKLING_AUTOTUNE=1 timeout "$s" python3 benchmarks/bench_runtime.py --layouts "$layout" --commit "${BENCH_COMMIT:-}" \
+        --output "$OUT/$stage.json" > "$OUT/$stage.txt" 2>&1
+      echo "$stage exit $?" | tee -a "$OUT/summary.txt"; grep -E "^\||ceilings|Error|error" "$OUT/$stage.txt" | tail -14 ;;
+    *) echo "unknown stage $stage" ;;
+  esac
+  echo "  ($stage took $(( $(date +%s) - t0 ))s)"
 done

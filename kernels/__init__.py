@@ -5,11 +5,12 @@ Installed as `inkling_compat.kernels` (PyPI has a distribution named `kernels`);
 
 One operation per module, each with its torch reference beside it:
 
-* `routing.py`        token -> slot grouping, built once per forward (torch, no host sync);
+* `routing.py`        token -> slot grouping, one Triton launch per forward (no host sync);
 * `lora_shrink.py`    multi-slot LoRA shrink (gate/up and down sites, windowed per expert);
 * `gate_up_swiglu.py` base gate/up GEMM + per-slot LoRA expand + gamma-weighted SwiGLU epilogue;
 * `down_proj.py`      down GEMM + per-slot LoRA expand, rows scattered back to token order;
 * `sink.py`           the composed forward (Triton) and the same forward in plain torch;
+* `capture.py`        the forward for a fixed T replayed from a CUDA graph (`sink.capture(T)`);
 * `reference.py`      float64 reference of the whole forward from the spec (torch only);
 * `_triton.py`        the one place triton is imported (interpreter mode without CUDA).
 """

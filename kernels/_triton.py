@@ -72,15 +72,31 @@ def round_flag(out: "torch.Tensor") -> bool:
 
 
 def autotune(configs: list, key: list[str]):
-    """``triton.autotune`` with short timing runs (5 ms warm-up, 25 ms of repeats per config)."""
+    """``triton.autotune`` with short timing runs (5 ms warm-up, 25 ms of repeats per config),
+    keyed on the kernels' T bucket (``TB``) and shapes. Tuning happens at the first call of a key
+    (run one forward before a CUDA-graph capture: the capture then only looks the config up);
+    the chosen configs are also cached on disk (``cache_results``) so a later process skips it."""
 
     def bench(fn, quantiles=None):
         return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
 
-    try:
-        return triton.autotune(configs=configs, key=key, do_bench=bench)
-    except TypeError:  # a Triton without the do_bench argument
-        return triton.autotune(configs=configs, key=key)
+    prune = {"early_config_prune": _prune_by_t_bucket}
+    for kwargs in ({"do_bench": bench, "cache_results": True}, {"do_bench": bench}, {}):
+        try:  # older Tritons lack cache_results, then do_bench
+            return triton.autotune(configs=configs, key=key, prune_configs_by=prune, **kwargs)
+        except TypeError:
+            continue
+    raise RuntimeError("triton.autotune refused every argument set")  # pragma: no cover
+
+
+def _prune_by_t_bucket(configs: list, named_args: dict, **kwargs) -> list:
+    """Only tiles that fit the T bucket: BLOCK_M <= max(16, TB) and >= min(64, TB // 16), so
+    a T = 1 key times only 16-row tiles and a T = 4096 key no 16-row ones (halves tuning time)."""
+    tb = named_args.get("TB")
+    if not isinstance(tb, int):
+        return configs
+    keep = [c for c in configs if min(64, tb // 16) <= c.kwargs.get("BLOCK_M", 16) <= max(16, tb)]
+    return keep or configs
 
 
 def check_device(*tensors: "torch.Tensor") -> None:

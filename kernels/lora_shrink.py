@@ -14,6 +14,13 @@ The sites of the shared sink (spec section 6):
 
 Rows are processed in the routing's sorted order (see ``routing.py``); the bridge is written in
 sorted order, zero for tokens without an adapter. Reference: :func:`lora_shrink_reference`.
+
+Split-K (issue 11): at small T the grid ``(cdiv(T, BLOCK_M), NB)`` is a handful of programs each
+walking a long K (= H or n*F) and leaves most SMs idle (12-35 us per shrink on an H200 at T = 1).
+With ``split_k`` > 1 a third grid axis cuts K into ``split_k`` ranges and each program writes its
+float32 partial sum to ``out[split]``; the consumer kernels add the partials in a fixed order
+when they load the bridge, so the result stays deterministic (no atomics) and the bridge is
+still rounded once. :func:`choose_split` picks the split from the grid size.
 """
 
 from __future__ import annotations
@@ -26,15 +33,18 @@ from .routing import SlotRouting
 def _lora_shrink_kernel(
     x_ptr, a_ptr, out_ptr,
     order_ptr, row_group_ptr, group_slot_ptr,
-    T, K, R, WINDOW, TB,
+    T, K, R, WINDOW, TB, K_SPLIT,
     stride_xm, stride_xk,
     stride_as, stride_ar, stride_ak,
-    stride_om, stride_on,
+    stride_os, stride_om, stride_on,
     GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     blk = tl.program_id(1)
+    sp = tl.program_id(2)
+    k_lo = sp * K_SPLIT
+    k_hi = tl.minimum(K, k_lo + K_SPLIT)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     m_mask = offs_m < T
     if GATHER:
@@ -55,8 +65,8 @@ def _lora_shrink_kernel(
             in_group = m_mask & (row_group == g)
             a_base = a_ptr + slot.to(tl.int64) * stride_as + (blk * R + offs_r)[None, :] * stride_ar
             part = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
-            for k0 in range(0, K, BLOCK_K):
-                k_mask = (k0 + offs_k) < K
+            for k0 in range(k_lo, k_hi, BLOCK_K):
+                k_mask = (k0 + offs_k) < k_hi
                 xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=in_group[:, None] & k_mask[None, :], other=0.0)
                 at = tl.load(a_base + (k0 + offs_k)[:, None] * stride_ak, mask=k_mask[:, None] & r_mask[None, :], other=0.0)
                 if UPCAST:
@@ -66,20 +76,37 @@ def _lora_shrink_kernel(
                     at = at.to(xt.dtype)
                 part += tl.dot(xt, at, input_precision=DOT_PREC)
             acc += part  # rows outside the group loaded zeros: their part is 0
-    out = out_ptr + offs_m[:, None] * stride_om + (blk * R + offs_r)[None, :] * stride_on
+    out = out_ptr + sp * stride_os + offs_m[:, None] * stride_om + (blk * R + offs_r)[None, :] * stride_on
     if ROUND:
         acc = round_bf16_rne(acc)
     tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_mask[:, None] & r_mask[None, :])
 
 
+@triton.jit
+def load_bridge(ptrs, mask, N_SPLIT, stride_split):
+    """A bridge tile as float32: the sum of its ``N_SPLIT`` split-K partials, in split order
+    (``N_SPLIT`` = 1: the bridge itself). Used by the consumer kernels' LoRA expands."""
+    acc = tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    for sp in range(1, N_SPLIT):
+        acc += tl.load(ptrs + sp * stride_split, mask=mask, other=0.0).to(tl.float32)
+    return acc
+
+
+def bridge_layout(bridge: torch.Tensor) -> tuple[int, int, int, int, int]:
+    """(splits, columns, split stride, row stride, column stride) of a bridge or its partials."""
+    if bridge.ndim == 3:
+        return bridge.shape[0], bridge.shape[2], bridge.stride(0), bridge.stride(1), bridge.stride(2)
+    return 1, bridge.shape[1], 0, bridge.stride(0), bridge.stride(1)
+
+
 def _configs():
     return [
         triton.Config({"BLOCK_M": bm, "BLOCK_K": bk}, num_warps=w, num_stages=st)
-        for bm, bk, w, st in ((16, 128, 4, 4), (16, 256, 4, 3), (32, 128, 4, 4), (64, 64, 4, 4))
+        for bm, bk, w, st in ((16, 64, 4, 4), (16, 128, 4, 4), (16, 256, 4, 3), (32, 128, 4, 4), (64, 64, 4, 4))
     ]
 
 
-_tuned = autotune(_configs(), ["TB", "K", "R"])(_lora_shrink_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "K", "R", "K_SPLIT"])(_lora_shrink_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, K: int) -> dict:
@@ -90,6 +117,18 @@ def _heuristic(T: int, K: int) -> dict:
     if T <= 256:
         return {"BLOCK_M": 32, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
     return {"BLOCK_M": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+
+
+def choose_split(T: int, nb: int, K: int, block_m: int = 16, *, sms: int = 132, max_split: int = 16) -> int:
+    """K splits for the shrink: enough programs to cover the SMs when the (M tile, block) grid
+    is small, each range at least 256 deep; 1 (no split) once the grid alone fills the chip.
+    Capped at 16 so the consumers' partial loads stay a few KB per tile."""
+    if INTERPRET:
+        return 1 if K < 64 else 2  # exercised on the CPU too, at test shapes
+    programs = triton.cdiv(max(T, 1), block_m) * nb
+    if programs >= sms:
+        return 1
+    return max(1, min(max_split, triton.cdiv(sms, programs), K // 256))
 
 
 def t_bucket(T: int) -> int:
@@ -107,8 +146,10 @@ def lora_shrink(
     gather: bool = True,
     out: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
+    split_k: int = 1,
 ) -> torch.Tensor:
-    """Bridge ``[T, NB * rank]`` in sorted row order.
+    """Bridge ``[T, NB * rank]`` in sorted row order; with ``split_k`` > 1 its float32 partial
+    sums ``[split_k, T, NB * rank]`` (the bridge is their sum over the first axis).
 
     ``x`` [T, K_in] is in original token order when ``gather`` (rows read through
     ``routing.order``), else already in sorted order. ``a`` is [S, NB * rank, K_a] (any strides).
@@ -123,27 +164,33 @@ def lora_shrink(
     if window and nb * window > x.shape[1]:
         raise ValueError(f"lora_shrink: {nb} windows of {window} exceed input width {x.shape[1]}")
     check_device(x, a)
+    split_k = max(1, min(int(split_k), K))
     if out is None:
-        out = torch.empty((T, nb * rank), dtype=out_dtype or x.dtype, device=x.device)
+        if split_k > 1:
+            out = torch.empty((split_k, T, nb * rank), dtype=torch.float32, device=x.device)
+        else:
+            out = torch.empty((T, nb * rank), dtype=out_dtype or x.dtype, device=x.device)
     if T == 0:
         return out
     block_r = next_pow2(rank)
+    k_split = triton.cdiv(triton.cdiv(K, split_k), 32) * 32  # aligned ranges (the last may be short or empty)
+    out3 = out if out.ndim == 3 else out.unsqueeze(0)
     args = (
         x, a, out,
         routing.order, routing.row_group, routing.group_slot,
-        T, K, rank, window, t_bucket(T),
+        T, K, rank, window, t_bucket(T), k_split,
         x.stride(0), x.stride(1),
         a.stride(0), a.stride(1), a.stride(2),
-        out.stride(0), out.stride(1),
+        out3.stride(0), out3.stride(1), out3.stride(2),
     )
     if _tuned is not None:
-        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), nb)  # noqa: E731
+        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), nb, split_k)  # noqa: E731
         _tuned[grid](*args, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r)
     else:
         cfg = _heuristic(T, K)
         if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
             cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
-        grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb)
+        grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb, split_k)
         _lora_shrink_kernel[grid](*args, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r, **cfg)
     return out
 

@@ -8,7 +8,9 @@ One forward (spec sections 1.4 and 6)::
     bridge_dn = lora_shrink(act, A_down)                     # [T, R] or [T, n*R]
     out       = down_proj(act, w2_lin, bridge_dn, B_down)    # base + delta, back to token order
 
-Four launches for a LoRA batch, two for a base-only one (``slot_ids`` None). ``SinkOperands``
+Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
+(``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``) and
+hand float32 partials to the next kernel, which sums them in a fixed order. ``SinkOperands``
 holds the base weights in their linearized views and the four pool buffers plus the two derived
 down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from ._triton import torch
 from .down_proj import down_proj
 from .gate_up_swiglu import gate_up_swiglu
-from .lora_shrink import lora_shrink
+from .lora_shrink import choose_split, lora_shrink
 from .routing import SlotRouting, build_routing
 
 
@@ -116,14 +118,36 @@ def sink_forward_triton(
     R = R2 // 2
     if routing is None:
         routing = build_routing(slot_ids.to(x_td.device), S, ops.slot_active)
-    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, R)
+    T = x_td.shape[0]
+    split_gu = choose_split(T, 2 * E_a, H)
+    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, R, split_k=split_gu)
     act = gate_up_swiglu(
         x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
         bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,
     )
     window = 0 if ops.shared_outer else ops.f_local
-    bridge_dn = lora_shrink(act, ops._down_shrink_a, routing, R, window=window, gather=False)
+    nb_dn = ops._down_shrink_a.shape[1] // R
+    split_dn = choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
+    bridge_dn = lora_shrink(act, ops._down_shrink_a, routing, R, window=window, gather=False, split_k=split_dn)
     return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b)
+
+
+def torch_segments(ops: SinkOperands, slot_ids: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+    """(slot, token rows) of each active slot that has tokens, in slot order: the torch loop's
+    segments. One host sync (the segment sizes), so compute them before a CUDA-graph capture."""
+    if ops._down_shrink_a is None:
+        ops.refresh()
+    ids = slot_ids.reshape(-1).to(ops.w13_lin.device).long()
+    ids = torch.where((ids >= 0) & ops.slot_active[ids.clamp(min=0)], ids, -1)
+    order = torch.argsort(ids, stable=True)
+    counts = torch.bincount(ids + 1, minlength=ops.slots + 1).tolist()
+    segments = []
+    start = counts[0]
+    for s in range(ops.slots):
+        if counts[s + 1]:
+            segments.append((s, order[start:start + counts[s + 1]]))
+            start += counts[s + 1]
+    return segments
 
 
 def sink_forward_torch(
@@ -131,29 +155,23 @@ def sink_forward_torch(
     x: torch.Tensor,
     gammas: torch.Tensor,
     slot_ids: torch.Tensor | None = None,
+    *,
+    segments: list[tuple[int, torch.Tensor]] | None = None,
 ) -> torch.Tensor:
     """The same forward in plain torch, in the storage dtype (bf16 GEMMs, fp32 SwiGLU).
 
     Base: two GEMMs around the activation. LoRA: tokens sorted by slot once (one host sync for
-    the segment sizes), then per active slot a shrink and an expand on its segment, added into
-    Y before the activation and into the output after the down GEMM (Punica's loop baseline).
+    the segment sizes, or ``segments`` from :func:`torch_segments` computed beforehand, which
+    makes the forward graph-capturable), then per active slot a shrink and an expand with
+    ``torch.mm`` on its segment, added into Y before the activation and into the output after
+    the down GEMM (Punica's loop baseline).
     """
     x_td, g_td = _flatten(x, gammas, ops.n, ops.hidden)
     T, n, F = x_td.shape[0], ops.n, ops.f_local
     y = x_td @ ops.w13_lin.T  # [T, n*2F]
-    segments = []
-    if slot_ids is not None and ops.has_pool:
-        if ops._down_shrink_a is None:
-            ops.refresh()
-        ids = slot_ids.reshape(-1).to(x_td.device).long()
-        ids = torch.where((ids >= 0) & ops.slot_active[ids.clamp(min=0)], ids, -1)
-        order = torch.argsort(ids, stable=True)
-        counts = torch.bincount(ids + 1, minlength=ops.slots + 1).tolist()
-        start = counts[0]
-        for s in range(ops.slots):
-            if counts[s + 1]:
-                segments.append((s, order[start:start + counts[s + 1]]))
-                start += counts[s + 1]
+    if ops.has_pool and (slot_ids is not None or segments is not None):
+        if segments is None:
+            segments = torch_segments(ops, slot_ids)
         R = ops.rank
         yv = y.view(T, n, 2, F) if not ops.interleaved else None
         for s, rows in segments:
@@ -168,6 +186,8 @@ def sink_forward_torch(
                 y.view(T, n, F, 2)[rows] += delta.transpose(2, 3)
             else:
                 yv[rows] += delta
+    else:
+        segments = []
     yv = y.float().view(T, n, -1)
     if ops.interleaved:
         g, u = yv[..., 0::2], yv[..., 1::2]

@@ -13,7 +13,7 @@ from inkling_compat.kernels.down_proj import down_proj, down_proj_reference
 from inkling_compat.kernels.gate_up_swiglu import gate_up_swiglu, gate_up_swiglu_reference, swiglu_reference
 from inkling_compat.kernels.lora_shrink import lora_shrink, lora_shrink_reference
 from inkling_compat.kernels.reference import linearize, relative_error
-from inkling_compat.kernels.routing import build_routing, routing_reference
+from inkling_compat.kernels.routing import build_routing, build_routing_torch, routing_reference
 from sink_cases import DEVICE, Case, cases, make_problem, tolerance
 
 FAST = settings(max_examples=200, deadline=None)
@@ -66,6 +66,23 @@ def test_routing_treats_empty_slots_as_no_adapter(ids, active):
         assert gslot[r.row_group[m].long()].item() == expected
 
 
+@FAST
+@given(st.integers(1, 70).flatmap(lambda S: st.tuples(
+    st.just(S),
+    st.lists(st.integers(-1, S - 1), min_size=1, max_size=600),
+    st.none() | st.lists(st.booleans(), min_size=S, max_size=S),
+)))
+def test_routing_kernel_equals_torch_routing(data):
+    """The one-launch counting sort gives exactly the torch routing (stable order, groups, slots),
+    over chunk boundaries (T up to 600, S up to 70) and with or without empty slots."""
+    S, ids, active = data
+    slot_ids = torch.tensor(ids, device=DEVICE)
+    act = None if active is None else torch.tensor(active, device=DEVICE)
+    a, b = build_routing(slot_ids, S, act), build_routing_torch(slot_ids, S, act)
+    for field in ("order", "row_group", "group_slot"):
+        assert torch.equal(getattr(a, field), getattr(b, field)), field
+
+
 # --- shrink --------------------------------------------------------------------------------------
 
 
@@ -103,6 +120,23 @@ def test_lora_shrink_gate_up_and_down(case, windowed):
         assert out.abs().max() == 0
 
 
+@KERNEL
+@given(cases(), st.integers(2, 5))
+def test_lora_shrink_split_k_partials_sum_to_the_bridge(case, splits):
+    """Split-K: every partial is written (NaN-poisoned buffer) and their sum is the bridge."""
+    p = make_problem(case)
+    if p.slot_ids is None:
+        return
+    a_gu, _, _, _ = p.pool
+    S, E, R2, H = a_gu.shape
+    routing = build_routing(p.slot_ids, S)
+    out = _nan((splits, case.T, E * R2), torch.float32)
+    lora_shrink(p.x, a_gu.reshape(S, E * R2, H), routing, R2 // 2, out=out, split_k=splits)
+    assert not out.isnan().any()
+    ref = lora_shrink_reference(p.x, a_gu.reshape(S, E * R2, H), p.slot_ids, R2 // 2)
+    assert relative_error(_unsort(out.sum(0), routing), ref) <= tolerance(case)
+
+
 # --- gate/up + SwiGLU ------------------------------------------------------------------------
 
 
@@ -129,6 +163,22 @@ def test_gate_up_swiglu_matches_reference(case):
                                    b_gu=b_gu, slot_ids=p.slot_ids, bridge_expert_stride=stride)
     assert not out.isnan().any()
     assert relative_error(_unsort(out, routing), ref) <= tolerance(case)
+    # The same bridge handed over as split-K partials (three float32 parts summing to it).
+    parts = _split_parts(_sorted(bridge_ref, routing), case.seed)
+    out2 = _nan((case.T, n * case.F), p.x.dtype)
+    gate_up_swiglu(p.x, w13_lin, p.gammas, n, interleaved=case.interleaved, routing=routing,
+                   bridge=parts, b_gu=b_gu, bridge_expert_stride=stride, out=out2)
+    assert not out2.isnan().any()
+    assert relative_error(_unsort(out2, routing), ref) <= tolerance(case)
+
+
+def _split_parts(bridge: torch.Tensor, seed: int) -> torch.Tensor:
+    """Three float32 partials (random, not zero) whose sum is ``bridge``."""
+    g = torch.Generator().manual_seed(seed)
+    b = bridge.float()
+    p1 = torch.randn(b.shape, generator=g).to(b) * b.abs().mean().clamp(min=1e-3)
+    p2 = torch.randn(b.shape, generator=g).to(b) * b.abs().mean().clamp(min=1e-3)
+    return torch.stack((p1, b - p1 - p2, p2))
 
 
 def test_swiglu_layouts_agree():
@@ -171,3 +221,7 @@ def test_down_proj_matches_reference(case):
     ref = down_proj_reference(act, w2_lin, bridge=bridge, b=b, slot_ids=p.slot_ids)
     assert not out.isnan().any()
     assert relative_error(out, ref) <= tolerance(case)
+    out2 = _nan((case.T, case.H), p.x.dtype)
+    down_proj(_sorted(act, routing), w2_lin, routing=routing, bridge=_split_parts(_sorted(bridge, routing), case.seed), b=b, out=out2)
+    assert not out2.isnan().any()
+    assert relative_error(out2, ref) <= tolerance(case)

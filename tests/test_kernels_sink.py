@@ -102,3 +102,27 @@ def test_empty_batch():
     ops = p.operands()
     out = sink_forward_triton(ops, p.x[:0], p.gammas[:0], p.slot_ids[:0])
     assert out.shape == (0, 32)
+
+
+def test_capture_needs_cuda():
+    """The captured forward is a CUDA graph: on a CPU tensor it says so (no traceback deep in torch)."""
+    if DEVICE.type == "cuda":
+        pytest.skip("CPU-only check")
+    from inkling_compat.kernels.capture import capture_forward
+    from inkling_compat.kernels.errors import RuntimeUnavailable
+
+    case = Case(T=2, n=1, H=16, F=8, S=2, R=4, ranks=(4, 4), shared_outer=True, interleaved=True, slot_mode="mixed")
+    with pytest.raises(RuntimeUnavailable, match="CUDA"):
+        capture_forward(make_problem(case).operands(), 2)
+
+
+def test_torch_segments_make_the_torch_loop_sync_free():
+    """Segments computed beforehand (one host sync) give the same torch forward."""
+    from inkling_compat.kernels.sink import torch_segments
+
+    case = Case(T=40, n=2, H=32, F=16, S=4, R=8, ranks=(8, 0, 4, 8), shared_outer=False, interleaved=True, slot_mode="mixed", seed=3)
+    p = make_problem(case)
+    ops = p.operands()
+    a = sink_forward_torch(ops, p.x, p.gammas, p.slot_ids)
+    b = sink_forward_torch(ops, p.x, p.gammas, segments=torch_segments(ops, p.slot_ids))
+    assert torch.equal(a, b)

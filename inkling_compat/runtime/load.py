@@ -129,6 +129,14 @@ class SharedSink:
 
     __call__ = forward
 
+    def capture(self, tokens: int) -> Any:
+        """A callable ``(x, gammas, slot_ids) -> out`` for exactly ``tokens`` tokens that replays
+        the forward from a CUDA graph (kernels/capture.py; CUDA only). Slot ids are not
+        validated on replay: pass ids in [-1, slots)."""
+        from inkling_compat.kernels.capture import capture_forward
+
+        return capture_forward(self.operands, tokens, lora=self.lora_attached)
+
     def forward_torch(self, x: Any, gammas: Any, slot_ids: Any = None) -> Any:
         """The same forward in plain torch (storage dtype; the benchmark's torch LoRA path)."""
         _, sink_mod = _import_runtime()
