@@ -257,3 +257,65 @@ def test_the_action_without_a_usable_input_is_exit_2_with_an_annotation(tmp_path
     assert done.returncode == 2 and "'args'" in done.stdout
     done, outputs = _run_check_step({"config": "examples/missing.yaml"}, tmp_path)
     assert done.returncode == 2 and outputs["exit-code"] == "2"
+
+
+# -- docs/ci.md: the snippets match what they drive ----------------------------------------------
+
+CI_DOC = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+BLOCKS = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", CI_DOC, re.S)]
+
+
+def _commands(text: str) -> list[list[str]]:
+    import shlex
+
+    found = []
+    for part in re.split(r"&&|\n", text):
+        words = shlex.split(part)
+        if words[:2] == ["inkling-compat", "check"]:
+            found.append(words[1:])
+    return found
+
+
+def test_the_github_snippet_uses_the_actions_inputs():
+    (workflow, step_only) = BLOCKS[0], BLOCKS[1]
+    steps = workflow["jobs"]["inkling-compat"]["steps"]
+    uses = next(s for s in steps if s.get("uses", "").startswith("inkling-compat/inkling-compat@"))
+    assert set(uses["with"]) <= set(ACTION["inputs"])
+    assert {n for n, spec in ACTION["inputs"].items() if spec.get("required")} <= set(uses["with"])
+    assert workflow["jobs"]["inkling-compat"]["permissions"]["security-events"] == "write"
+    (command,) = _commands(step_only[0]["run"])
+    assert command[-2:] == ["--format", "github"]
+
+
+def test_the_documented_commands_parse():
+    from inkling_compat import cli
+
+    gitlab = BLOCKS[2]["inkling-compat"]
+    commands = _commands(BLOCKS[1][0]["run"]) + [c for line in gitlab["script"] for c in _commands(line)]
+    assert len(commands) == 2
+    for command in commands:
+        args = cli._parser().parse_args(command)
+        assert args.command == "check" and args.config and args.adapter_dir == ["adapters/"]
+    junit = cli._parser().parse_args(commands[1])
+    assert junit.format == "junit" and gitlab["artifacts"]["reports"]["junit"] == junit.output
+
+
+def test_the_pre_commit_snippets_name_the_hook_and_valid_checks(tmp_path):
+    (repo,) = BLOCKS[3]["repos"]
+    (entry,) = repo["hooks"]
+    manifest = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert entry["id"] == manifest[0]["id"]
+    parsed = hook._parser().parse_args(entry["args"])
+    assert parsed.config == "deploy/serve.yaml" and parsed.adapter_dir == ["adapters/"]
+    project = tmp_path / ".inkling-compat.yaml"
+    project.write_text(yaml.safe_dump(BLOCKS[4]), encoding="utf-8")
+    first, second = targets.read_targets(project)
+    assert first.adapter_dir == (tmp_path / "adapters",) and second.sglang_version == "53ccafdf"
+
+
+def test_the_readme_line_for_ci_uses_the_action():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = yaml.safe_load(readme.split("## In CI", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0])
+    (step,) = block
+    assert step["uses"].startswith("inkling-compat/inkling-compat@") and set(step["with"]) <= set(ACTION["inputs"])
+    assert "config" in step["with"]
