@@ -149,6 +149,10 @@ def test_the_checks_can_live_in_pyproject(project, capsys):
         ("checks: [{config: a.yaml, adapter_dir: [x]}]\n", "checks[0].adapter_dir", "did you mean 'adapter-dir'?"),
         ("checks: [{config: a.yaml, model: 3}]\n", "checks[0].model", "expected a string"),
         ("checks: [{config: a.yaml, adapter: [1]}]\n", "checks[0].adapter", "expected a path or a list of paths"),
+        ('checks: [{config: "a\\0b"}]\n', "checks[0].config", "NUL character"),
+        ("checks: [{config: a.yaml, adapter-dir: ['']}]\n", "checks[0].adapter-dir", "an empty path"),
+        ("- a list\n", "(root)", "expected a mapping"),
+        ("&a [*a]\n", "(root)", "expected a mapping"),
     ],
 )
 def test_a_malformed_project_file_is_exit_2_naming_the_key(project, capsys, text, field, reason):
@@ -169,6 +173,12 @@ def test_without_checks_the_hook_says_how_to_name_them(tmp_path, monkeypatch, ca
     assert err.count("\n") == 1 and ".inkling-compat.yaml" in err and "--config" in err
     assert hook.run(["--format", "xml"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    (tmp_path / "pyproject.toml").write_text("[tool\n", encoding="utf-8")
+    assert hook.run(["serve.yaml"]) == 2
+    assert capsys.readouterr().err.startswith("inkling-compat hook: error: pyproject.toml: (file): not valid TOML")
+    (tmp_path / "pyproject.toml").write_text("[tool]\ninkling-compat = 3\n", encoding="utf-8")
+    assert hook.run(["serve.yaml"]) == 2
+    assert "pyproject.toml: tool.inkling-compat: expected a table" in capsys.readouterr().err
 
 
 def test_the_hook_as_a_command(project):

@@ -48,6 +48,9 @@ def _targets(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from inkling_compat.ci import targets as t
 
     if args.config:
+        # (argv cannot hold a NUL; run() called from Python can)
+        if any("\0" in str(p) for p in (args.config, args.model, args.platform, *args.adapter, *args.adapter_dir) if p):
+            raise InputError("(hook arguments)", "--config", "a path with a NUL character")
         resolve = lambda p: Path(p).resolve()  # noqa: E731
         target = t.Target(
             config=resolve(args.config),
@@ -81,8 +84,11 @@ def run(argv: Sequence[str]) -> int:
     try:
         targets, project_file = _targets(args)
     except InputError as exc:
-        print(f"inkling-compat hook: error: {exc}", file=sys.stderr)
+        print(f"inkling-compat hook: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return cli.EXIT_INPUT
+    except Exception as exc:  # never a traceback for the user (cli.main guards each check likewise)
+        print(f"inkling-compat hook: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return cli.EXIT_INTERNAL
     changed = [p.resolve() for p in args.files]
     everything = args.all or (project_file is not None and project_file.resolve() in changed)
     chosen = [x for x in targets if everything or x.touched_by(changed)]

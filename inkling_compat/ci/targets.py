@@ -90,6 +90,14 @@ def find_project_file(start: Path) -> Path | None:
     return None
 
 
+def _named(path: Path) -> str:
+    """A path as a message names it: relative to the working folder when under it."""
+    try:
+        return str(path.relative_to(Path.cwd())) if path.is_absolute() else str(path)
+    except ValueError:
+        return str(path)
+
+
 def _pyproject_section(path: Path) -> dict[str, Any] | None:
     import tomllib
 
@@ -97,14 +105,14 @@ def _pyproject_section(path: Path) -> dict[str, Any] | None:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(path), "(file)", f"not valid TOML: {exc}") from None
+        raise InputError(_named(path), "(file)", f"not valid TOML: {exc}") from None
     except OSError as exc:
-        raise InputError(str(path), "(file)", f"cannot read: {exc.strerror}") from None
+        raise InputError(_named(path), "(file)", f"cannot read: {exc.strerror}") from None
     section = data.get("tool", {}).get("inkling-compat") if isinstance(data.get("tool"), dict) else None
     if section is None:
         return None
     if not isinstance(section, dict):
-        raise InputError(str(path), SECTION, "expected a table")
+        raise InputError(_named(path), SECTION, "expected a table")
     return section
 
 
@@ -117,7 +125,7 @@ def read_targets(path: Path) -> list[Target]:
 
         section, prefix = read_document(path), ""
     checks = section.get("checks", [])
-    name = str(path)
+    name = _named(path)
     if not isinstance(checks, list):
         raise InputError(name, prefix + "checks", f"expected a list of checks, got {type(checks).__name__}")
     if len(checks) > MAX_CHECKS:
@@ -126,7 +134,7 @@ def read_targets(path: Path) -> list[Target]:
 
 
 def _target(entry: Any, path: Path, where: str) -> Target:
-    name = str(path)
+    name = _named(path)
     if not isinstance(entry, dict):
         raise InputError(name, where, f"expected a mapping with a 'config' key, got {type(entry).__name__}")
     for key in entry:
@@ -148,7 +156,11 @@ def _target(entry: Any, path: Path, where: str) -> Target:
         if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
             raise InputError(name, f"{where}.{key}", "expected a path or a list of paths")
         values[key] = items
-    base = path.parent
+    for key in _KEYS:
+        texts = values[key] if key in _MANY else [values[key]]
+        if any(text is not None and ("\0" in text or not text.strip()) for text in texts):
+            raise InputError(name, f"{where}.{key}", "an empty path or one with a NUL character")
+    base = path.parent.resolve()
     platform = values["platform"]
     if platform is not None and ("/" in platform or platform.endswith((".yaml", ".yml", ".json"))):
         platform = str(_under(base, platform))  # a file, not a preset name
