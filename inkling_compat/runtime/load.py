@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from inkling_compat.errors import InputError
@@ -79,6 +79,7 @@ class SharedSink:
     lora_attached: bool
     layer: int | None = None
     notes: list[str] = field(default_factory=list)
+    checked: Any = None  # the api.evaluate result it was built from (inputs, facts, report)
 
     @property
     def n(self) -> int:
@@ -170,6 +171,13 @@ class SharedSink:
         else:
             slots = torch.full((tokens,), -1, dtype=torch.int64)
         return x, gammas, slots.to(self.device)
+
+    def with_pool(self, pool: Any) -> "SharedSink":
+        """The same base weights with another pool (pool_builder.Pool of this geometry)."""
+        torch, sink_mod = _import_runtime()
+        pool = pool.to(self.device, self.dtype)
+        ops = _operands(sink_mod, torch, self.operands.w13_lin, self.operands.w2_lin, self.n, self.interleaved, pool, self.device)
+        return replace(self, operands=ops, pool=pool)
 
     def describe(self) -> str:
         layout = "interleaved" if self.interleaved else "contiguous [gate||up]"
@@ -264,20 +272,19 @@ def load(
     interleaved = not sink.w13_gate_up_contiguous
 
     # Base weights, checkpoint (interleaved) order for this rank, then the sink's layout.
-    gen = torch.Generator().manual_seed(seed)
+    # Random ones are one draw of the whole layer that every TP rank cuts its slice from.
     F, H, I = geo.f_local, geo.hidden, geo.intermediate
     if weights is None:
-        w13 = torch.randn(n, 2 * F, H, generator=gen) * H ** -0.5
-        w2 = torch.randn(n, H, F, generator=gen) * F ** -0.5
-    else:
-        w13, w2 = torch.as_tensor(weights["w13"]).float(), torch.as_tensor(weights["w2"]).float()
-        if tuple(w13.shape) == (n, 2 * I, H) and tp > 1:
-            w13 = w13[:, 2 * tp_rank * F:2 * (tp_rank + 1) * F]
-        if tuple(w2.shape) == (n, H, I) and tp > 1:
-            w2 = w2[:, :, tp_rank * F:(tp_rank + 1) * F]
-        if tuple(w13.shape) != (n, 2 * F, H) or tuple(w2.shape) != (n, H, F):
-            raise RuntimeInputError("<weights>", "w13/w2", f"expected w13 [{n}, {2 * F}, {H}] and w2 [{n}, {H}, {F}] "
-                                    f"(or unsharded), got {list(w13.shape)} and {list(w2.shape)}")
+        weights = random_layer_weights(geo, seed)
+    w13, w2 = torch.as_tensor(weights["w13"]).float(), torch.as_tensor(weights["w2"]).float()
+    # The loader's cut of an unsharded checkpoint tensor: this rank's F columns of each expert.
+    if tuple(w13.shape) == (n, 2 * I, H) and tp > 1:
+        w13 = w13[:, 2 * tp_rank * F:2 * (tp_rank + 1) * F]
+    if tuple(w2.shape) == (n, H, I) and tp > 1:
+        w2 = w2[:, :, tp_rank * F:(tp_rank + 1) * F]
+    if tuple(w13.shape) != (n, 2 * F, H) or tuple(w2.shape) != (n, H, F):
+        raise RuntimeInputError("<weights>", "w13/w2", f"expected w13 [{n}, {2 * F}, {H}] and w2 [{n}, {H}, {F}] "
+                                f"(or unsharded), got {list(w13.shape)} and {list(w2.shape)}")
     if not interleaved:  # V2: the loader de-interleaves each TP block once (spec 1.2)
         w13 = torch.cat((w13[:, 0::2], w13[:, 1::2]), dim=1)
 
@@ -286,17 +293,34 @@ def load(
     w13_lin, w2_lin = linearize(w13, w2)
     if pool is not None:
         pool = pool.to(dev, dtype)
-        ops = sink_mod.SinkOperands(
-            w13_lin, w2_lin, n, interleaved, *pool.buffers(),
-            slot_active=torch.tensor([r > 0 for r in pool.slot_ranks], device=dev),
-        ).refresh()
-    else:
-        ops = sink_mod.SinkOperands(w13_lin, w2_lin, n, interleaved)
+    ops = _operands(sink_mod, torch, w13_lin, w2_lin, n, interleaved, pool, dev)
     return SharedSink(
         operands=ops, w13=w13, w2=w2, pool=pool, report=report, geometry=geo, device=dev, dtype=dtype,
         sink_class=sink.sink_class or "base", lora_attached=sink.lora_attached and pool is not None, layer=built.layer,
-        notes=built.notes,
+        notes=built.notes, checked=checked,
     )
+
+
+def _operands(sink_mod: Any, torch: Any, w13_lin: Any, w2_lin: Any, n: int, interleaved: bool, pool: Any, dev: Any) -> Any:
+    if pool is None:
+        return sink_mod.SinkOperands(w13_lin, w2_lin, n, interleaved)
+    return sink_mod.SinkOperands(
+        w13_lin, w2_lin, n, interleaved, *pool.buffers(),
+        slot_active=torch.tensor([r > 0 for r in pool.slot_ranks], device=dev),
+    ).refresh()
+
+
+def random_layer_weights(geo: Any, seed: int) -> dict[str, Any]:
+    """Seeded random base weights of the whole layer, in checkpoint (interleaved) order:
+    w13 [n, 2I, H] ~ N(0, 1/H), w2 [n, H, I] ~ N(0, 1/I). `load()` cuts a TP rank's slice from
+    them, so the ranks of one seed hold the slices of one layer (the TP runtime's reference)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    n, H, I = geo.n, geo.hidden, geo.intermediate
+    w13 = torch.randn(n, 2 * I, H, generator=gen) * H ** -0.5
+    w2 = torch.randn(n, H, I, generator=gen) * I ** -0.5
+    return {"w13": w13, "w2": w2}
 
 
 @dataclass
@@ -318,10 +342,16 @@ def build_pool(
     seed: int = 0,
     slot_ranks: Sequence[int] | None = None,
     lora_scaling: float = 1.0,
+    unsharded: bool = False,
 ) -> PoolBuild:
     """The pool buffers for an accepted check (`api.evaluate(...)`), from its own inputs and
     facts: the geometry is the facts' pool (`facts.pool`: S, R, shared-outer) and sink (F),
-    the adapters are the manifests the check loaded. Needs torch (not triton)."""
+    the adapters are the manifests the check loaded. Needs torch (not triton).
+
+    A pool manifest's random adapters are drawn once for the whole layer (F = I) and cut for
+    ``tp_rank`` by the checker's slicing (`pool_builder.slice_for_rank`), so the ranks of one
+    seed hold the slices of the same adapters. ``unsharded``: the whole layer's pool (F = I,
+    nothing cut), what the TP ranks' slices add up to (the TP runtime's reference)."""
     from inkling_compat.runtime import pool_builder as pb
     from inkling_compat.sglang.adapter_loader import is_inkling_base
 
@@ -338,6 +368,9 @@ def build_pool(
         tp_rank=tp_rank, slots=sink.max_loras_per_batch, rank=pool_facts.rank if pool_facts is not None else 0,
         shared_outer=bool(pool_facts.shared_outer) if pool_facts is not None else False,
     )
+    whole = replace(geo, tp_size=1, tp_rank=0)  # the layer before the TP cut
+    if unsharded:
+        geo = whole
     notes: list[str] = []
     if not (sink.lora_attached and geo.rank > 0):
         if manifests:
@@ -350,8 +383,10 @@ def build_pool(
     if len(pool_manifests) > 1:
         raise RuntimeInputError("<adapters>", "adapter", f"{len(pool_manifests)} pool manifests: the runtime builds one pool")
     if pool_manifests:
-        pool = pb.random_pool(geo, seed=seed + 1, slot_ranks=list(slot_ranks) if slot_ranks else None,
+        pool = pb.random_pool(whole, seed=seed + 1, slot_ranks=list(slot_ranks) if slot_ranks else None,
                               scaling=lora_scaling, name=pool_manifests[0].name)
+        if geo.tp_size > 1:
+            pool = _cut_pool(pool, geo, pb, torch)
         notes.append(f"pool manifest {pool_manifests[0].name!r}: random factors in all {geo.slots} slots, scaling {lora_scaling:g} folded into B")
         return PoolBuild(geo, pool, None, notes)
     if peft:
@@ -359,6 +394,17 @@ def build_pool(
         return PoolBuild(geo, pool, used_layer, notes)
     notes.append("no adapters: the pool is empty (every slot zero)")
     return PoolBuild(geo, geo.empty_pool(), None, notes)
+
+
+def _cut_pool(pool: Any, geo: Any, pb: Any, torch: Any) -> Any:
+    """A whole-layer pool cut for one TP rank, slot by slot, by the sink's slice methods as the
+    checker replays them (gate/up B rows and down A columns; the outer factors replicated)."""
+    if not pool.slot_ranks:
+        return geo.empty_pool()
+    sites = ("gate_up_a", "gate_up_b", "down_a", "down_b")
+    cut = [torch.stack([pb.slice_for_rank(buf[s], site, geo) for s in range(buf.shape[0])])
+           for site, buf in zip(sites, pool.buffers())]
+    return pb.Pool(*cut, list(pool.slot_ranks), list(pool.slot_names), list(pool.slot_scalings))
 
 
 def _peft_pool(peft: list[Any], geo: Any, layer: int | None, seed: int, notes: list[str], torch: Any, pb: Any, inkling: bool) -> tuple[Any, int | None]:

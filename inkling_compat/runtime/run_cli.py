@@ -3,9 +3,14 @@ compared with the float64 torch reference.
 
 Exit codes as for `check`: 0 ran and matched the reference within tolerance, 1 the checker
 rejects the setup (the report is printed; nothing runs), 2 unusable input or torch/triton
-missing (one line), 3 the result is outside tolerance (a defect of the runtime).
+missing (one line), 3 the result is outside tolerance (a defect of the runtime), or, with
+``--tp``, a rank failed or the world ran past ``--tp-timeout`` (one line).
 With ``--device cpu`` (the default without CUDA) the kernels run in Triton's interpreter:
 ``TRITON_INTERPRET=1`` is set here, before triton is imported.
+
+``--tp N`` runs the layer tensor-parallel: one process per rank (`runtime/tp`), the partial
+outputs all-reduced and compared with the unsharded layer. Under ``torchrun`` (its variables in
+the environment) the command is one rank of torchrun's world instead, and rank 0 prints.
 """
 
 from __future__ import annotations
@@ -30,7 +35,11 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="cpu runs the Triton interpreter (default: cuda if available)")
     run.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--tp-rank", type=int, default=0, help="which TP rank's shard to run (default 0)")
+    run.add_argument("--tp-rank", type=int, default=None, help="which TP rank's shard to run on its own (default 0)")
+    run.add_argument("--tp", type=int, default=None, metavar="N",
+                     help="run tensor-parallel: N processes, one per TP rank (tp_size = N), outputs all-reduced and compared with the unsharded layer")
+    run.add_argument("--tp-timeout", type=float, default=300.0, metavar="S",
+                     help="with --tp: seconds the world may take, and the bound on its rendezvous and each collective (default 300)")
     run.add_argument("--layer", type=int, help="layer whose factors are loaded from PEFT adapters (default: the first with shared-sink factors)")
     run.add_argument("--repeat", type=int, default=None, help="timed repetitions after a warm-up (default: 10 on cuda, 0 on cpu)")
     run.add_argument("--format", choices=("text", "json"), default="text")
@@ -45,9 +54,15 @@ def _fail(args: argparse.Namespace, message: str, field: str = "(arguments)") ->
     return 2
 
 
+def _under_torchrun() -> bool:
+    return "TORCHELASTIC_RUN_ID" in os.environ and "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
 def run_command(args: argparse.Namespace) -> int:
     if args.tokens < 0:
         return _fail(args, f"--tokens: {args.tokens} is negative", "--tokens")
+    if args.tp is not None or _under_torchrun():
+        return _run_tp(args)
     device = args.device
     if device == "cpu" and "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere
@@ -69,7 +84,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         sink = load(
             args.config, args.model, args.adapter or None, platform=args.platform, device=device,
-            dtype=args.dtype, seed=args.seed, tp_rank=args.tp_rank, layer=args.layer,
+            dtype=args.dtype, seed=args.seed, tp_rank=args.tp_rank or 0, layer=args.layer,
         )
     except RuntimeRefused as exc:
         if args.format == "json":
@@ -153,5 +168,132 @@ def run_command(args: argparse.Namespace) -> int:
         print(timing + f"; float64 reference {ref_s * 1e3:.1f} ms")
     if not ok:
         print(f"inkling-compat: internal error: the Triton result is outside tolerance ({max_err:.2e} > {TOLERANCE:g})", file=sys.stderr)
+        return 3
+    return 0
+
+
+# --- tensor-parallel -------------------------------------------------------------------------
+
+
+def _tp_device(args: argparse.Namespace) -> str | None:
+    """cpu or cuda for the ranks (None: torch is missing). Only "auto" needs torch here."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    if args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # the ranks inherit it
+        return "cpu"
+    import torch
+
+    if args.device == "cuda" or torch.cuda.is_available():
+        return "cuda"
+    os.environ["TRITON_INTERPRET"] = "1"
+    return "cpu"
+
+
+def _tp_spec(args: argparse.Namespace, tp: int, device: str) -> Any:
+    from inkling_compat.runtime.tp.spec import TPSpec
+
+    return TPSpec(
+        tp=tp, config=args.config, model=args.model, adapters=tuple(args.adapter), platform=args.platform, device=device,
+        dtype=args.dtype, seed=args.seed, tokens=args.tokens,
+        repeat=args.repeat if args.repeat is not None else (10 if device == "cuda" else 0),
+        layer=args.layer, timeout_s=args.tp_timeout,
+    )
+
+
+def _print_refused(args: argparse.Namespace, exc: Any) -> int:
+    from inkling_compat.report.text import render_text
+
+    if args.format == "json":
+        print(json.dumps({"refused": True, "message": str(exc), "tp": exc.tp, "ranks": list(exc.ranks),
+                          "report": exc.report.to_dict()}, indent=2))
+    else:
+        print(render_text(exc.report, color=sys.stdout.isatty()))
+        print(f"\nrefused: the runtime does not run a setup sglang would reject ({exc.error_class}: {exc}); "
+              f"it concerns {exc.concerns}; no process was started")
+    return 1
+
+
+def _run_tp(args: argparse.Namespace) -> int:
+    if args.tp_rank is not None:
+        return _fail(args, "--tp-rank runs one rank's shard on its own; --tp runs every rank (give one of them)", "--tp-rank")
+    if not args.tp_timeout > 0:
+        return _fail(args, f"--tp-timeout: {args.tp_timeout:g} is not a positive number of seconds", "--tp-timeout")
+    device = _tp_device(args)
+    if device is None:
+        return _fail(args, "`run` needs torch and triton (pip install 'inkling-compat[runtime]')")
+    if _under_torchrun():
+        return _run_torchrun_rank(args, device)
+    from inkling_compat.runtime.tp.world import TPRefused, TPWorldFailed, launch
+
+    try:
+        result = launch(_tp_spec(args, args.tp, device))
+    except TPRefused as exc:
+        return _print_refused(args, exc)
+    except TPWorldFailed as exc:
+        if exc.input_error is not None:
+            err = exc.input_error
+            return _fail(args, f"{err['file']}: {err['field']}: {err['reason']} (TP rank {exc.rank})", err["field"])
+        print(f"inkling-compat: error: {exc}", file=sys.stderr)
+        if args.format == "json":
+            print(json.dumps({"ok": False, "exit_code": 3, "tp_failure": {"message": str(exc), "rank": exc.rank, "killed": exc.killed}}, indent=2))
+        return 3
+    return _print_tp_result(args, result)
+
+
+def _run_torchrun_rank(args: argparse.Namespace, device: str) -> int:
+    """One rank of torchrun's world: every rank checks the world (the same result on each);
+    rank 0 prints. A failure is one line and an immediate exit (torchrun ends the others)."""
+    from inkling_compat.runtime.tp.rank import exit_now, run_rank
+    from inkling_compat.runtime.tp.world import TPRefused, check_world
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if args.tp is not None and args.tp != world:
+        return _fail(args, f"--tp {args.tp}, but torchrun started {world} processes", "--tp")
+    spec = _tp_spec(args, world, device)
+    try:
+        check_world(spec)
+    except TPRefused as exc:
+        return _print_refused(args, exc) if rank == 0 else 1
+    try:
+        result = run_rank(spec, rank, world, "env://", int(os.environ.get("LOCAL_RANK", rank)),
+                          int(os.environ.get("LOCAL_WORLD_SIZE", world)))
+    except Exception as exc:  # one line, then out at once: a collective may still wait for a peer
+        print(f"inkling-compat: error: TP rank {rank} of {world} failed: {type(exc).__name__}: {str(exc).strip()[:400]}", file=sys.stderr)
+        exit_now(3)
+    return _print_tp_result(args, result) if result is not None else 0
+
+
+def _print_tp_result(args: argparse.Namespace, result: Any) -> int:
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(f"ran {result.sink}")
+        for note in result.notes:
+            print(f"  {note}")
+        slots_text = ", ".join(f"{k}: {v}" for k, v in result.slots.items())
+        share = " (ranks share a GPU: gloo with CUDA tensors)" if result.shared_devices else ""
+        print(f"  TP world: {result.tp} processes, {result.backend} on {result.device}{share}, {result.mode}; "
+              f"T={result.tokens} tokens (seed {args.seed}), tokens per slot {{{slots_text}}}, {result.dtype}")
+        what = f"median of {result.repeats}" if result.repeats else "first call"
+        for r in result.ranks:
+            line = (f"  rank {r.rank} ({r.device}): intermediate columns [{r.columns[0]}, {r.columns[1]}) of each expert; "
+                    f"forward {r.forward_s * 1e3:.3f} ms, all-reduce {r.allreduce_s * 1e3:.3f} ms ({what})")
+            if r.end_to_end_s is not None:
+                line += f", forward + all-reduce {r.end_to_end_s * 1e3:.3f} ms"
+            print(line)
+        print(
+            f"max relative error of the all-reduced output vs the unsharded float64 reference: {result.max_relative_error:.2e} "
+            f"(max|out-ref| / max|ref|); ||out-ref||/||ref|| = {result.norm_relative_error:.2e}; "
+            f"tolerance {result.tolerance:g}: {'ok' if result.ok else 'FAILED'}"
+        )
+        if result.lora_share:
+            print(f"  LoRA share of the output: ||ref - base||/||ref|| = {result.lora_share:.2f}")
+        print(f"time: float64 reference of the whole layer {result.reference_s * 1e3:.1f} ms (rank 0)")
+    if not result.ok:
+        print(f"inkling-compat: internal error: the all-reduced TP result is outside tolerance "
+              f"({result.max_relative_error:.2e} > {result.tolerance:g})", file=sys.stderr)
         return 3
     return 0
