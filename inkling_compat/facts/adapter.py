@@ -121,11 +121,11 @@ def _first_non_string(items: Any) -> str | None:
 
 # PEFT's LoraConfig field types for the keys sglang reads loosely (truthiness) or not at all,
 # and what sglang 0.5.23 then does. r and lora_alpha as numbers are rules of their own.
-def config_type_mismatches(raw: dict[str, Any]) -> list[dict[str, str]]:
-    found: list[dict[str, str]] = []
+def config_type_mismatches(raw: dict[str, Any]) -> list[str]:
+    found: list[str] = []
 
     def add(field: str, expected: str, effect: str) -> None:
-        found.append({"field": field, "type": type(raw[field]).__name__, "expected": expected, "effect": effect})
+        found.append(f"{field} has type {type(raw[field]).__name__}, PEFT writes {expected} ({effect})")
 
     if raw.get("r") is True:
         add("r", "int", "sglang 0.5.23 uses true as rank 1")

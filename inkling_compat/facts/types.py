@@ -275,15 +275,6 @@ class ScalingFailure(_Facts):
     message: str = fact("Python's text, e.g. \"unsupported operand type(s) for /: 'int' and 'str'\".")
 
 
-class ConfigTypeMismatch(_Facts):
-    """An adapter_config.json field whose JSON type is not the one PEFT's LoraConfig declares."""
-
-    field: str
-    type: str = fact("Python type name of the value as json.load gives it.")
-    expected: str = fact("What PEFT's LoraConfig declares.")
-    effect: str = fact("What sglang 0.5.23 does with the value.")
-
-
 class TargetFailure(_Facts):
     """A layer weight with no pool target module."""
 
@@ -341,8 +332,9 @@ class PeftAdapterFacts(_Facts):
     scaling_failure: ScalingFailure | None = fact(
         "What `self.scaling = lora_alpha / r` raises on these values (None: it computes).", "lora/lora.py LoRAAdapter.__init__ l.71"
     )
-    config_type_mismatches: list[ConfigTypeMismatch] = fact(
-        "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (use_rslora, use_dora, lora_alpha, rank_pattern, alpha_pattern, modules_to_save).",
+    config_type_mismatches: list[str] = fact(
+        "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (r true, a boolean lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern, modules_to_save), "
+        "each as \"<field> has type <type>, PEFT writes <type> (<what sglang 0.5.23 does with it>)\".",
     )
     scaling_sglang: float | None = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
     scaling_peft: float | None = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)); sglang uses lora_alpha / r.", "lora/lora.py l.71")

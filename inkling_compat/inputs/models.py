@@ -8,11 +8,112 @@ these models dump to.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, WrapValidator, field_validator
+from pydantic_core import PydanticCustomError
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # noqa: F401 - re-exported
+
+
+def _int_text(value: int) -> str:
+    """An int for a message; never str() of a huge one (Python refuses > 4,300 digits)."""
+    return str(value) if abs(value) < 10**18 else f"an int of about {int(value.bit_length() * 0.30103) + 1} digits"
+
+
+def _bounded(low: int | None, high: int | None, low_why: str = "", high_why: str = "") -> WrapValidator:
+    """An int field's range, with why: `low` is the least value sglang can run with, `high` a
+    bound well past every real model or deployment (the checker's facts walk layers, experts
+    and TP ranks, so an absurd size is refused here, at the edge, not looped over). A boolean
+    is refused too (pydantic would read true as 1)."""
+
+    def check(value: Any, handler: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError("int_type", "Input should be a valid integer, not a boolean ({got})", {"got": str(value).lower()})
+        value = handler(value)
+        if not isinstance(value, int):
+            return value
+        if low is not None and value < low:
+            raise PydanticCustomError("too_small", "must be at least {low} ({why}); got {got}", {"low": low, "why": low_why, "got": _int_text(value)})
+        if high is not None and value > high:
+            raise PydanticCustomError("too_large", "must be at most {high} ({why}); got {got}", {"high": high, "why": high_why, "got": _int_text(value)})
+        return value
+
+    return WrapValidator(check)
+
+
+# Upper bounds (documented in docs/inputs.md, "Bounds"): each is far past what real models
+# and deployments use (in brackets), and keeps every walk of the facts short.
+_LAYERS = _bounded(1, 4096, "a model has at least one layer", "real models have at most a few hundred layers [DeepSeek-V3: 61, Llama 3.1 405B: 126]")
+_WIDTH = _bounded(1, 1 << 20, "no layer of a model has a size of zero or below", "real hidden and FFN sizes are below 2**17 [Llama 3.1 405B: 16384 / 53248]")
+_HEADS = _bounded(1, 1 << 14, "a model has at least one attention head", "real models have at most a few hundred heads [Llama 3.1 405B: 128]")
+_VOCAB = _bounded(1, 1 << 24, "a vocabulary has at least one token", "real vocabularies are below 2**19 tokens [Gemma: 262144]")
+_EXPERTS = _bounded(0, 1 << 14, "an expert count is never negative", "real MoE models have at most a few hundred experts [DeepSeek-V3: 256]")
+_SMALL_COUNT = _bounded(0, 1 << 14, "a count is never negative", "real models stay far below it")
+_PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one: sglang 0.5.23's argparse accepts 0 or a negative int and start-up then fails", "a tensor/expert/data-parallel world of more than 4096 GPUs is no real deployment; the checker replays every TP rank")
+_SLOTS = _bounded(None, 1 << 16, "", "real servers batch at most a few hundred adapters; the checker replays every slot")
+_RANK = _bounded(None, 1 << 16, "", "LoRA ranks are below the hidden size [real: 8-1024]")
+
+
+# sglang's server arguments whose argparse `type` is int (or float): the flag's text is what
+# `type` converts, so a value the YAML gives as anything else is refused the way argparse
+# refuses it (arg_utils.py `_infer_type_func`; Python's argparse `_get_value`).
+_ARGPARSE_INTS = (
+    "max_lora_rank", "max_loaded_loras", "max_loras_per_batch", "max_lora_chunk_size", "tp_size", "ep_size", "dp_size",
+    "attn_dp_size", "moe_dense_tp_size", "page_size", "ep_num_redundant_experts",
+)
+_ARGPARSE_FLOATS = ("lora_drain_wait_threshold",)
+
+
+def _argparse_text(value: Any) -> str:
+    """The flag's text a YAML value stands for (what `--flag VALUE` would pass)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return _int_text(value)
+    if isinstance(value, (str, float)):
+        return str(value)
+    return type(value).__name__
+
+
+def _argparse_converts(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):
+        return False  # `--max-lora-rank True`: int("True") fails
+    if kind is int:
+        if isinstance(value, int):
+            return True
+        if isinstance(value, str) and len(value) <= 40:
+            try:
+                int(value)
+            except ValueError:
+                return False
+            return True
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if isinstance(value, str) and len(value) <= 40:
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+def _argparse_check(name: str, kind: type, value: Any) -> Any:
+    if value is None or _argparse_converts(value, kind):
+        return value
+    flag = "--" + name.replace("_", "-")
+    if not isinstance(value, (bool, int, float, str)):
+        raise PydanticCustomError(
+            "argparse", "a {type} is not a value of {flag}, which takes one {kind} (sglang's argparse `type`)", {"type": type(value).__name__, "flag": flag, "kind": kind.__name__}
+        )
+    text = _argparse_text(value)
+    raise PydanticCustomError(
+        "argparse",
+        "sglang's argparse refuses it: argument {flag}: invalid {kind} value: {text}",
+        {"flag": flag, "kind": kind.__name__, "text": repr(text[:60])},
+    )
 
 
 class _Strict(BaseModel):
@@ -57,12 +158,12 @@ class ServerConfig(_Strict):
     # LoRA (arg_groups/fields/lora.py)
     enable_lora: bool | None = None
     enable_lora_overlap_loading: bool | None = None
-    max_lora_rank: int | None = None
+    max_lora_rank: Annotated[int | None, _RANK] = None
     lora_target_modules: list[str] | None = None
     # Kept untyped on purpose: sglang's own type checks on it are rules.
     lora_paths: Any = None
     max_loaded_loras: int | None = None
-    max_loras_per_batch: int = 8
+    max_loras_per_batch: Annotated[int, _SLOTS] = 8
     lora_eviction_policy: str = "lru"
     lora_backend: str = "csgmv"
     max_lora_chunk_size: int | None = 16
@@ -74,11 +175,11 @@ class ServerConfig(_Strict):
     dtype: str = "auto"
     quantization: str | None = None
     kv_cache_dtype: str = "auto"
-    tp_size: int = 1
-    ep_size: int = 1
-    dp_size: int = 1
+    tp_size: Annotated[int, _PARALLEL] = 1
+    ep_size: Annotated[int, _PARALLEL] = 1
+    dp_size: Annotated[int, _PARALLEL] = 1
     # --attn-dp-size (fields/parallel.py); `--dp-size N --enable-dp-attention` resolves to it.
-    attn_dp_size: int = 1
+    attn_dp_size: Annotated[int, _PARALLEL] = 1
     enable_dp_attention: bool = False
     moe_dense_tp_size: int | None = None
     page_size: int | None = None
@@ -117,6 +218,16 @@ class ServerConfig(_Strict):
     def _targets_as_list(cls, value: Any) -> Any:
         # sglang accepts `--lora-target-modules all` as a single token.
         return [value] if isinstance(value, str) else value
+
+    @field_validator(*_ARGPARSE_INTS, mode="before")
+    @classmethod
+    def _argparse_int(cls, value: Any, info: Any) -> Any:
+        return _argparse_check(info.field_name, int, value)
+
+    @field_validator(*_ARGPARSE_FLOATS, mode="before")
+    @classmethod
+    def _argparse_float(cls, value: Any, info: Any) -> Any:
+        return _argparse_check(info.field_name, float, value)
 
 
 class QuantizationConfig(BaseModel):
@@ -169,26 +280,26 @@ class ModelConfig(BaseModel):
 
     architectures: list[str] = Field(default_factory=lambda: ["InklingForConditionalGeneration"])
     model_type: str = "inkling"
-    vocab_size: int = 201024
-    hidden_size: int = 1536
-    intermediate_size: int = 768
-    dense_intermediate_size: int | None = None
-    num_hidden_layers: int = 16
-    num_attention_heads: int = 12
-    num_key_value_heads: int = 4
-    head_dim: int | None = None
-    swa_num_attention_heads: int | None = None
-    swa_num_key_value_heads: int | None = None
-    swa_head_dim: int | None = None
-    n_routed_experts: int = 0
-    n_shared_experts: int = 0
-    num_experts_per_tok: int = 1
+    vocab_size: Annotated[int, _VOCAB] = 201024
+    hidden_size: Annotated[int, _WIDTH] = 1536
+    intermediate_size: Annotated[int, _WIDTH] = 768
+    dense_intermediate_size: Annotated[int | None, _WIDTH] = None
+    num_hidden_layers: Annotated[int, _LAYERS] = 16
+    num_attention_heads: Annotated[int, _HEADS] = 12
+    num_key_value_heads: Annotated[int, _HEADS] = 4
+    head_dim: Annotated[int | None, _WIDTH] = None
+    swa_num_attention_heads: Annotated[int | None, _HEADS] = None
+    swa_num_key_value_heads: Annotated[int | None, _HEADS] = None
+    swa_head_dim: Annotated[int | None, _WIDTH] = None
+    n_routed_experts: Annotated[int, _EXPERTS] = 0
+    n_shared_experts: Annotated[int, _EXPERTS] = 0
+    num_experts_per_tok: Annotated[int, _EXPERTS] = 1
     shared_expert_sink: bool = False
-    shared_experts_size: int = 1
+    shared_experts_size: Annotated[int, _SMALL_COUNT] = 1
     inference_moe_w13_interleaved: bool = True
     use_sconv: bool = False
     # Layers below this index use a dense MLP; the rest are MoE (configs/inkling.py default 0).
-    dense_mlp_idx: int = 0
+    dense_mlp_idx: Annotated[int, _bounded(0, 4096, "a layer index is never negative", "past every real model's layer count")] = 0
     torch_dtype: str | None = "bfloat16"
     quantization_config: QuantizationConfig | None = None
     # Stated module facts (not config.json keys): situations sglang 0.5.23's own wiring

@@ -257,10 +257,13 @@ def peft_factors(
 ) -> tuple[dict[str, torch.Tensor] | None, int, float]:
     """(factors for put_slot, true rank, scaling) of one adapter at one layer, or (None, r, s)
     when the adapter has no shared-sink factors there (its slot then stays zero)."""
+    # As sglang reads them (lora.py:71): a boolean r is the int it is (true: rank 1), and the
+    # scaling is Python's `lora_alpha / r` (never float(alpha) first: an int alpha too large
+    # for a float still divides). check() has refused every value for which that raises.
     r_raw = adapter_config.get("r")
-    r = r_raw if isinstance(r_raw, int) and not isinstance(r_raw, bool) else None
+    r = int(r_raw) if isinstance(r_raw, int) else None
     alpha = adapter_config.get("lora_alpha")
-    scaling = float(alpha) / r if r and isinstance(alpha, (int, float)) else 1.0
+    scaling = alpha / r if r and isinstance(alpha, (int, float)) else 1.0
     names = [k for k in sink_tensor_names(list(tensors)) if adapter_loader.layer_id(k) == layer]
     if not names:
         return None, int(r or 0), scaling
