@@ -281,7 +281,7 @@ def test_max_lora_chunk_size_outside_choices_is_argparses_choice_error() -> None
 @pytest.mark.parametrize(("field", "value", "reason"), [
     ("hidden_size", -5, "must be at least 1"), ("hidden_size", 0, "must be at least 1"),
     ("intermediate_size", 0, "must be at least 1"), ("num_hidden_layers", 0, "must be at least 1"),
-    ("num_hidden_layers", 2**31, "must be at most 4096"), ("num_hidden_layers", 10**300, "must be at most 4096"),
+    ("num_hidden_layers", 2**31, "must be at most 4096"), ("num_hidden_layers", 10**90, "must be at most 4096"),
     ("n_shared_experts", -1, "must be at least 0"), ("n_shared_experts", 10**6, "must be at most 16384"),
     ("vocab_size", 0, "must be at least 1"), ("vocab_size", -201024, "must be at least 1"),
     ("num_attention_heads", 0, "must be at least 1"), ("num_key_value_heads", -4, "must be at least 1"),
@@ -301,8 +301,11 @@ def test_an_impossible_model_value_names_the_file_and_field(tmp_path: Path, fiel
 
 def test_a_huge_int_is_never_printed_whole(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
+        check(str(EXAMPLES / "serve.yaml"), None, model={"num_hidden_layers": 10**60})
+    assert "got an int of about 61 digits" in str(caught.value)
+    # Longer ones are refused by the loader's integer-size limit before validation, also by field.
+    with pytest.raises(InputError, match=r"^<model>: num_hidden_layers: "):
         check(str(EXAMPLES / "serve.yaml"), None, model={"num_hidden_layers": 10**1000})
-    assert "got an int of about 1001 digits" in str(caught.value)
 
 
 @pytest.mark.parametrize("value", [0, -5])

@@ -8,10 +8,11 @@ these models dump to.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, WrapValidator, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, RootModel, field_validator
+from pydantic_core import PydanticCustomError, core_schema
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # noqa: F401 - re-exported
 
@@ -21,29 +22,52 @@ def _int_text(value: int) -> str:
     return str(value) if abs(value) < 10**18 else f"an int of about {int(value.bit_length() * 0.30103) + 1} digits"
 
 
-def _bounded(low: int | None, high: int | None, low_why: str = "", high_why: str = "") -> WrapValidator:
+@dataclass(frozen=True)
+class _Bounded:
     """An int field's range, with why: `low` is the least value sglang can run with, `high` a
     bound well past every real model or deployment (the checker's facts walk layers, experts
     and TP ranks, so an absurd size is refused here, at the edge, not looped over). A boolean
-    is refused too (pydantic would read true as 1)."""
+    is refused too (pydantic would read true as 1). The JSON schemas carry the range
+    (`minimum`, `maximum`, and why in `$comment`)."""
 
-    def check(value: Any, handler: Any) -> Any:
+    low: int | None
+    high: int | None
+    low_why: str = ""
+    high_why: str = ""
+
+    def _check(self, value: Any, handler: Any) -> Any:
         if isinstance(value, bool):
             raise PydanticCustomError("int_type", "Input should be a valid integer, not a boolean ({got})", {"got": str(value).lower()})
         value = handler(value)
         if not isinstance(value, int):
             return value
-        if low is not None and value < low:
-            raise PydanticCustomError("too_small", "must be at least {low} ({why}); got {got}", {"low": low, "why": low_why, "got": _int_text(value)})
-        if high is not None and value > high:
-            raise PydanticCustomError("too_large", "must be at most {high} ({why}); got {got}", {"high": high, "why": high_why, "got": _int_text(value)})
+        if self.low is not None and value < self.low:
+            raise PydanticCustomError("too_small", "must be at least {low} ({why}); got {got}", {"low": self.low, "why": self.low_why, "got": _int_text(value)})
+        if self.high is not None and value > self.high:
+            raise PydanticCustomError("too_large", "must be at most {high} ({why}); got {got}", {"high": self.high, "why": self.high_why, "got": _int_text(value)})
         return value
 
-    return WrapValidator(check)
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        out = dict(handler(schema))
+        why = []
+        if self.low is not None:
+            out["minimum"] = self.low
+            why.append(f"at least {self.low}: {self.low_why}")
+        if self.high is not None:
+            out["maximum"] = self.high
+            why.append(f"at most {self.high}: {self.high_why}")
+        out["$comment"] = "; ".join(why)
+        return out
 
 
-# Upper bounds (documented in docs/inputs.md, "Bounds"): each is far past what real models
-# and deployments use (in brackets), and keeps every walk of the facts short.
+_bounded = _Bounded
+
+
+# Upper bounds: each is far past what real models and deployments use (in brackets) and keeps
+# every walk of the facts short; schemas/*.schema.json carry them (`maximum`, `$comment`).
 _LAYERS = _bounded(1, 4096, "a model has at least one layer", "real models have at most a few hundred layers [DeepSeek-V3: 61, Llama 3.1 405B: 126]")
 _WIDTH = _bounded(1, 1 << 20, "no layer of a model has a size of zero or below", "real hidden and FFN sizes are below 2**17 [Llama 3.1 405B: 16384 / 53248]")
 _HEADS = _bounded(1, 1 << 14, "a model has at least one attention head", "real models have at most a few hundred heads [Llama 3.1 405B: 128]")
