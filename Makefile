@@ -3,7 +3,7 @@ PY ?= .venv/bin/python
 FUZZ_EXAMPLES ?= 100000
 FUZZ_JOBS ?= 2
 
-.PHONY: test fidelity fuzz
+.PHONY: test fidelity fuzz fuzz-hostile
 
 test:
 	$(PY) -m pytest -q
@@ -15,5 +15,11 @@ fidelity:
 
 # The same properties with FUZZ_EXAMPLES examples each, in FUZZ_JOBS processes; prints the
 # summary table (also in build/fuzz/summary.md). Needs the sglang 0.5.23 wheel (see docs/fidelity.md).
-fuzz:
+fuzz: fuzz-hostile
 	INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) tests/oracle/fuzz.py --examples $(FUZZ_EXAMPLES) --jobs $(FUZZ_JOBS) --out build/fuzz
+
+# Hostile inputs (tests/test_hostile_inputs.py at full size): FUZZ_EXAMPLES mutated copies of the
+# bundled examples in FUZZ_JOBS bounded worker processes; every outcome must be a report or an
+# exit-2 input error. Prints the outcome table (also build/fuzz-hostile/summary.md); figures in docs/fuzz.md.
+fuzz-hostile:
+	$(PY) tests/hostile/runner.py --examples $(FUZZ_EXAMPLES) --jobs $(FUZZ_JOBS) --out build/fuzz-hostile

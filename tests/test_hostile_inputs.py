@@ -1,0 +1,151 @@
+"""Hostile inputs: "ok" is a promise, and so is exit 2.
+
+Mutations of the bundled examples (examples/serve.yaml, config.json, adapter/, adapter_pool.yaml,
+broken/, a fleet of adapter directories): bytes, type swaps of every field, nesting, sizes,
+Unicode, file-system oddities (tests/hostile/cases.py). Every outcome must be a report or an
+InputError (exit 2 through the CLI), never an exception, exit 3, a traceback or more than one
+stderr line, within CPU_LIMIT_S CPU seconds and MEMORY_LIMIT_MB of memory per case; a fleet
+whose adapters are broken still reports per adapter. The cases run in worker processes with an
+address-space limit, and a worker that hangs is killed (tests/hostile/runner.py).
+
+INKLING_COMPAT_FUZZ_EXAMPLES (default 2000) sets the number of cases, INKLING_COMPAT_FUZZ_SEED
+(default 1) the seed; `make fuzz-hostile` runs 100,000. Failures that are known and not fixed
+yet are listed in tests/hostile/known.py; their reproducers run below as xfail(strict=True).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostile import cases, known, runner
+
+EXAMPLES = int(os.environ.get("INKLING_COMPAT_FUZZ_EXAMPLES", "2000"))
+SEED = int(os.environ.get("INKLING_COMPAT_FUZZ_SEED", "1"))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def fuzz() -> dict:
+    import time
+
+    t0 = time.perf_counter()
+    results = runner.run_cases(SEED, range(EXAMPLES), jobs=2)
+    return runner.summarize(results, time.perf_counter() - t0, SEED, 2)
+
+
+def _show(failures: list[dict], seed: int = SEED) -> str:
+    lines = []
+    for f in failures[:8]:
+        recipe = json.dumps(cases.recipe(seed, f["i"]), ensure_ascii=True)
+        lines.append(f"case {f['i']} [{f.get('sig')}] {f['detail']}\n    at {f.get('where') or '?'}\n    recipe {recipe[:400]}")
+    return "\n".join(lines) + (f"\n... and {len(failures) - 8} more" if len(failures) > 8 else "")
+
+
+def test_every_case_ran(fuzz):
+    assert fuzz["cases"] == EXAMPLES
+
+
+def test_every_outcome_is_a_report_or_an_input_error(fuzz):
+    """No exception, exit 3, timeout, memory blow-up or CLI disagreement beyond known.KNOWN."""
+    assert not fuzz["unknown_failures"], "\n" + _show(fuzz["unknown_failures"])
+
+
+def test_the_mutations_reach_every_outcome(fuzz):
+    """The harness is not vacuous: every family ran, and the cases end in every kind of outcome
+    (a clean report, a report with errors, an input error) in good numbers."""
+    assert set(fuzz["by_family"]) == set(cases.FAMILIES)
+    for family, counts in fuzz["by_family"].items():
+        assert sum(counts.values()) >= EXAMPLES // 40, (family, counts)
+    kinds = fuzz["kinds"]
+    assert kinds.get("ok", 0) + kinds.get("warnings", 0) >= EXAMPLES // 100, kinds
+    assert kinds.get("errors", 0) >= EXAMPLES // 5, kinds
+    assert kinds.get("input-error", 0) >= EXAMPLES // 5, kinds
+
+
+def test_a_fleet_of_broken_adapters_reports_per_adapter(fuzz):
+    """Mutations inside a fleet's adapter directories never make the fleet an input error."""
+    fleet = fuzz["by_family"]["fleet"]
+    assert fleet.get("input-error", 0) == 0, fleet
+    assert fleet.get("errors", 0) > 0, fleet
+
+
+def test_the_bundled_examples_themselves_are_fine():
+    """The unmutated setups: each is a report (the harness's base cases)."""
+    from inkling_compat.api import check
+
+    assert check(str(cases.EXAMPLES / "serve.yaml"), str(cases.EXAMPLES / "adapter"), model=str(cases.EXAMPLES / "config.json")).ok
+    assert not check(str(cases.EXAMPLES / "broken" / "serve.yaml"), str(cases.EXAMPLES / "broken" / "adapter_pool.yaml"), model=str(cases.EXAMPLES / "config.json")).ok
+
+
+def test_recipes_are_deterministic():
+    assert [cases.recipe(SEED, i) for i in range(50)] == [cases.recipe(SEED, i) for i in range(50)]
+    assert cases.recipe(1, 7) != cases.recipe(2, 7)
+
+
+def _sample(count: int) -> list[int]:
+    """Case indices for the real command, spread over families and setups, none known to fail."""
+    picked, seen = [], set()
+    for i in range(5000):
+        r = cases.recipe(SEED, i)
+        key = (r["family"], r["setup"])
+        if key in seen or any(m.get("op") in ("fifo", "devzero") for m in r["muts"]):
+            continue  # (a FIFO or /dev/zero case is bounded by the worker, not by this sample's timeout)
+        seen.add(key)
+        picked.append(i)
+        if len(picked) == count:
+            break
+    return picked
+
+
+@pytest.mark.parametrize("index", _sample(12))
+def test_the_real_command(index, tmp_path):
+    """A sample through `python -m inkling_compat check`: exit 0, 1 or 2 as the API says, one
+    stderr line at most, no traceback; with --format json one JSON document."""
+    r = cases.recipe(SEED, index)
+    inv = cases.materialize(r, tmp_path / "case")
+    try:
+        expected = runner.run_inprocess(inv)
+        if expected["kind"] == "failure" and known.match(expected, r):
+            pytest.skip(f"known finding {known.match(expected, r)}")
+        as_json = index % 2 == 1
+        proc = subprocess.run(
+            [sys.executable, "-m", "inkling_compat", *cases.cli_argv(inv, as_json)],
+            capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=60, cwd=ROOT,
+        )
+    finally:
+        cases.undo_permissions(tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode in (0, 1, 2), (proc.returncode, proc.stderr[-500:], expected)
+    assert proc.returncode == runner.EXPECTED_CODE[expected["kind"]], (proc.returncode, proc.stderr[-500:], expected)
+    assert len(proc.stderr.strip().splitlines()) <= 1, proc.stderr[-2000:]
+    if as_json:
+        assert "ok" in json.loads(proc.stdout)
+
+
+def _reproducer_params():
+    return [
+        pytest.param(entry["seed"], entry["index"], id=entry["id"], marks=pytest.mark.xfail(strict=True, reason=f"{entry['id']} ({entry['area']}): {entry['what']}"))
+        for entry in known.KNOWN
+    ]
+
+
+@pytest.mark.parametrize(("seed", "index"), _reproducer_params())
+def test_known_finding_reproducer(seed, index):
+    """Each known finding's reproducer; xfail(strict=True) until it is fixed (then delete its
+    entry in tests/hostile/known.py)."""
+    (result,) = runner.run_cases(seed, range(index, index + 1), jobs=1)
+    assert result["kind"] != "failure", f"[{result.get('sig')}] {result['detail']} at {result.get('where')}"
+
+
+def test_known_entries_name_their_reproducer():
+    """Each known entry's reproducer is the recipe it says (its family, and one of its `ops`)."""
+    for entry in known.KNOWN:
+        r = cases.recipe(entry["seed"], entry["index"])
+        assert r["family"] == entry["family"], entry["id"]
+        assert not entry["ops"] or {m.get("op") for m in r["muts"]} & set(entry["ops"]), entry["id"]
