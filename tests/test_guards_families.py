@@ -62,6 +62,7 @@ ADDED = {
     "adapter-rank-negative",
     "adapter-config-type-mismatch",
     "lora-pool-rank-negative",
+    "lora-max-lora-rank-zero",
 }
 
 

@@ -320,3 +320,12 @@ def test_the_cli_exits_2_on_an_impossible_model_value(tmp_path: Path, value: int
     )
     assert result.returncode == 2
     assert "hidden_size" in result.stderr and str(path) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_zero_max_lora_rank_with_lora_paths_is_a_derived_copy_failure(tmp_path: Path) -> None:
+    """With --lora-paths, sglang's assertion lets 0 through and init_lora_shapes keeps it."""
+    directory = adapter_dir(tmp_path, r=1)
+    report = check(dict(SERVE, max_lora_rank=0, lora_paths=[f"ad={directory}"]), str(directory), model=MODEL)
+    problem = problems(report)["lora-max-lora-rank-zero"]
+    assert (problem.origin, problem.error_class, problem.severity) == ("derived", "AssertionError", "runtime")
+    assert not report.ok
