@@ -38,7 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON) or PEFT adapter directory; repeatable")
     chk.add_argument("--adapter-dir", action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")
-    chk.add_argument("--format", choices=("text", "json"), default="text")
+    chk.add_argument("--strict", action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read)")
+    chk.add_argument("--format", choices=("text", "json", "sarif", "junit", "github"), default="text", help="text (default), json, sarif (SARIF 2.1.0), junit (JUnit XML), github (workflow annotations)")
+    chk.add_argument("--output", metavar="FILE", help="write the report (any format) to FILE instead of standard output")
+    chk.add_argument("--select", action="append", default=[], metavar="RULES", help="report only these rules: ids or prefixes, comma-separated; repeatable (replaces the settings' select)")
+    chk.add_argument("--ignore", action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")
+    chk.add_argument("--settings", metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")
+    chk.add_argument("--isolated", action="store_true", help="use no settings file")
     chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
@@ -53,11 +59,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
-    from inkling_compat.report.text import render_text
 
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
+    selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _started()
 
     if args.adapter_dir:
@@ -84,17 +92,38 @@ def _run_check(args: argparse.Namespace) -> int:
             platform=args.platform,
             sglang_version=args.sglang_version,
         )
-    if args.format == "json":
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        if args.adapter_dir:
-            from inkling_compat.report.text import render_by_adapter
+    from inkling_compat.engine.selection import apply
+    from inkling_compat.report.outputs import render
 
-            print(render_by_adapter(report, color=color))
-        else:
-            print(render_text(report, color=color))
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+    report = apply(report, selection)
+    if args.strict:  # warnings and rules not checked fail too (Report.strict_failures)
+        report = dataclasses.replace(report, strict=True)
+    color = args.output is None and (args.color == "always" or (args.color == "auto" and sys.stdout.isatty()))
+    _emit(render(args.format, report, load_rules(), fleet=bool(args.adapter_dir), color=color), args.output)
+    return EXIT_OK if report.passes() else EXIT_PROBLEMS
+
+
+def _selection(args: argparse.Namespace, rules: tuple) -> object:
+    """--select / --ignore over the settings file (engine/selection.py); exit 2 if unusable."""
+    from inkling_compat.engine.selection import build_selection, find_settings
+
+    settings = None if args.isolated else (args.settings or find_settings(args.config))
+    return build_selection((c.rule.id for c in rules), select=args.select, ignore=args.ignore, settings_file=settings)
+
+
+def _emit(text: str, output: str | None) -> None:
+    """The document on stdout, or in --output FILE (exit 2 if it cannot be written)."""
+    if output is None:
+        if text:
+            print(text)
+        return
+    from inkling_compat.errors import InputError
+
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n" if text else "")
+    except OSError as exc:
+        raise InputError(output, "--output", f"cannot write: {exc.strerror}") from None
 
 
 class _VersionAction(argparse.Action):
@@ -229,7 +258,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    as_json = _wants_json(argv)
+    as_json = _wanted_format(argv)
     try:
         args = _parser().parse_args(argv)
     except UsageError as exc:
@@ -262,15 +291,27 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {type(exc).__name__}: {exc}", as_json, internal_error={"type": type(exc).__name__, "message": str(exc)})
 
 
-def _wants_json(argv: list[str]) -> bool:
-    """`check|run ... --format json`, read before parsing: a command line that argparse refuses
-    still gets its JSON document."""
+def _wanted_format(argv: list[str]) -> tuple[str, str | None] | None:
+    """(format, --output) of `check ... --format json|sarif|junit|github` or `run ... --format
+    json`, read before parsing: a command line that argparse refuses still gets its document.
+    None for text."""
     if not argv or argv[0] not in ("check", "run"):
-        return False
-    return "--format=json" in argv or any(a == "--format" and b == "json" for a, b in zip(argv, argv[1:]))
+        return None
+    formats = ("json", "sarif", "junit", "github") if argv[0] == "check" else ("json",)
+    fmt = output = None
+    for a, b in zip(argv, argv[1:] + [""]):
+        if a == "--format" and b in formats:
+            fmt = b
+        elif a.startswith("--format=") and a[9:] in formats:
+            fmt = a[9:]
+        elif a == "--output" and b:
+            output = b
+        elif a.startswith("--output="):
+            output = a[9:]
+    return (fmt, output if argv[0] == "check" else None) if fmt else None
 
 
-def _fail(code: int, line: str, as_json: bool, **error: dict) -> int:
+def _fail(code: int, line: str, as_json: tuple[str, str | None] | None, **error: dict) -> int:
     """One line on stderr; with `check|run --format json`, also one JSON document on stdout:
     {"ok": false, "input_error": {"file", "field", "reason"}} or {"ok": false,
     "internal_error": {"type", "message"}}."""
@@ -278,7 +319,14 @@ def _fail(code: int, line: str, as_json: bool, **error: dict) -> int:
         line = " ".join(line.split())
     print(line, file=sys.stderr)
     if as_json:
-        print(json.dumps({"ok": False, "exit_code": code, **error}, indent=2))
+        from inkling_compat.report.outputs import render_failure
+
+        fmt, output = as_json
+        document = render_failure(fmt, code, **error) or ""
+        try:
+            _emit(document, output)
+        except Exception:  # noqa: BLE001 - the output file is what failed: stdout still gets it
+            print(document)
     return code
 
 

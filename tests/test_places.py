@@ -162,3 +162,25 @@ def test_locations_in_json(tmp_path):
     data = check(**BROKEN).to_dict()
     (loc,) = data["problems"][0]["locations"]
     assert loc == {"file": BROKEN["config"], "field": "max_lora_rnk", "line": 5, "column": 1, "tensor": None}
+
+
+def test_a_fifo_in_place_of_a_file_is_never_opened_for_reading(tmp_path):
+    import os
+
+    fifo = tmp_path / "serve.yaml"
+    os.mkfifo(fifo)
+    assert source_map._read_positions(str(fifo)) == {}  # (returns at once: no writer needed)
+
+
+def test_positions_are_composed_once_per_content(tmp_path, monkeypatch):
+    path = tmp_path / "serve.yaml"
+    path.write_text("a: 1\nb: 2\n")
+    calls = []
+    real = source_map.positions
+    monkeypatch.setattr(source_map, "positions", lambda text: calls.append(text) or real(text))
+    monkeypatch.setattr(source_map, "_CACHE", {})
+    assert source_map._read_positions(str(path))["b"] == (2, 1)
+    assert source_map._read_positions(str(path))["b"] == (2, 1)
+    path.write_text("b: 2\na: 1\n")  # same size, maybe the same mtime: still composed again
+    assert source_map._read_positions(str(path))["b"] == (1, 1)
+    assert len(calls) == 2

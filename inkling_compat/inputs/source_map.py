@@ -21,6 +21,7 @@ What a rule's `field_paths` entry points at:
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,16 +153,45 @@ def _parent(key: str) -> str:
     return key.rpartition(".")[0]
 
 
+# Positions by file content: a caller that checks the same failing files again (an API user,
+# a server, a test suite) composes each once; the file is still read every time, so an edited
+# file is composed again whatever its mtime. Bounded in count and size (as loading._PARSED);
+# INKLING_COMPAT_NO_CACHE=1 turns it off.
+_CACHE: dict[bytes, dict[str, Position]] = {}
+_CACHE_MAX = 256
+_CACHE_MAX_TEXT = 64 * 1024
+
+
 def _read_positions(file: str) -> dict[str, Position]:
-    try:
-        with open(file, "rb") as handle:
-            raw = handle.read(_MAX_TEXT + 1)
-        if len(raw) > _MAX_TEXT:
-            return {}
-        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    except (OSError, UnicodeDecodeError, ValueError):
+    try:  # never blocks: only a regular file is read (a FIFO is opened non-blocking, then left)
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
         return {}
-    return positions(text)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_TEXT:
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            raw = handle.read(_MAX_TEXT + 1)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    if len(raw) > _MAX_TEXT:
+        return {}
+    cacheable = len(raw) <= _CACHE_MAX_TEXT and os.environ.get("INKLING_COMPAT_NO_CACHE", "") in ("", "0")
+    found = _CACHE.get(raw) if cacheable else None
+    if found is None:
+        try:
+            text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError:
+            return {}
+        found = positions(text)
+        if cacheable:
+            if len(_CACHE) >= _CACHE_MAX:
+                _CACHE.clear()
+            _CACHE[raw] = found
+    return found
 
 
 def locate(

@@ -137,6 +137,8 @@ class Report:
     # Problems left out by --select / --ignore or the project's settings (engine/selection.py):
     # {"rule_id", "severity", "message", "adapter", "reason", "by"}; never silently dropped.
     ignored: list[dict[str, Any]] = field(default_factory=list)
+    # The selection applied (engine/selection.Selection.to_dict()), None when none was.
+    selection: dict[str, Any] | None = None
 
     @property
     def errors(self) -> list[Problem]:
@@ -205,6 +207,7 @@ class Report:
             "headline": {"label": self.headline_label(), "problem": self.headline.to_dict()} if self.headline else None,
             "problems": [p.to_dict() for p in self.problems],
             "ignored": list(self.ignored),
+            "selection": self.selection,
             "adapters": self.by_adapter(),
         }
 

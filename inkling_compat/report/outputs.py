@@ -1,0 +1,122 @@
+"""What the output formats share: paths as the user's CI sees them, each problem's place for
+a one-place format, the rules of a check by id, and the document for an unusable input.
+
+`render(fmt, report, rules)` picks the renderer (text, json, sarif, junit, github);
+`render_failure(fmt, ...)` gives the same format's document for exit 2 and 3, so a CI step
+that parses the output never finds an empty or foreign file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Iterable
+
+from inkling_compat.report.model import Problem, Report
+
+FORMATS = ("text", "json", "sarif", "junit", "github")
+
+
+def shown_path(file: str) -> str:
+    """A path as the reports show it: relative to the working directory when it lies below
+    it (a CI checkout: SARIF and annotations must name files relative to the repository),
+    otherwise as given; `/` separators."""
+    if os.path.isabs(file):
+        try:
+            relative = os.path.relpath(file)
+        except ValueError:  # another drive (Windows)
+            relative = file
+        if not relative.startswith(".."):
+            file = relative
+    return file.replace(os.sep, "/")
+
+
+def primary(problem: Problem) -> Any:
+    """The one place a one-place format (a GitHub annotation, a JUnit case) shows: the first
+    field stated in a file, else the first file involved, else None."""
+    stated = next((loc for loc in problem.locations if loc.line is not None), None)
+    return stated or (problem.locations[0] if problem.locations else None)
+
+
+def level(severity: str) -> str:
+    """SARIF / GitHub level: a predicted crash (`runtime`) fails a deployment like an error."""
+    return "warning" if severity == "warning" else "error"
+
+
+def rules_by_id(rules: Iterable[Any], version: str) -> dict[str, Any]:
+    """Rule id -> the rule as it reads in `version` (compiled rules from `load_rules`)."""
+    out = {}
+    for compiled in rules:
+        versioned = compiled.for_version(version)
+        if versioned is not None:
+            out[versioned.rule.id] = versioned.rule
+    return out
+
+
+def said(problem: Problem) -> str:
+    """A problem's one-line text (as the text output's summary gives it)."""
+    from inkling_compat.report.text import _said
+
+    return _said(problem)
+
+
+def render(fmt: str, report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2)
+    if fmt == "sarif":
+        from inkling_compat.report.sarif import render_sarif
+
+        return render_sarif(report, rules)
+    if fmt == "junit":
+        from inkling_compat.report.junit import render_junit
+
+        return render_junit(report, rules)
+    if fmt == "github":
+        from inkling_compat.report.github import render_github
+
+        return render_github(report)
+    from inkling_compat.report.text import render_by_adapter, render_text
+
+    return render_by_adapter(report, color=color) if fleet else render_text(report, color=color)
+
+
+def render_failure(fmt: str, code: int, **error: dict[str, Any]) -> str | None:
+    """The document of a check that could not run: `input_error` {file, field, reason}
+    (exit 2) or `internal_error` {type, message} (exit 3); None for text (stderr says it)."""
+    if fmt == "json":
+        return json.dumps({"ok": False, "exit_code": code, **error}, indent=2)
+    if fmt == "sarif":
+        from inkling_compat.report.sarif import sarif_failure
+
+        return sarif_failure(code, **error)
+    if fmt == "junit":
+        from inkling_compat.report.junit import junit_failure
+
+        return junit_failure(code, **error)
+    if fmt == "github":
+        from inkling_compat.report.github import github_failure
+
+        return github_failure(code, **error)
+    return None
+
+
+def failure_text(code: int, input_error: dict[str, Any] | None = None, internal_error: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """(a Location or None, one-line text) of an exit-2/3 failure, for the formats' documents:
+    the file, and the line where the error names one (`line 3`) or names a key the file has
+    (a duplicate or invalid key: found with the source map)."""
+    from inkling_compat.inputs.source_map import Location, SourceMaps
+
+    if input_error is not None:
+        file, field = str(input_error.get("file", "")), str(input_error.get("field", ""))
+        text = f"unusable input: {file}: {field}: {input_error.get('reason', '')}"
+        if not file or file.startswith(("<", "(")):
+            return None, text
+        line = re.fullmatch(r"line (\d+)", field)
+        if line:
+            return Location(file, "", int(line.group(1)), 1), text
+        if field and not field.startswith(("(", "-")) and os.path.isfile(file):
+            return SourceMaps().place(file, field), text
+        return Location(file), text
+    error = internal_error or {}
+    return None, f"internal error (exit {code}): {error.get('type', '')}: {error.get('message', '')}"

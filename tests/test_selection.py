@@ -1,0 +1,182 @@
+"""--select / --ignore and the project's settings (engine/selection.py): ignored problems are
+listed, not dropped; severity overrides; unusable settings are exit 2 naming file and key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from inkling_compat.cli import main
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.selection import Selection, apply, build_selection, find_settings, matches
+from inkling_compat.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = ROOT / "examples"
+IDS = [c.rule.id for c in load_rules()]
+BROKEN_ERRORS = {"unknown-config-key", "sink-lora-multislot-needs-triton", "sink-pool-rank-mismatch", "sink-pool-intermediate-mismatch"}
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A copy of the broken example in a project folder of its own (no settings yet)."""
+    (tmp_path / "deploy").mkdir()
+    shutil.copy(EX / "broken" / "serve.yaml", tmp_path / "deploy" / "serve.yaml")
+    shutil.copy(EX / "broken" / "adapter_pool.yaml", tmp_path / "deploy" / "adapter_pool.yaml")
+    shutil.copy(EX / "config.json", tmp_path / "deploy" / "config.json")
+    return tmp_path
+
+
+def check_json(capsys, project, *extra):
+    args = ["check", "--config", str(project / "deploy" / "serve.yaml"), "--model", str(project / "deploy" / "config.json"), "--adapter", str(project / "deploy" / "adapter_pool.yaml"), "--format", "json", *extra]
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, json.loads(out), err
+
+
+def test_patterns_match_whole_words():
+    assert matches("sink-pool-rank-mismatch", "sink-pool-rank-mismatch")
+    assert matches("sink", "sink-pool-rank-mismatch") and matches("sink-", "sink-pool-rank-mismatch")
+    assert matches("sink-pool", "sink-pool-rank-mismatch")
+    assert not matches("sin", "sink-pool-rank-mismatch")
+    assert not matches("sink-pool-rank-mis", "sink-pool-rank-mismatch")
+    assert not matches("pool", "sink-pool-rank-mismatch")
+
+
+def test_ignore_lists_the_problem_as_ignored(capsys, project):
+    code, data, _ = check_json(capsys, project, "--ignore", "unknown-config-key,sink-lora-multislot-needs-triton")
+    assert code == 1
+    assert {p["rule_id"] for p in data["problems"]} == BROKEN_ERRORS - {"unknown-config-key", "sink-lora-multislot-needs-triton"}
+    ignored = {item["rule_id"]: item for item in data["ignored"]}
+    assert set(ignored) == {"unknown-config-key", "sink-lora-multislot-needs-triton"}
+    assert ignored["unknown-config-key"]["by"] == "(command line)"
+    assert ignored["unknown-config-key"]["locations"][0]["line"] == 5  # still placed
+    assert data["selection"]["ignore"][0] == {"rule": "unknown-config-key", "reason": "", "by": "(command line)"}
+
+
+def test_ignoring_every_error_passes(capsys, project):
+    code, data, _ = check_json(capsys, project, "--ignore", "unknown-config-key", "--ignore", "sink")
+    assert code == 0 and data["ok"] is True and data["problems"] == []
+    assert {item["rule_id"] for item in data["ignored"]} == BROKEN_ERRORS
+
+
+def test_select_a_prefix(capsys, project):
+    code, data, _ = check_json(capsys, project, "--select", "sink-pool")
+    assert {p["rule_id"] for p in data["problems"]} == {"sink-pool-rank-mismatch", "sink-pool-intermediate-mismatch"}
+    reasons = {item["rule_id"]: item["reason"] for item in data["ignored"]}
+    assert reasons["unknown-config-key"] == "not selected (sink-pool)"
+
+
+@pytest.mark.parametrize("flag", ["--ignore", "--select"])
+def test_unknown_rule_on_the_command_line_is_exit_2(flag, capsys, project):
+    code, data, err = check_json(capsys, project, flag, "sink-pool-rank-mismatc")
+    assert code == 2
+    assert data["input_error"]["file"] == "(command line)" and data["input_error"]["field"] == flag
+    assert "did you mean 'sink-pool-rank-mismatch'?" in data["input_error"]["reason"]
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_settings_yaml_found_above_the_config(capsys, project):
+    (project / ".inkling-compat.yaml").write_text(
+        "ignore:\n  - rule: unknown-config-key\n    reason: the typo is a comment for the team\nseverity:\n  sink-pool-intermediate-mismatch: warning\n"
+    )
+    code, data, _ = check_json(capsys, project)
+    (ignored,) = data["ignored"]
+    assert ignored["rule_id"] == "unknown-config-key"
+    assert ignored["reason"] == "the typo is a comment for the team"
+    assert ignored["by"] == str(project / ".inkling-compat.yaml")
+    severities = {p["rule_id"]: p["severity"] for p in data["problems"]}
+    assert severities["sink-pool-intermediate-mismatch"] == "warning"
+    assert data["selection"]["settings_file"] == str(project / ".inkling-compat.yaml")
+    code, data, _ = check_json(capsys, project, "--isolated")
+    assert data["ignored"] == [] and data["selection"] is None
+
+
+def test_pyproject_table(capsys, project):
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.inkling-compat]\nselect = ["sink-", "unknown-config-key"]\nignore = [{rule = "sink-lora-multislot-needs-triton", reason = "triton is set at deploy time"}]\n'
+    )
+    code, data, _ = check_json(capsys, project)
+    assert {p["rule_id"] for p in data["problems"]} == BROKEN_ERRORS - {"sink-lora-multislot-needs-triton"}
+    assert data["ignored"][0]["reason"] == "triton is set at deploy time"
+
+
+def test_yaml_settings_win_over_pyproject_in_one_folder(project):
+    (project / "pyproject.toml").write_text("[tool.inkling-compat]\nignore = ['sink']\n")
+    (project / ".inkling-compat.yaml").write_text("ignore: [unknown-config-key]\n")
+    assert find_settings(project / "deploy" / "serve.yaml") == project / ".inkling-compat.yaml"
+
+
+def test_pyproject_without_the_table_is_not_a_settings_file(project):
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    found = find_settings(project / "deploy" / "serve.yaml")
+    assert found is None or not str(found).startswith(str(project))
+
+
+@pytest.mark.parametrize(
+    "name, text, field",
+    [
+        (".inkling-compat.yaml", "ignore:\n  - sink-pool-rank-mismatc\n", "ignore[0]"),
+        (".inkling-compat.yaml", "ignore:\n  - rule: nope-nothing\n    reason: x\n", "ignore[0].rule"),
+        (".inkling-compat.yaml", "severity:\n  sink-pool-rank-mismatch: fatal\n", "severity.sink-pool-rank-mismatch"),
+        (".inkling-compat.yaml", "ignor: [sink]\n", "ignor"),
+        (".inkling-compat.yaml", "ignore:\n  - rule: sink\n    reasn: x\n", "ignore[0].reasn"),
+        ("pyproject.toml", "[tool.inkling-compat]\nignore = ['sink-pool-rank-mismatc']\n", "tool.inkling-compat.ignore[0]"),
+        ("pyproject.toml", "[tool.inkling-compat\nignore = 1\n", "tool.inkling-compat"),
+    ],
+)
+def test_unusable_settings_are_exit_2_naming_file_and_key(name, text, field, capsys, project):
+    (project / name).write_text(text)
+    code, data, err = check_json(capsys, project)
+    assert code == 2
+    assert data["input_error"]["file"] == str(project / name)
+    assert data["input_error"]["field"] == field
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_unknown_id_in_settings_says_did_you_mean(capsys, project):
+    (project / ".inkling-compat.yaml").write_text("ignore: [sink-pool-rank-mismatc]\n")
+    _, data, _ = check_json(capsys, project)
+    assert "did you mean 'sink-pool-rank-mismatch'?" in data["input_error"]["reason"]
+
+
+def test_the_hooks_checks_key_is_allowed(capsys, project):
+    (project / ".inkling-compat.yaml").write_text("checks:\n  - config: deploy/serve.yaml\nignore: [unknown-config-key]\n")
+    code, data, _ = check_json(capsys, project)
+    assert code == 1 and [i["rule_id"] for i in data["ignored"]] == ["unknown-config-key"]
+
+
+def test_ignored_problems_in_sarif_and_junit(capsys, project):
+    base = ["check", "--config", str(project / "deploy" / "serve.yaml"), "--model", str(project / "deploy" / "config.json"), "--adapter", str(project / "deploy" / "adapter_pool.yaml"), "--ignore", "unknown-config-key"]
+    main([*base, "--format", "sarif"])
+    log = json.loads(capsys.readouterr().out)
+    suppressed = [r for r in log["runs"][0]["results"] if r.get("suppressions")]
+    assert [r["ruleId"] for r in suppressed] == ["unknown-config-key"]
+    assert suppressed[0]["suppressions"][0]["kind"] == "external"
+    main([*base, "--format", "junit"])
+    root = ET.fromstring(capsys.readouterr().out)
+    case = next(c for s in root for c in s if c.get("name") == "unknown-config-key")
+    assert case.find("skipped").get("message").startswith("ignored")
+    main([*base, "--format", "github"])
+    assert "unknown-config-key" not in capsys.readouterr().out
+
+
+def test_apply_leaves_the_report_as_it_is():
+    from inkling_compat import check
+
+    report = check(str(EX / "broken" / "serve.yaml"), str(EX / "broken" / "adapter_pool.yaml"), model=str(EX / "config.json"))
+    before = [p.rule_id for p in report.problems]
+    selected = apply(report, build_selection(IDS, ignore=["sink"]))
+    assert [p.rule_id for p in report.problems] == before
+    assert [p.rule_id for p in selected.problems] == ["unknown-config-key"]
+    assert apply(report, Selection()) is report
+
+
+def test_build_selection_checks_every_pattern():
+    with pytest.raises(InputError) as info:
+        build_selection(IDS, select=["sink,,  ,lora-nothing-like-this"])
+    assert info.value.field == "--select"
