@@ -176,20 +176,17 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _tp_device(args: argparse.Namespace) -> str | None:
-    """cpu or cuda for the ranks (None: torch is missing). Only "auto" needs torch here."""
+    """cpu or cuda for the ranks (None: torch is missing). Only "auto" imports torch here; the
+    ranks set TRITON_INTERPRET themselves (this process runs no kernel)."""
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:
         return None
-    if args.device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"  # the ranks inherit it
-        return "cpu"
+    if args.device != "auto":
+        return args.device
     import torch
 
-    if args.device == "cuda" or torch.cuda.is_available():
-        return "cuda"
-    os.environ["TRITON_INTERPRET"] = "1"
-    return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _tp_spec(args: argparse.Namespace, tp: int, device: str) -> Any:

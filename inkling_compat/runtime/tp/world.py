@@ -58,13 +58,16 @@ class TPWorldFailed(Exception):
     """A rank failed (an exception, a signal) or the world ran past its deadline. ``str(exc)`` is
     one line; ``exc.rank`` the rank that failed first (None for the deadline), ``exc.killed`` the
     ranks still running that were killed, ``exc.input_error`` the rank's InputError fields when
-    that was the failure (the command exits 2 then)."""
+    that was the failure (the command exits 2 then), ``exc.failed_at`` when the rank recorded
+    its failure (``time.time()``; None when it left no record)."""
 
-    def __init__(self, message: str, *, rank: int | None, killed: list[int], input_error: dict[str, str] | None = None):
+    def __init__(self, message: str, *, rank: int | None, killed: list[int], input_error: dict[str, str] | None = None,
+                 failed_at: float | None = None):
         super().__init__(message)
         self.rank = rank
         self.killed = killed
         self.input_error = input_error
+        self.failed_at = failed_at
 
 
 def world_config(config: Any, tp: int) -> Any:
@@ -197,7 +200,8 @@ def launch(spec: TPSpec, *, poll_s: float = 0.05) -> TPResult:
             first = min(records, key=lambda rec: (rec["time"], rec["rank"]))
             killed = f"; killed rank(s) {', '.join(map(str, running))}" if running else ""
             raise TPWorldFailed(f"TP rank {first['rank']} of {spec.tp} failed: {first['message']}{killed}",
-                                rank=first["rank"], killed=running, input_error=first.get("input_error"))
+                                rank=first["rank"], killed=running, input_error=first.get("input_error"),
+                                failed_at=first["time"] if first["time"] != float("inf") else None)
         if running:
             raise TPWorldFailed(f"the TP world of {spec.tp} ranks did not finish within {spec.timeout_s:g} s; "
                                 f"killed rank(s) {', '.join(map(str, running))}", rank=None, killed=running)
