@@ -15,7 +15,8 @@ import string
 import weakref
 from typing import Any, Iterator, Iterable
 
-from inkling_compat.engine import cel
+from inkling_compat.engine import cel, coverage
+from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
 from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.plan import Plan, plan as plan_for
 from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
@@ -24,7 +25,7 @@ from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
 from inkling_compat.facts.types import Facts
 from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
-from inkling_compat.report.model import Problem, Report
+from inkling_compat.report.model import Coverage, Problem, Report
 
 _FORMATTER = string.Formatter()
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
@@ -79,8 +80,11 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
     plan = plan_for(tuple(rules) if rules is not None else load_rules(), sglang_version)
-    fired, evaluated = run_rules(plan, Contexts(inputs, facts, plan), [a.name for a in facts.adapters])
-    return Checked(inputs=inputs, facts=facts, report=build_report(inputs, facts, fired, evaluated, sglang_version))
+    missing = coverage.global_missing(facts)
+    per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
+    fired, evaluated, tally = run_rules(plan, Contexts(inputs, facts, plan), [a.name for a in facts.adapters], [missing, *per_adapter])
+    report = build_report(inputs, facts, fired, evaluated, sglang_version, tally)
+    return Checked(inputs=inputs, facts=facts, report=report)
 
 
 @contextlib.contextmanager
@@ -102,41 +106,68 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run_rules(plan: Plan, contexts: Contexts, names: list[str]) -> tuple[list[Fired], int]:
-    """Every rule that fires, global ones first then each adapter's, and how many were reached."""
+def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[coverage.Missing] | None" = None) -> tuple[list[Fired], int, coverage.Tally]:
+    """Every rule that fires, global ones first then each adapter's, how many were reached,
+    and each rule's coverage status. `missing`: the inputs missing for the global scope, then
+    for each adapter (engine/coverage.py; None: nothing is missing)."""
     fired: list[Fired] = []
     evaluated = 0
     global_fired: set[str] = set()
     split = len(plan.global_rules)
+    missing = missing or [()] * (len(names) + 1)
+    tally = coverage.Tally(plan.global_ids, plan.adapter_ids)
     if names:
-        hits = _evaluate_all(plan.global_rules + plan.adapter_rules, _scope(plan, "both"), contexts.shared)
+        hits, applies = _evaluate_all(plan.global_rules + plan.adapter_rules, _scope(plan, "both"), contexts.shared)
     else:
-        hits = _evaluate_all(plan.global_rules, _scope(plan, "global"), contexts.shared)
+        hits, applies = _evaluate_all(plan.global_rules, _scope(plan, "global"), contexts.shared)
     for index in range(-1, len(names)):
         ctx = contexts.for_adapter(index)
         if index < 0:
-            rules, scope_hits = plan.global_rules, hits[:split]
+            rules, scope_hits, scope_applies = plan.global_rules, hits[:split], applies[:split]
         elif index == 0:  # the first adapter rode along in the global evaluation
-            rules, scope_hits = plan.adapter_rules, hits[split:]
+            rules, scope_hits, scope_applies = plan.adapter_rules, hits[split:], applies[split:]
         else:
-            rules, scope_hits = plan.adapter_rules, _evaluate_all(plan.adapter_rules, _scope(plan, "adapter"), ctx)
+            rules = plan.adapter_rules
+            scope_hits, scope_applies = _evaluate_all(plan.adapter_rules, _scope(plan, "adapter"), ctx)
+        blocks = plan.blocks("global" if index < 0 else "adapter", missing[index + 1])
+        codes: list[str] = []
         scope_fired = global_fired if index < 0 else set(global_fired)
-        for c, hit in zip(rules, scope_hits):
+        for c, hit, app, block in zip(rules, scope_hits, scope_applies, blocks):
             rule = c.rule
             if rule.after and not scope_fired.isdisjoint(rule.after):
+                codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
                 continue
             evaluated += 1
-            if hit is False:
+            if hit is False:  # (engine/coverage.py: a false `when` is trusted unless it read a placeholder)
+                reason, untrusted = block
+                if app is False and not untrusted:
+                    codes.append(NOT_APPLICABLE)
+                elif reason is not None:
+                    codes.append(reason)
+                else:
+                    codes.append(NOT_APPLICABLE if app is False else CHECKED)
                 continue
             if isinstance(hit, RuleEvaluationError):
                 raise hit
+            codes.append(CHECKED)
             scope_fired.add(rule.id)
             key = (STAGES.index(rule.stage), index, rule.order)
             fired.append((key, c, _render(c, ctx), names[index] if index >= 0 else None))
-    return fired, evaluated
+        if index < 0:
+            tally.global_codes = codes
+        else:
+            tally.adapter_codes.append(codes)
+    if not names and plan.adapter_rules:  # no adapter: adapter rules whose `when` is false without one do not apply
+        absent = plan.blocks("adapter", missing[0])
+        applies = _scope(plan, "adapter").applies(contexts.shared)  # type: ignore[union-attr]
+        tally.absent_codes = [
+            (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
+            for app, (reason, untrusted) in zip(applies, absent)
+        ]
+    return fired, evaluated, tally
 
 
-def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: int, sglang_version: str) -> Report:
+def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: int, sglang_version: str, tally: "coverage.Tally | None" = None) -> Report:
     fired = sorted(fired, key=lambda item: item[0])
     problems = [
         dataclasses.replace(p, adapter_index=item[0][1]) if item[0][1] >= 0 else p for p, item in zip(_join(fired), fired)
@@ -146,7 +177,8 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
     sink = facts.sink
     given = {name: getattr(sink, name) for name in sink.given}
     summary = [{"name": a.name, "path": getattr(m, "path", None), "form": a.form} for m, a in zip(inputs.adapters, facts.adapters)]
-    not_given = [name for name, was_given in facts.inputs_given if not was_given]
+    given_inputs = facts.inputs_given
+    not_given = [name for name in ("config", "model", "platform") if not getattr(given_inputs, name)]
     return Report(
         problems=problems,
         given_facts=given,
@@ -154,6 +186,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,
+        coverage=tally.coverage(coverage.notes(facts)) if tally is not None else Coverage(),
     )
 
 
@@ -184,7 +217,8 @@ class _Guarded:
     if `x` is an error), and their programs are not run. Typically two thirds of the rules
     sit behind a false guard (a pool adapter skips the PEFT rules, legacy sinks the V2 ones).
     Otherwise each rule's own program runs as before; an error propagates (the caller then
-    evaluates rule by rule)."""
+    evaluates rule by rule). A rule alone behind its `when` gets a guard too: coverage needs
+    to know whether its `when` held (not applicable) or its condition was false (checked)."""
 
     __slots__ = ("size", "groups")
 
@@ -193,24 +227,51 @@ class _Guarded:
         for index, c in enumerate(rules):
             by_when.setdefault(c.rule.when.strip(), []).append(index)
         self.size = len(rules)
-        # One rule behind a guard gains nothing from evaluating it separately.
         self.groups = [
-            (_guard(when, guards) if len(members) > 1 and when != "true" else None, [(i, rules[i].program) for i in members])
+            (_guard(when, guards) if when != "true" else None, [(i, rules[i].program) for i in members])
             for when, members in by_when.items()
         ]
 
-    def execute(self, ctx: Any) -> list[bool]:
+    def execute(self, ctx: Any) -> tuple[list[bool], list[Any]]:
+        """Each rule's `when && condition`, and its `when` (True, False, or None: unknown)."""
         out = [False] * self.size
+        applies: list[Any] = [True] * self.size
         for guard, members in self.groups:
             if guard is not None:
                 try:
-                    if guard.execute(ctx) is False:
-                        continue
+                    held = _truth(guard.execute(ctx))
                 except Exception:  # noqa: BLE001 - the rules' own programs say what fails
-                    pass
+                    held = None
+                if held is False:
+                    for index, _ in members:
+                        applies[index] = False
+                    continue
+                if held is None:
+                    for index, _ in members:
+                        applies[index] = None
             for index, program in members:
                 out[index] = program.execute(ctx) is True
-        return out
+        return out, applies
+
+    def applies(self, ctx: Any) -> list[Any]:
+        """Each rule's `when` alone: True, False, or None when it cannot be evaluated here."""
+        applies: list[Any] = [True] * self.size
+        for guard, members in self.groups:
+            held: Any = True
+            if guard is not None:
+                try:
+                    held = _truth(guard.execute(ctx))
+                except Exception:  # noqa: BLE001 - e.g. `adapter` undefined: unknown
+                    held = None
+            for index, _ in members:
+                applies[index] = held
+        return applies
+
+
+def _truth(value: Any) -> Any:
+    """A guard's value: True, False, or None for anything else (the rules' programs then run
+    and say what is wrong with it)."""
+    return value if value is True or value is False else None
 
 
 def _guard(when: str, guards: dict[str, Any]) -> Any:
@@ -238,13 +299,13 @@ def _scope(plan: Plan, name: str) -> "_Guarded | None":
     return scopes[name]
 
 
-def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> list[Any]:
+def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> tuple[list[Any], list[Any]]:
     """Every rule's `when && condition` in one evaluation, in the order of `rules` (True or
-    False). If that fails, rule by rule: a rule whose expression fails gets the exception,
-    raised only if the rule is reached."""
+    False), and its `when` (True, False, None: unknown). If that fails, rule by rule: a rule
+    whose expression fails gets the exception, raised only if the rule is reached."""
     if program is not None:
         try:
-            return [value is True for value in program.execute(ctx)]
+            return program.execute(ctx)
         except Exception:  # noqa: BLE001 - located rule by rule below
             pass
     results: list[Any] = []
@@ -253,7 +314,7 @@ def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> li
             results.append(c.program.execute(ctx) is True)
         except Exception as exc:  # noqa: BLE001
             results.append(RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}"))
-    return results
+    return results, program.applies(ctx) if program is not None else [None] * len(rules)
 
 
 def _render(c: CompiledRule, ctx: Any) -> tuple[str, str]:

@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from inkling_compat.engine import coverage
 from inkling_compat.engine.rules import CompiledRule
 
 _ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
@@ -44,6 +45,26 @@ class Plan:
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
+        self.global_ids = tuple(c.rule.id for c in self.global_rules)
+        self.adapter_ids = tuple(c.rule.id for c in self.adapter_rules)
+        # Per rule of each scope: (inputs it reads, inputs its `when` reads), for coverage.
+        self.reads = {
+            "global": tuple(coverage.rule_reads(c) for c in self.global_rules),
+            "adapter": tuple(coverage.rule_reads(c) for c in self.adapter_rules),
+        }
+        self._blocks: dict[tuple[str, coverage.Missing], Any] = {}
+
+    def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool], ...]:
+        """Per rule of `scope` ("global" / "adapter"): why it is not checked with these inputs
+        missing (None: nothing it reads is), and whether a false `when` is untrusted. Computed
+        once per distinct set of missing inputs (a handful: their reasons are generic)."""
+        key = (scope, missing)
+        row = self._blocks.get(key)
+        if row is None:
+            if len(self._blocks) >= 64:
+                self._blocks.clear()
+            row = self._blocks[key] = coverage.block_row(self.reads[scope], missing)
+        return row
 
 
 @lru_cache(maxsize=8)

@@ -130,6 +130,27 @@ def pool_facts(sink: SinkFacts, lora_paths: list[dict[str, Any]], own: list[dict
     return PoolFacts(rank=pool["rank"], shared_outer=pool["shared_outer"], **pool["buffers"])
 
 
+# The model classes sglang 0.5.23 registers for Inkling (models/inkling.py EntryClass l.1991);
+# sglang builds the class a config.json's `architectures` names.
+INKLING_ARCHITECTURES = frozenset({"InklingForConditionalGeneration", "InklingForConditionalGenerationMTP"})
+
+
+def inputs_given(inputs: Inputs) -> InputsGiven:
+    """Which inputs were given and whether the model config is an Inkling one the checks can
+    read: a config.json that sets none of the fields they read (`{}`, an empty file) names no
+    architecture; a Llama config.json names LlamaForCausalLM, whose sglang path has none of
+    the Inkling checks."""
+    model_given = "model" in inputs.given
+    architecture: str | None = None
+    if model_given and inputs.model.model_fields_set:
+        architecture = ", ".join(inputs.model.architectures) if inputs.model.architectures else "no architectures"
+    return InputsGiven(
+        **{name: name in inputs.given for name in ("config", "model", "platform")},
+        model_architecture=architecture,
+        model_is_inkling=architecture is not None and any(a in INKLING_ARCHITECTURES for a in inputs.model.architectures),
+    )
+
+
 def derive(inputs: Inputs, memo: bool = True) -> Facts:
     """All facts of one check: global ones and, in `adapters`, one per adapter. `memo=False`
     derives every adapter on its own (the memo must not change the result)."""
@@ -154,6 +175,6 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
         startup=fleet_mod.startup_facts(lora_paths, own),
         model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention),
         fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter),
-        inputs_given=InputsGiven(**{name: name in inputs.given for name in ("config", "model", "platform")}),
+        inputs_given=inputs_given(inputs),
         adapters=per_adapter,
     )

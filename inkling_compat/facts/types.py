@@ -396,6 +396,14 @@ class InputsGiven(_Facts):
     config: bool = fact("A server config was given (else every --flag is sglang's default).")
     model: bool = fact("A model config.json was given (else facts.model, facts.quant, facts.sink and facts.pool describe a placeholder model).")
     platform: bool = fact("A platform was given (else facts.attention and facts.model.nvfp4 assume one H200, sm_90).")
+    model_architecture: str | None = fact(
+        "The given config.json's `architectures`, joined with ', ' (None: no model given, or a config.json that sets none of the fields the checks read, e.g. `{}`)."
+    )
+    model_is_inkling: bool = fact(
+        "The given config.json names one of sglang's Inkling model classes (False: no model given, an empty one, or another model, e.g. LlamaForCausalLM); "
+        "else the checks that read the model config are not checked.",
+        "models/inkling.py EntryClass l.1991",
+    )
 
 
 class Facts(_Facts):
@@ -418,3 +426,48 @@ class Facts(_Facts):
     adapters: list[AdapterFacts] = fact(
         "Per-adapter facts in input order: rules read them as `adapter_facts` (one adapter) and `adapter_facts_list`."
     )
+
+
+# Which inputs each fact is derived from: a rule that reads a fact derived from an input that
+# was not given (or could not be read) is *not checked*, not passed on placeholder values
+# (engine/coverage.py; Report.coverage). Keys are dotted paths of the CEL variables; the longest
+# key that is a prefix of a path a rule reads decides. Inputs: "config" (server config), "model"
+# (config.json), "platform", "adapter" (the adapter's manifest or adapter_config.json) and
+# "weights" (its tensor table: safetensors headers, or a manifest's `tensors`).
+# tests/test_coverage.py: every field of Facts is here, and every key is a fact.
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "facts.lora_enabled": ("config",),
+    "facts.lora_paths": ("config",),
+    "facts.target_modules": ("config",),
+    "facts.attention": ("config", "platform"),
+    "facts.quant": ("model",),
+    "facts.sink": ("config", "model"),
+    "facts.sink.backend_name": ("config",),
+    "facts.sink.backend_has_dense_engine": ("config",),
+    "facts.sink.max_loras_per_batch": ("config",),
+    "facts.pool": ("config", "model"),
+    "facts.startup": ("config", "adapter"),
+    "facts.model": ("config", "model"),
+    "facts.model.attn_tp_size": ("config",),
+    "facts.model.is_pd_decode": ("config",),
+    "facts.model.nvfp4": ("config", "platform"),
+    "facts.model.quant_wiring": ("model",),
+    "facts.fleet": ("config", "adapter"),
+    "facts.inputs_given": (),
+    "facts.adapters": ("adapter",),
+    "adapter_facts": ("adapter",),
+    "adapter_facts.added_tokens_beyond_vocab": ("adapter", "model"),
+    "adapter_facts.normalizes_shared_sink": ("adapter", "model"),
+    "adapter_facts.binding": ("adapter", "config", "model"),
+    "adapter_facts.tensor_count": ("adapter", "weights"),
+    "adapter_facts.embedding_weight_names": ("adapter", "weights"),
+    "adapter_facts.embedding_weight_names_text": ("adapter", "weights"),
+    "adapter_facts.cat_failure": ("adapter", "weights"),
+    "adapter_facts.layer_out_of_range": ("adapter", "weights", "model"),
+    "adapter_facts.reshape_failure": ("adapter", "weights", "model"),
+    "adapter_facts.unmatched_weight_names": ("adapter", "weights", "config"),
+    "adapter_facts.target_failure": ("adapter", "weights", "config"),
+    "adapter_facts.slice_failure": ("adapter", "weights", "config", "model"),
+    "adapter_facts.pool_fit": ("adapter", "weights", "config", "model"),
+    "adapter_facts.pool_partial": ("adapter", "weights", "config", "model"),
+}

@@ -122,6 +122,103 @@ class Problem:
         return data
 
 
+class Coverage:
+    """Which rules a check checked (engine/coverage.py): per rule id "checked" (its `when` held
+    and it ran on inputs that were given and read), "not_applicable" (its `when` is false for
+    these inputs) or "not_checked" (an input it reads was not given or could not be read, or
+    sglang stops at an earlier rule first); `reasons`: why, each with the rule ids; `adapters`:
+    each adapter's own counts, in input order.
+
+    A check hands over its raw statuses (`source`, a callable returning status, reasons and
+    adapters); they are folded into these dicts on first use, so `check()` pays for coverage
+    only when something reads it."""
+
+    __slots__ = ("_status", "_reasons", "_adapters", "notes", "_source")
+
+    def __init__(
+        self,
+        status: dict[str, str] | None = None,
+        reasons: dict[str, list[str]] | None = None,
+        notes: tuple[str, ...] = (),
+        adapters: list[dict[str, Any]] | None = None,
+        *,
+        source: Any = None,
+    ):
+        self._status, self._reasons, self._adapters = status or {}, reasons or {}, adapters or []
+        # What the counts alone do not say (e.g. LoRA is off, so the LoRA checks do not apply).
+        self.notes = tuple(notes)
+        self._source = source
+
+    def _resolved(self) -> None:
+        if self._source is not None:
+            self._status, self._reasons, self._adapters = self._source()
+            self._source = None
+
+    @property
+    def status(self) -> dict[str, str]:
+        self._resolved()
+        return self._status
+
+    @property
+    def reasons(self) -> dict[str, list[str]]:
+        self._resolved()
+        return self._reasons
+
+    @property
+    def adapters(self) -> list[dict[str, Any]]:
+        self._resolved()
+        return self._adapters
+
+    def count(self, status: str) -> int:
+        return sum(1 for s in self.status.values() if s == status)
+
+    @property
+    def checked(self) -> int:
+        return self.count("checked")
+
+    @property
+    def not_applicable(self) -> int:
+        return self.count("not_applicable")
+
+    @property
+    def not_checked(self) -> int:
+        return self.count("not_checked")
+
+    def summary(self) -> str:
+        """E.g. "96 checked, 38 not checked (no --model)"; "" for a report built without one."""
+        if not self.status:
+            return ""
+        parts = [f"{self.checked} checked"]
+        if self.not_applicable:
+            parts.append(f"{self.not_applicable} not applicable")
+        if self.not_checked:
+            why = list(self.reasons)
+            said = why[0] if len(why) == 1 else "; ".join(f"{r}: {len(ids)}" for r, ids in self.reasons.items())
+            parts.append(f"{self.not_checked} not checked ({said})")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "not_applicable": self.not_applicable,
+            "not_checked": self.not_checked,
+            "not_checked_reasons": {reason: list(ids) for reason, ids in self.reasons.items()},
+            "notes": list(self.notes),
+            "rules": dict(self.status),
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Coverage):
+            return NotImplemented
+        return (self.status, self.reasons, self.notes, self.adapters) == (other.status, other.reasons, other.notes, other.adapters)
+
+    def __repr__(self) -> str:
+        return f"Coverage({self.summary() or 'none'})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # (a report travels with SglangWouldRaise through pickle)
+        return (Coverage, (self.status, self.reasons, self.notes, self.adapters))
+
+
 @dataclass
 class Report:
     problems: list[Problem] = field(default_factory=list)
@@ -139,6 +236,10 @@ class Report:
     ignored: list[dict[str, Any]] = field(default_factory=list)
     # The selection applied (engine/selection.Selection.to_dict()), None when none was.
     selection: dict[str, Any] | None = None
+    # Which rules were checked, not applicable or not checked, and why (engine/coverage.py).
+    coverage: Coverage = field(default_factory=Coverage)
+    # `check --strict` (a CI gate): warnings and rules not checked fail too (`passes`, `exit_code`).
+    strict: bool = False
 
     @property
     def errors(self) -> list[Problem]:
@@ -183,6 +284,25 @@ class Report:
             return f"sglang {self.sglang_version} accepts this and then"
         return "inkling-compat"
 
+    def strict_failures(self) -> list[str]:
+        """What `--strict` fails on besides errors: each warning and the rules not checked
+        (empty: the strict gate passes if there are no errors either)."""
+        out = [f"warning {p.rule_id}{f' [{p.adapter}]' if p.adapter else ''}: {p.message}" for p in self.warnings]
+        for reason, ids in self.coverage.reasons.items():
+            out.append(f"{len(ids)} rule(s) not checked ({reason}): {', '.join(ids)}")
+        return out
+
+    def passes(self, strict: bool | None = None) -> bool:
+        """No errors; in strict mode (`strict`, default: the report's own `strict`), also no
+        warning and no rule not checked: the gate `check --strict` applies for CI."""
+        strict = self.strict if strict is None else strict
+        return self.ok and not (strict and self.strict_failures())
+
+    @property
+    def exit_code(self) -> int:
+        """What `inkling-compat check` exits with for this report (0 or 1; `--strict`: as `strict` says)."""
+        return 0 if self.passes() else 1
+
     def raise_for_problems(self) -> None:
         """Raise the headline error as a `SglangWouldRaise`: an Exception in every case (for
         argparse rules too), with the problem's text, and also an instance of the class sglang
@@ -194,10 +314,16 @@ class Report:
         raise _raise_class(sglang_class)(top.message, problem=top, report=self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "ok": self.ok,
+            # 0 or 1, as the command exits; with "strict": true (--strict), warnings and rules
+            # not checked fail too, each named in "strict_failures".
+            "exit_code": self.exit_code,
+            "strict": self.strict,
+            **({"strict_failures": self.strict_failures()} if self.strict else {}),
             "sglang_version": self.sglang_version,
             "rules_evaluated": self.rules_evaluated,
+            "coverage": self.coverage.to_dict(),
             "given_facts": self.given_facts,
             "not_given": list(self.not_given),
             # What sglang raises first (null when it raises nothing), and the error the summary
@@ -210,6 +336,7 @@ class Report:
             "selection": self.selection,
             "adapters": self.by_adapter(),
         }
+        return out
 
     def by_adapter(self) -> list[dict[str, Any]]:
         """Per adapter, in input order: name, path, form, ok, counts and its own problems
@@ -219,6 +346,7 @@ class Report:
             if p.adapter_index is not None:
                 own.setdefault(p.adapter_index, []).append(p)
         out = []
+        covered = self.coverage.adapters
         for index, adapter in enumerate(self.adapters):
             problems = own.get(index, [])
             errors = sum(1 for p in problems if p.severity != "warning")
@@ -229,6 +357,8 @@ class Report:
                     errors=errors,
                     warnings=len(problems) - errors,
                     problems=[{"rule_id": p.rule_id, "severity": p.severity, "message": p.message} for p in problems],
+                    # this adapter's own checked / not_applicable / not_checked counts and reasons
+                    **({"coverage": covered[index]} if index < len(covered) else {}),
                 )
             )
         return out

@@ -18,7 +18,7 @@ def _paint(text: str, color: str, enabled: bool) -> str:
 # What a missing input means for the checks that read it (Report.not_given).
 _NOT_GIVEN = {
     "config": "no server config given: every sglang flag is at its default",
-    "model": "no model config given: the model, shared-sink and pool checks ran on a placeholder model and do not cover yours",
+    "model": "no model config given (--model): the model, shared-sink and pool checks that read it are not checked",
     "platform": "no platform given: the platform checks assume one H200 (sm_90)",
 }
 
@@ -26,7 +26,28 @@ _NOT_GIVEN = {
 def _notes(report: Report, color: bool) -> list[str]:
     lines = [_paint(f"note: fact {given}={value!r} was given, not derived", "dim", color) for given, value in report.given_facts.items()]
     lines += [_paint(f"note: {_NOT_GIVEN[name]}", "dim", color) for name in report.not_given if name != "platform"]
+    lines += [_paint(f"note: {note}", "dim", color) for note in report.coverage.notes]
     return lines
+
+
+def _coverage(report: Report) -> str:
+    """"; 96 checked, 38 not checked (no --model)" for the summary line ("" without coverage)."""
+    said = report.coverage.summary()
+    return f"; {said}" if said else f", {report.rules_evaluated} checks"
+
+
+def _strict(report: Report, color: bool) -> list[str]:
+    """Under --strict, whether the gate passes and what fails it besides errors."""
+    if not report.strict:
+        return []
+    failures = report.strict_failures()
+    if report.ok and not failures:
+        return [_paint("--strict: passes (no warnings; every rule checked or not applicable)", "ok", color)]
+    warnings = len(report.warnings)
+    parts = [f"{len(report.errors)} error(s)"] if not report.ok else []
+    parts += [f"{warnings} warning(s)"] if warnings else []
+    parts += [f"{len(ids)} rule(s) not checked ({reason})" for reason, ids in report.coverage.reasons.items()]
+    return [_paint(f"--strict: fails: {'; '.join(parts)}", "error", color)]
 
 
 def _prefix(problem) -> str:
@@ -57,11 +78,12 @@ def render_text(report: Report, color: bool = False) -> str:
             lines.append(f"  fix: {fix}")
     errors, warnings = len(report.errors), len(report.warnings)
     if report.ok:
-        summary = f"ok: no errors ({warnings} warning(s)), {report.rules_evaluated} checks, sglang {report.sglang_version}"
+        summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}"
         lines.append(_paint(summary, "ok", color))
     else:
-        lines.append(_paint(f"{errors} error(s), {warnings} warning(s); {report.headline_label()}:", "error", color))
+        lines.append(_paint(f"{errors} error(s), {warnings} warning(s){_coverage(report)}; {report.headline_label()}:", "error", color))
         lines.append(f"  {_said(report.headline)}")
+    lines.extend(_strict(report, color))
     return "\n".join(lines)
 
 
@@ -122,9 +144,11 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
     counts = {"ok": 0, "errors": 0, "warnings": 0}
     for index, group in enumerate(groups):
         where = f"adapter {group['name']}" + (f" ({group['path']})" if group.get("path") else "")
+        unchecked = group.get("coverage", {}).get("not_checked", 0)
         if not group["problems"]:
             counts["ok"] += 1
-            lines.append(f"{where}: " + _paint("ok", "ok", color))
+            why = ", ".join(group["coverage"]["not_checked_reasons"]) if unchecked else ""
+            lines.append(f"{where}: " + _paint("ok", "ok", color) + (f" ({unchecked} not checked: {why})" if unchecked else ""))
             continue
         counts["errors" if group["errors"] else "warnings"] += 1
         lines.append(f"{where}: {group['errors']} error(s), {group['warnings']} warning(s)")
@@ -133,11 +157,12 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
     summary = (
         f"{len(groups)} adapter(s): {counts['ok']} ok, {counts['errors']} with errors, "
         f"{counts['warnings']} with warnings only; {shared_errors} setup error(s); "
-        f"{report.rules_evaluated} checks, sglang {report.sglang_version}"
+        f"{report.coverage.summary() or f'{report.rules_evaluated} checks'}; sglang {report.sglang_version}"
     )
     lines.append(_paint(summary, "ok" if report.ok else "error", color))
     if not report.ok:
         top = report.headline
         who = f" [{top.adapter}]" if top.adapter else ""
         lines.append(f"{report.headline_label()}{who}: {_said(top)}")
+    lines.extend(_strict(report, color))
     return "\n".join(lines)

@@ -1,0 +1,176 @@
+"""Coverage: which rules one check *checked*, found *not applicable* or did *not check*.
+
+A rule is *checked* when its `when` held and it ran on inputs that were given and read; *not
+applicable* when its `when` is false for these inputs; *not checked* when an input it reads
+(directly, or through a fact derived from it: `facts.types.DERIVED_FROM`) was not given or
+could not be read (no --model, an empty or non-Inkling config.json, no adapter, an adapter
+directory that could not be read, pickle-only weights), or when sglang stops at an earlier
+rule first (`after`). A `when` that is false is trusted only if it reads no input that was
+replaced by a placeholder: a sink rule is not "not applicable" because the placeholder model
+has no shared experts.
+
+What each rule reads is worked out once per plan (`Plan.reads`, from the paths of its
+expressions); per check only the missing inputs are computed, then one status per rule.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Iterable
+
+from inkling_compat.facts.types import DERIVED_FROM
+from inkling_compat.report.model import Coverage
+
+CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked"
+# A rule's code in one scope: CHECKED, NOT_APPLICABLE, or the reason it was not checked (a str).
+# The order in which a rule's missing inputs are named (the first one is its reason).
+INPUTS = ("config", "model", "adapter", "weights", "platform")
+_ROOTS: dict[str, tuple[str, ...]] = {
+    "config": ("config",),
+    "env": ("config",),
+    "model": ("model",),
+    "platform": ("platform",),
+    "input": (),
+    "adapters": ("adapter",),
+    "adapter_facts_list": ("adapter",),
+}
+# (reason, placeholder): `placeholder` when the check ran on a stand-in for the missing input
+# (sglang's defaults, the placeholder model, an empty tensor table), so a false `when` that
+# reads it says nothing; not for an adapter that is absent (its variables are undefined, and
+# a `when` that is false without them is false for every adapter).
+Missing = tuple[tuple[str, str, bool], ...]
+
+
+@lru_cache(maxsize=1024)
+def path_inputs(path: tuple[str, ...]) -> tuple[str, ...]:
+    """The inputs a variable path is derived from, e.g. ("facts", "sink", "sink_class") ->
+    ("config", "model")."""
+    root = path[0]
+    if root in _ROOTS:
+        return _ROOTS[root]
+    if root == "adapter":
+        return ("adapter", "weights") if path[1:2] == ("tensors",) else ("adapter",)
+    for end in range(len(path), 0, -1):  # facts / adapter_facts: the longest declared prefix
+        key = ".".join(path[:end])
+        if key in DERIVED_FROM:
+            return DERIVED_FROM[key]
+    return ("config",) if root == "facts" else ("adapter",)
+
+
+def inputs_read(paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
+    return frozenset(name for path in paths for name in path_inputs(path))
+
+
+def rule_reads(compiled: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """(inputs the rule reads, inputs its `when` reads)."""
+    from inkling_compat.engine.rules import referenced_paths
+
+    return inputs_read(compiled.paths), inputs_read(referenced_paths(compiled.rule.when))
+
+
+def block_row(reads: tuple[tuple[frozenset[str], frozenset[str]], ...], missing: Missing) -> tuple[tuple[str | None, bool], ...]:
+    """Per rule: the reason it is not checked (None: nothing it reads is missing) and whether a
+    false `when` is untrusted (it reads a placeholder)."""
+    reason_of = {name: reason for name, reason, _ in missing}
+    placeholders = frozenset(name for name, _, placeholder in missing if placeholder)
+    order = [name for name in INPUTS if name in reason_of]
+    return tuple(
+        (next((reason_of[name] for name in order if name in needs), None), not placeholders.isdisjoint(when_needs))
+        for needs, when_needs in reads
+    )
+
+
+def global_missing(facts: Any) -> Missing:
+    """The inputs missing for the whole check (platform is not: it defaults to one H200, the
+    documented default, and the platform checks are checked for it)."""
+    given = facts.inputs_given
+    out: list[tuple[str, str, bool]] = []
+    if not given.config:
+        out.append(("config", "no server config", True))
+    if not given.model:
+        out.append(("model", "no --model", True))
+    elif given.model_architecture is None:
+        out.append(("model", "model config is empty", True))
+    elif not given.model_is_inkling:
+        out.append(("model", f"model is not Inkling ({given.model_architecture})", True))
+    if not facts.adapters:
+        out += [("adapter", "no adapter", False), ("weights", "no adapter", False)]
+    return tuple(out)
+
+
+def adapter_missing(manifest: Any, form: str) -> Missing:
+    """What of one adapter could not be read: all of it, or its tensors."""
+    if form == "unreadable":
+        return (("adapter", "adapter could not be read", True), ("weights", "adapter could not be read", True))
+    if form != "peft":
+        return ()
+    source = manifest.source
+    if source is not None and source.weights_format == "pickle":
+        return (("weights", "pickle weights, never opened", True),)
+    if source is not None and source.weights_format == "none":
+        return (("weights", "no weights file", True),)
+    if source is None and not manifest.tensors.root:
+        return (("weights", "no tensors stated", True),)
+    return ()
+
+
+def counts(codes: Iterable[str]) -> dict[str, Any]:
+    """checked / not_applicable / not_checked counts of one scope's codes and the reasons."""
+    out: dict[str, Any] = {CHECKED: 0, NOT_APPLICABLE: 0, NOT_CHECKED: 0}
+    reasons: dict[str, int] = {}
+    for c in codes:
+        if c is CHECKED or c is NOT_APPLICABLE:
+            out[c] += 1
+        else:
+            out[NOT_CHECKED] += 1
+            reasons[c] = reasons.get(c, 0) + 1
+    out["not_checked_reasons"] = reasons
+    return out
+
+
+class Tally:
+    """The codes of one check's scopes (a code per rule: CHECKED, NOT_APPLICABLE or the reason
+    it was not checked), folded into one status per rule when the report's coverage is first
+    read: an adapter rule is not checked if it was not checked for some adapter, else checked
+    if it was for one, else not applicable."""
+
+    __slots__ = ("global_ids", "adapter_ids", "global_codes", "adapter_codes", "absent_codes")
+
+    def __init__(self, global_ids: tuple[str, ...], adapter_ids: tuple[str, ...]):
+        self.global_ids, self.adapter_ids = global_ids, adapter_ids
+        self.global_codes: list[str] = []
+        self.adapter_codes: list[list[str]] = []  # per adapter, in input order
+        self.absent_codes: list[str] | None = None  # the adapter rules of a check without adapters
+
+    def fold(self) -> tuple[dict[str, str], dict[str, list[str]], list[dict[str, Any]]]:
+        status: dict[str, str] = {}
+        by_reason: dict[str, list[str]] = {}
+        for rule_id, c in zip(self.global_ids, self.global_codes):
+            if c is CHECKED or c is NOT_APPLICABLE:
+                status[rule_id] = c
+            else:
+                status[rule_id] = NOT_CHECKED
+                by_reason.setdefault(c, []).append(rule_id)
+        scopes = self.adapter_codes if self.absent_codes is None else [self.absent_codes]
+        for i, rule_id in enumerate(self.adapter_ids):
+            checked, reasons = False, []
+            for codes in scopes:
+                c = codes[i]
+                if c is CHECKED:
+                    checked = True
+                elif c is not NOT_APPLICABLE and c not in reasons:
+                    reasons.append(c)
+            status[rule_id] = NOT_CHECKED if reasons else CHECKED if checked else NOT_APPLICABLE
+            for reason in reasons:
+                by_reason.setdefault(reason, []).append(rule_id)
+        return status, by_reason, [counts(codes) for codes in self.adapter_codes]
+
+    def coverage(self, notes: tuple[str, ...] = ()) -> Coverage:
+        return Coverage(notes=notes, source=self.fold)
+
+
+def notes(facts: Any) -> tuple[str, ...]:
+    """What the counts alone do not say."""
+    if not facts.lora_enabled and facts.inputs_given.config:
+        return ("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply",)
+    return ()
