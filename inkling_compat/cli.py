@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON) or PEFT adapter directory; repeatable")
     chk.add_argument("--adapter-dir", action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")
+    chk.add_argument("--strict", action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read)")
     chk.add_argument("--format", choices=("text", "json", "sarif", "junit", "github"), default="text", help="text (default), json, sarif (SARIF 2.1.0), junit (JUnit XML), github (workflow annotations)")
     chk.add_argument("--output", metavar="FILE", help="write the report (any format) to FILE instead of standard output")
     chk.add_argument("--select", action="append", default=[], metavar="RULES", help="report only these rules: ids or prefixes, comma-separated; repeatable (replaces the settings' select)")
@@ -58,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
 
@@ -93,9 +96,11 @@ def _run_check(args: argparse.Namespace) -> int:
     from inkling_compat.report.outputs import render
 
     report = apply(report, selection)
+    if args.strict:  # warnings and rules not checked fail too (Report.strict_failures)
+        report = dataclasses.replace(report, strict=True)
     color = args.output is None and (args.color == "always" or (args.color == "auto" and sys.stdout.isatty()))
     _emit(render(args.format, report, load_rules(), fleet=bool(args.adapter_dir), color=color), args.output)
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+    return EXIT_OK if report.passes() else EXIT_PROBLEMS
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:
