@@ -232,7 +232,7 @@ def _run_tp(args: argparse.Namespace) -> int:
     except TPWorldFailed as exc:
         if exc.input_error is not None:
             err = exc.input_error
-            return _fail(args, f"{err['file']}: {err['field']}: {err['reason']} (TP rank {exc.rank})", err["field"])
+            return _fail(args, f"{err['file']}: {err['field']}: {err['reason']} (reported by TP rank {exc.rank})", err["field"])
         print(f"inkling-compat: error: {exc}", file=sys.stderr)
         if args.format == "json":
             print(json.dumps({"ok": False, "exit_code": 3, "tp_failure": {"message": str(exc), "rank": exc.rank, "killed": exc.killed}}, indent=2))
