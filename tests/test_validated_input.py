@@ -329,3 +329,27 @@ def test_zero_max_lora_rank_with_lora_paths_is_a_derived_copy_failure(tmp_path: 
     problem = problems(report)["lora-max-lora-rank-zero"]
     assert (problem.origin, problem.error_class, problem.severity) == ("derived", "AssertionError", "runtime")
     assert not report.ok
+
+
+@pytest.mark.parametrize(("shape", "reason"), [([-1, 1536], "must be at least 0"), ([2, True], "Input should be a valid integer, not a boolean")])
+def test_a_manifest_tensor_dimension_is_a_non_negative_int(shape: list[Any], reason: str) -> None:
+    name = "base_model.model.llm.layers.1.mlp.shared_experts.down_proj.lora_B.weight"
+    adapter = {"name": "a", "adapter_config": {"peft_type": "LORA", "r": 1, "lora_alpha": 2, "target_modules": ["down_proj"]}, "tensors": {name: {"shape": shape}}}
+    with pytest.raises(InputError) as caught:
+        check(str(EXAMPLES / "serve.yaml"), adapter, model=MODEL)
+    bad = next(i for i, d in enumerate(shape) if isinstance(d, bool) or d < 0)
+    assert str(caught.value).startswith(f"<adapter>: tensors.{name}.shape.{bad}: {reason}")
+
+
+def test_a_pool_buffer_dimension_is_a_non_negative_int() -> None:
+    with pytest.raises(InputError, match=r"^<adapter>: pool\.down_lora_b\.shape\.0: must be at least 0"):
+        check(str(EXAMPLES / "serve.yaml"), _pool_with(down_lora_b=[-4, 1, 1536, 16]), model=MODEL)
+
+
+def _pool_with(**shapes: list[int]) -> dict[str, Any]:
+    import yaml
+
+    pool = yaml.safe_load((EXAMPLES / "adapter_pool.yaml").read_text())
+    for buffer, shape in shapes.items():
+        pool["pool"][buffer]["shape"] = shape
+    return pool

@@ -76,6 +76,7 @@ _EXPERTS = _bounded(0, 1 << 14, "an expert count is never negative", "real MoE m
 _SMALL_COUNT = _bounded(0, 1 << 14, "a count is never negative", "real models stay far below it")
 _PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one: sglang 0.5.23's argparse accepts 0 or a negative int and start-up then fails", "a tensor/expert/data-parallel world of more than 4096 GPUs is no real deployment; the checker replays every TP rank")
 _SLOTS = _bounded(None, 1 << 16, "", "real servers batch at most a few hundred adapters; the checker replays every slot")
+_DIM = _bounded(0, None, "a tensor's dimension is never negative: torch and safetensors refuse it")
 _RANK = _bounded(None, 1 << 16, "", "LoRA ranks are below the hidden size [real: 8-1024]")
 
 
@@ -382,7 +383,7 @@ PLATFORM_PRESETS: dict[str, dict[str, Any]] = {
 class TensorSpec(_Strict):
     """A tensor described by shape and dtype only: the checker never needs the bytes."""
 
-    shape: list[int]
+    shape: list[Annotated[int, _DIM]]
     dtype: str = "bfloat16"
 
 
