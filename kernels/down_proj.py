@@ -17,7 +17,7 @@ Reference: :func:`down_proj_reference`.
 from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
-from .lora_shrink import bridge_layout, load_bridge, t_bucket
+from .lora_shrink import t_bucket
 from .routing import SlotRouting
 
 
@@ -25,11 +25,11 @@ from .routing import SlotRouting
 def _down_proj_kernel(
     act_ptr, w_ptr, out_ptr, bridge_ptr, b_ptr,
     order_ptr, row_group_ptr, group_slot_ptr,
-    T, K, H, KB, TB, N_SPLIT,
+    T, K, H, KB, TB,
     stride_am, stride_ak,
     stride_wk, stride_wn,
     stride_om, stride_on,
-    stride_brs, stride_brm, stride_brk,
+    stride_brm, stride_brk,
     stride_bs, stride_bh, stride_bk,
     HAS_LORA: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr,
@@ -74,13 +74,13 @@ def _down_proj_kernel(
                 b_base = b_ptr + slot.to(tl.int64) * stride_bs + offs_n[None, :] * stride_bh
                 for kb0 in range(0, KB, BLOCK_KB):
                     kb_mask = (kb0 + offs_kb) < KB
-                    br = load_bridge(br_base + (kb0 + offs_kb)[None, :] * stride_brk, in_group[:, None] & kb_mask[None, :], N_SPLIT, stride_brs)
+                    br = tl.load(br_base + (kb0 + offs_kb)[None, :] * stride_brk, mask=in_group[:, None] & kb_mask[None, :], other=0.0)
                     bt = tl.load(b_base + (kb0 + offs_kb)[:, None] * stride_bk, mask=kb_mask[:, None] & n_mask[None, :], other=0.0)
                     if UPCAST:
                         br = br.to(tl.float32)
                         bt = bt.to(tl.float32)
-                    else:  # the bridge is rounded once, to the B dtype (bf16: tensor cores)
-                        br = br.to(bt.dtype)
+                    else:
+                        bt = bt.to(br.dtype)
                     acc += tl.dot(br, bt, input_precision=DOT_PREC)
 
     if SCATTER:
@@ -104,7 +104,7 @@ def _configs():
     ]
 
 
-_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA", "N_SPLIT"])(_down_proj_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA"])(_down_proj_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, K: int, H: int) -> dict:
@@ -130,8 +130,8 @@ def down_proj(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``out`` [T, H] in token order. ``act`` is in sorted order when ``routing`` is given
-    (rows are scattered back through ``routing.order``). ``bridge`` [T, KB] (sorted order), or
-    its split-K partials [splits, T, KB], and ``b`` [S, H, KB] enable the LoRA delta."""
+    (rows are scattered back through ``routing.order``). ``bridge`` [T, KB] (sorted order) and
+    ``b`` [S, H, KB] enable the LoRA delta."""
     T, K = act.shape
     if w2_lin.shape[0] != K:
         raise ValueError(f"down_proj: w2_lin {tuple(w2_lin.shape)} does not take {K} activations")
@@ -145,19 +145,19 @@ def down_proj(
     if T == 0:
         return out
     if has_lora:
-        n_split, KB, s_split, s_row, s_col = bridge_layout(bridge)
+        KB = bridge.shape[1]
         if b.shape[1] != H or b.shape[2] != KB:
             raise ValueError(f"down_proj: B {tuple(b.shape)} does not fit H={H}, bridge width {KB}")
         lora_args = (bridge, b)
-        lora_strides = (s_split, s_row, s_col, *b.stride())
+        lora_strides = (bridge.stride(0), bridge.stride(1), *b.stride())
     else:
-        KB, n_split = 1, 1
+        KB = 1
         lora_args = (act, act)
-        lora_strides = (0, 0, 0, 0, 0, 0)
+        lora_strides = (0, 0, 0, 0, 0)
     routing_args = (routing.order, routing.row_group, routing.group_slot) if routing is not None else (act, act, act)
     args = (
         act, w2_lin, out, *lora_args, *routing_args,
-        T, K, H, KB, t_bucket(T), n_split,
+        T, K, H, KB, t_bucket(T),
         act.stride(0), act.stride(1),
         w2_lin.stride(0), w2_lin.stride(1),
         out.stride(0), out.stride(1),

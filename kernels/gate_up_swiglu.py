@@ -21,7 +21,7 @@ down kernel. Reference: :func:`gate_up_swiglu_reference`.
 from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
-from .lora_shrink import bridge_layout, load_bridge, t_bucket
+from .lora_shrink import t_bucket
 from .routing import SlotRouting
 
 
@@ -29,12 +29,12 @@ from .routing import SlotRouting
 def _gate_up_swiglu_kernel(
     x_ptr, w_ptr, gamma_ptr, act_ptr, bridge_ptr, b_ptr,
     order_ptr, row_group_ptr, group_slot_ptr,
-    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, TB, N_SPLIT,
+    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, TB,
     stride_xm, stride_xk,
     stride_wn, stride_wk,
     stride_gm, stride_ge,
     stride_am, stride_an,
-    stride_brs, stride_brm, stride_brn,
+    stride_brm, stride_brn,
     stride_bs, stride_be, stride_bf, stride_br,
     INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr,
@@ -100,8 +100,8 @@ def _gate_up_swiglu_kernel(
                 for r0 in range(0, R, BLOCK_R):
                     r_mask = (r0 + offs_r) < R
                     bmask = in_group[:, None] & r_mask[None, :]
-                    br_g = load_bridge(br_base + (r0 + offs_r)[None, :] * stride_brn, bmask, N_SPLIT, stride_brs)
-                    br_u = load_bridge(br_base + (R + r0 + offs_r)[None, :] * stride_brn, bmask, N_SPLIT, stride_brs)
+                    br_g = tl.load(br_base + (r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
+                    br_u = tl.load(br_base + (R + r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
                     lmask = r_mask[:, None] & j_mask[None, :]
                     bg = tl.load(b_base + offs_j[None, :] * stride_bf + (r0 + offs_r)[:, None] * stride_br, mask=lmask, other=0.0)
                     bu = tl.load(b_base + (F + offs_j)[None, :] * stride_bf + (r0 + offs_r)[:, None] * stride_br, mask=lmask, other=0.0)
@@ -110,9 +110,9 @@ def _gate_up_swiglu_kernel(
                         br_u = br_u.to(tl.float32)
                         bg = bg.to(tl.float32)
                         bu = bu.to(tl.float32)
-                    else:  # the bridge is rounded once, to the B dtype (bf16: tensor cores)
-                        br_g = br_g.to(bg.dtype)
-                        br_u = br_u.to(bu.dtype)
+                    else:
+                        bg = bg.to(br_g.dtype)
+                        bu = bu.to(br_u.dtype)
                     acc_g += tl.dot(br_g, bg, input_precision=DOT_PREC)
                     acc_u += tl.dot(br_u, bu, input_precision=DOT_PREC)
 
@@ -135,7 +135,7 @@ def _configs():
     return out
 
 
-_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA", "N_SPLIT"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, H: int, F: int) -> dict:
@@ -167,8 +167,7 @@ def gate_up_swiglu(
     """Activation ``[T, n*F]`` (dtype of x). In sorted order when ``routing`` is given (x and
     gammas are then read through ``routing.order``), else in token order.
 
-    ``bridge`` [T, E_a*2R] (sorted order), or its split-K partials [splits, T, E_a*2R], and
-    ``b_gu`` [S, n, 2F, R] enable the LoRA delta.
+    ``bridge`` [T, E_a*2R] (sorted order) and ``b_gu`` [S, n, 2F, R] enable the LoRA delta.
     """
     T, H = x.shape
     rows = w13_lin.shape[0]
@@ -187,17 +186,16 @@ def gate_up_swiglu(
         return out
     if has_lora:
         R = b_gu.shape[3]
-        n_split, _, s_split, s_row, s_col = bridge_layout(bridge)
         lora_args = (bridge, b_gu)
-        lora_strides = (s_split, s_row, s_col, *b_gu.stride())
+        lora_strides = (bridge.stride(0), bridge.stride(1), *b_gu.stride())
     else:
-        R, n_split = 1, 1
+        R = 1
         lora_args = (x, x)  # never read
-        lora_strides = (0, 0, 0, 0, 0, 0, 0)
+        lora_strides = (0, 0, 0, 0, 0, 0)
     routing_args = (routing.order, routing.row_group, routing.group_slot) if routing is not None else (x, x, x)
     args = (
         x, w13_lin, gammas, out, *lora_args, *routing_args,
-        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T), n_split,
+        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T),
         x.stride(0), x.stride(1),
         w13_lin.stride(0), w13_lin.stride(1),
         gammas.stride(0), gammas.stride(1),

@@ -17,10 +17,12 @@ sorted order, zero for tokens without an adapter. Reference: :func:`lora_shrink_
 
 Split-K (issue 11): at small T the grid ``(cdiv(T, BLOCK_M), NB)`` is a handful of programs each
 walking a long K (= H or n*F) and leaves most SMs idle (12-35 us per shrink on an H200 at T = 1).
-With ``split_k`` > 1 a third grid axis cuts K into ``split_k`` ranges and each program writes its
-float32 partial sum to ``out[split]``; the consumer kernels add the partials in a fixed order
-when they load the bridge, so the result stays deterministic (no atomics) and the bridge is
-still rounded once. :func:`choose_split` picks the split from the grid size.
+With ``split_k`` > 1 a third grid axis cuts K into ``split_k`` ranges; each program writes its
+float32 partial to a workspace, and the last program of each output tile to finish (a per-tile
+arrival counter) adds the partials in split order and writes the bridge. The sum's order never
+depends on arrival, so reruns stay bit-identical; the counter is reset by that last program.
+:func:`choose_split` picks the split from the grid size. (Handing the partials to the consumer
+kernels instead cost them more than the split saved: each of their tiles re-read every split.)
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from .routing import SlotRouting
 
 @triton.jit(do_not_specialize=["T", "TB"])
 def _lora_shrink_kernel(
-    x_ptr, a_ptr, out_ptr,
+    x_ptr, a_ptr, out_ptr, ws_ptr, count_ptr,
     order_ptr, row_group_ptr, group_slot_ptr,
-    T, K, R, WINDOW, TB, K_SPLIT,
+    T, K, R, WINDOW, TB, K_SPLIT, N_SPLIT,
     stride_xm, stride_xk,
     stride_as, stride_ar, stride_ak,
-    stride_os, stride_om, stride_on,
-    GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
+    stride_om, stride_on,
+    stride_ws, stride_wm,
+    SPLIT: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -76,27 +79,27 @@ def _lora_shrink_kernel(
                     at = at.to(xt.dtype)
                 part += tl.dot(xt, at, input_precision=DOT_PREC)
             acc += part  # rows outside the group loaded zeros: their part is 0
-    out = out_ptr + sp * stride_os + offs_m[:, None] * stride_om + (blk * R + offs_r)[None, :] * stride_on
-    if ROUND:
-        acc = round_bf16_rne(acc)
-    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=m_mask[:, None] & r_mask[None, :])
-
-
-@triton.jit
-def load_bridge(ptrs, mask, N_SPLIT, stride_split):
-    """A bridge tile as float32: the sum of its ``N_SPLIT`` split-K partials, in split order
-    (``N_SPLIT`` = 1: the bridge itself). Used by the consumer kernels' LoRA expands."""
-    acc = tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
-    for sp in range(1, N_SPLIT):
-        acc += tl.load(ptrs + sp * stride_split, mask=mask, other=0.0).to(tl.float32)
-    return acc
-
-
-def bridge_layout(bridge: torch.Tensor) -> tuple[int, int, int, int, int]:
-    """(splits, columns, split stride, row stride, column stride) of a bridge or its partials."""
-    if bridge.ndim == 3:
-        return bridge.shape[0], bridge.shape[2], bridge.stride(0), bridge.stride(1), bridge.stride(2)
-    return 1, bridge.shape[1], 0, bridge.stride(0), bridge.stride(1)
+    out_mask = m_mask[:, None] & r_mask[None, :]
+    cols = (blk * R + offs_r)[None, :]
+    out = out_ptr + offs_m[:, None] * stride_om + cols * stride_on
+    if SPLIT:
+        ws = ws_ptr + offs_m[:, None] * stride_wm + cols
+        tl.store(ws + sp * stride_ws, acc, mask=out_mask)
+        tl.debug_barrier()  # every thread's partial is issued before the arrival is counted
+        counter = count_ptr + pid_m * tl.num_programs(1) + blk
+        arrived = tl.atomic_add(counter, 1, sem="acq_rel")
+        if arrived == N_SPLIT - 1:  # the last of this tile's splits: sum them in split order
+            total = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
+            for s in range(0, N_SPLIT):
+                total += tl.load(ws + s * stride_ws, mask=out_mask, other=0.0, cache_modifier=".cg")
+            if ROUND:
+                total = round_bf16_rne(total)
+            tl.store(out, total.to(out_ptr.dtype.element_ty), mask=out_mask)
+            tl.atomic_xchg(counter, 0)  # ready for the next launch (or graph replay)
+    else:
+        if ROUND:
+            acc = round_bf16_rne(acc)
+        tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
 
 
 def _configs():
@@ -106,25 +109,24 @@ def _configs():
     ]
 
 
-_tuned = autotune(_configs(), ["TB", "K", "R", "K_SPLIT"])(_lora_shrink_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "K", "R", "K_SPLIT", "N_SPLIT"])(_lora_shrink_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, K: int) -> dict:
     if INTERPRET:
         return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_K": min(256, next_pow2(K, 32)), "num_warps": 4, "num_stages": 1}
-    if T <= 16:
+    if T <= 64:  # tokens are sorted by slot: 16-row tiles hold fewer slot groups
         return {"BLOCK_M": 16, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
     if T <= 256:
         return {"BLOCK_M": 32, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
     return {"BLOCK_M": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
 
 
-def choose_split(T: int, nb: int, K: int, block_m: int = 16, *, sms: int = 132, max_split: int = 16) -> int:
+def choose_split(T: int, nb: int, K: int, block_m: int = 16, *, sms: int = 132, max_split: int = 32) -> int:
     """K splits for the shrink: enough programs to cover the SMs when the (M tile, block) grid
-    is small, each range at least 256 deep; 1 (no split) once the grid alone fills the chip.
-    Capped at 16 so the consumers' partial loads stay a few KB per tile."""
+    is small, each range at least 256 deep; 1 (no split) once the grid alone fills the chip."""
     if INTERPRET:
-        return 1 if K < 64 else 2  # exercised on the CPU too, at test shapes
+        return 1 if K < 64 else 3  # exercised on the CPU too, at test shapes
     programs = triton.cdiv(max(T, 1), block_m) * nb
     if programs >= sms:
         return 1
@@ -148,8 +150,8 @@ def lora_shrink(
     out_dtype: torch.dtype | None = None,
     split_k: int = 1,
 ) -> torch.Tensor:
-    """Bridge ``[T, NB * rank]`` in sorted row order; with ``split_k`` > 1 its float32 partial
-    sums ``[split_k, T, NB * rank]`` (the bridge is their sum over the first axis).
+    """Bridge ``[T, NB * rank]`` in sorted row order (``split_k`` > 1: K cut into that many
+    ranges, reduced in the launch; same result up to float32 summation order).
 
     ``x`` [T, K_in] is in original token order when ``gather`` (rows read through
     ``routing.order``), else already in sorted order. ``a`` is [S, NB * rank, K_a] (any strides).
@@ -164,34 +166,39 @@ def lora_shrink(
     if window and nb * window > x.shape[1]:
         raise ValueError(f"lora_shrink: {nb} windows of {window} exceed input width {x.shape[1]}")
     check_device(x, a)
-    split_k = max(1, min(int(split_k), K))
     if out is None:
-        if split_k > 1:
-            out = torch.empty((split_k, T, nb * rank), dtype=torch.float32, device=x.device)
-        else:
-            out = torch.empty((T, nb * rank), dtype=out_dtype or x.dtype, device=x.device)
+        out = torch.empty((T, nb * rank), dtype=out_dtype or x.dtype, device=x.device)
     if T == 0:
         return out
+    split_k = max(1, min(int(split_k), triton.cdiv(K, 32)))
+    k_split = triton.cdiv(triton.cdiv(K, split_k), 32) * 32  # aligned ranges (the last may be short)
+    split_k = triton.cdiv(K, k_split)
+    if split_k > 1:
+        ws = torch.empty((split_k, T, nb * rank), dtype=torch.float32, device=x.device)
+        # one arrival counter per (16-row tile, block): enough for any BLOCK_M >= 16
+        count = torch.zeros(triton.cdiv(T, 16) * nb, dtype=torch.int32, device=x.device)
+    else:
+        ws, count = out, out  # never touched
     block_r = next_pow2(rank)
-    k_split = triton.cdiv(triton.cdiv(K, split_k), 32) * 32  # aligned ranges (the last may be short or empty)
-    out3 = out if out.ndim == 3 else out.unsqueeze(0)
     args = (
-        x, a, out,
+        x, a, out, ws, count,
         routing.order, routing.row_group, routing.group_slot,
-        T, K, rank, window, t_bucket(T), k_split,
+        T, K, rank, window, t_bucket(T), k_split, split_k,
         x.stride(0), x.stride(1),
         a.stride(0), a.stride(1), a.stride(2),
-        out3.stride(0), out3.stride(1), out3.stride(2),
+        out.stride(0), out.stride(1),
+        ws.stride(0) if split_k > 1 else 0, ws.stride(1) if split_k > 1 else 0,
     )
+    flags = dict(SPLIT=split_k > 1, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r)
     if _tuned is not None:
         grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), nb, split_k)  # noqa: E731
-        _tuned[grid](*args, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r)
+        _tuned[grid](*args, **flags)
     else:
         cfg = _heuristic(T, K)
         if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
             cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
         grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb, split_k)
-        _lora_shrink_kernel[grid](*args, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r, **cfg)
+        _lora_shrink_kernel[grid](*args, **flags, **cfg)
     return out
 
 

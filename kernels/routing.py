@@ -6,9 +6,9 @@ rows in this sorted order: a tile of ``BLOCK_M`` consecutive sorted rows holds a
 (first row's group .. last row's group) and applies each group's adapter to that group's rows
 only, so a batch with mixed slots needs no per-slot launches and no padding of segments.
 
-:func:`build_routing` is one Triton launch (a counting sort in a single program: count the
-tokens of each slot, then place each token at its slot's start plus its rank among that slot's
-earlier tokens). It replaced ~29 small torch launches (argsort, scatter_add, cumsum, ...) that
+:func:`build_routing` is one Triton launch, a counting sort: each program takes a chunk of
+tokens, counts the tokens of each slot (in all chunks, and in the chunks before its own), and
+places each of its tokens at its slot's start plus its rank among that slot's earlier tokens. It replaced ~29 small torch launches (argsort, scatter_add, cumsum, ...) that
 cost ~30 us per forward on an H200 (issue 11). No host sync and no atomics, so it sits inside a
 CUDA graph and reruns bit-identically. :func:`build_routing_torch` is the same routing in plain
 torch (its reference, identical outputs); :func:`routing_reference` says what the groups mean.
@@ -49,33 +49,37 @@ def _routing_kernel(
     T, S,
     HAS_ACTIVE: tl.constexpr, CHUNK: tl.constexpr, BLOCK_KEY: tl.constexpr,
 ):
+    # Program p places the tokens of chunk p. It counts every key over all T (cheap, parallel
+    # loads) and, separately, over the chunks before its own; no program waits for another.
+    pid = tl.program_id(0)
     keys = tl.arange(0, BLOCK_KEY)  # key values (and, below, group indices)
     offs = tl.arange(0, CHUNK)
-    # Pass 1: tokens per key.
     counts = tl.zeros((BLOCK_KEY,), dtype=tl.int32)
+    before_chunk = tl.zeros((BLOCK_KEY,), dtype=tl.int32)
     for c0 in range(0, T, CHUNK):
         key = _keys(slot_ptr, active_ptr, c0 + offs, T, S, HAS_ACTIVE)
-        counts += tl.sum((key[:, None] == keys[None, :]).to(tl.int32), axis=0)
+        per_key = tl.sum((key[:, None] == keys[None, :]).to(tl.int32), axis=0)
+        counts += per_key
+        before_chunk += per_key * (c0 < pid * CHUNK).to(tl.int32)
     present = counts > 0
     group_of_key = tl.cumsum(present.to(tl.int32), 0) - 1
-    start = tl.cumsum(counts, 0) - counts  # exclusive prefix: first sorted row of each key
-    # group_slot[g] = slot of the present key whose group is g, else -1 (key 0 is slot -1 too).
-    match = present[None, :] & (group_of_key[None, :] == keys[:, None])  # [group, key]
-    gslot = tl.sum(tl.where(match, keys[None, :], 0), axis=1) - 1
-    tl.store(group_slot_ptr + keys, gslot, mask=keys < S + 2)
-    # Pass 2: each token's sorted row = its key's start + its rank among earlier tokens of that key.
-    for c0 in range(0, T, CHUNK):
-        t = c0 + offs
-        key = _keys(slot_ptr, active_ptr, t, T, S, HAS_ACTIVE)
-        onehot = (key[:, None] == keys[None, :]).to(tl.int32)  # [CHUNK, key]
-        before = tl.cumsum(onehot, 0) - onehot
-        hit = onehot > 0
-        pos = tl.sum(tl.where(hit, before + start[None, :], 0), axis=1)
-        grp = tl.sum(tl.where(hit, group_of_key[None, :], 0), axis=1)
-        valid = t < T
-        tl.store(order_ptr + pos, t, mask=valid)
-        tl.store(row_group_ptr + pos, grp, mask=valid)
-        start += tl.sum(onehot, axis=0)
+    start = tl.cumsum(counts, 0) - counts + before_chunk  # this chunk's first sorted row per key
+    if pid == 0:
+        # group_slot[g] = slot of the present key whose group is g, else -1 (key 0 is slot -1 too).
+        match = present[None, :] & (group_of_key[None, :] == keys[:, None])  # [group, key]
+        gslot = tl.sum(tl.where(match, keys[None, :], 0), axis=1) - 1
+        tl.store(group_slot_ptr + keys, gslot, mask=keys < S + 2)
+    # Each token's sorted row = its key's start + its rank among earlier tokens of that key.
+    t = pid * CHUNK + offs
+    key = _keys(slot_ptr, active_ptr, t, T, S, HAS_ACTIVE)
+    onehot = (key[:, None] == keys[None, :]).to(tl.int32)  # [CHUNK, key]
+    before = tl.cumsum(onehot, 0) - onehot
+    hit = onehot > 0
+    pos = tl.sum(tl.where(hit, before + start[None, :], 0), axis=1)
+    grp = tl.sum(tl.where(hit, group_of_key[None, :], 0), axis=1)
+    valid = t < T
+    tl.store(order_ptr + pos, t, mask=valid)
+    tl.store(row_group_ptr + pos, grp, mask=valid)
 
 
 def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Tensor | None = None) -> SlotRouting:
@@ -100,12 +104,11 @@ def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Ten
     else:
         active = ids
     block_key = triton.next_power_of_2(num_slots + 2)
-    # One program: the whole [CHUNK, BLOCK_KEY] one-hot tile in registers (<= 16K elements).
-    chunk = max(16, min(triton.next_power_of_2(max(T, 1)), 16384 // block_key))
-    warps = 4 if chunk * block_key <= 4096 else 16
-    _routing_kernel[(1,)](
+    # A [CHUNK, BLOCK_KEY] one-hot tile per program (<= 4K elements); one program up to 256 tokens.
+    chunk = max(16, min(triton.next_power_of_2(max(T, 1)), 4096 // block_key, 256))
+    _routing_kernel[(max(1, triton.cdiv(T, chunk)),)](
         ids, active, order, row_group, group_slot, T, num_slots,
-        HAS_ACTIVE=slot_active is not None, CHUNK=chunk, BLOCK_KEY=block_key, num_warps=warps,
+        HAS_ACTIVE=slot_active is not None, CHUNK=chunk, BLOCK_KEY=block_key, num_warps=4,
     )
     return SlotRouting(order=order, row_group=row_group, group_slot=group_slot, num_tokens=T, num_slots=num_slots)
 

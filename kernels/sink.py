@@ -9,8 +9,8 @@ One forward (spec sections 1.4 and 6)::
     out       = down_proj(act, w2_lin, bridge_dn, B_down)    # base + delta, back to token order
 
 Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
-(``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``) and
-hand float32 partials to the next kernel, which sums them in a fixed order. ``SinkOperands``
+(``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
+reduced inside the shrink launch in a fixed order. ``SinkOperands``
 holds the base weights in their linearized views and the four pool buffers plus the two derived
 down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
@@ -119,8 +119,8 @@ def sink_forward_triton(
     if routing is None:
         routing = build_routing(slot_ids.to(x_td.device), S, ops.slot_active)
     T = x_td.shape[0]
-    split_gu = choose_split(T, 2 * E_a, H)
-    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, R, split_k=split_gu)
+    # All E_a*2R rank rows in one block (same bridge layout): each x tile is read once, not 2*E_a times.
+    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, E_a * R2, split_k=choose_split(T, 1, H))
     act = gate_up_swiglu(
         x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
         bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,

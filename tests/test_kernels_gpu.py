@@ -47,8 +47,9 @@ def test_random_medium_shapes(case):
 
 
 def test_deterministic_and_graph_capturable():
-    """No atomics and no host sync: bit-identical reruns, and the whole LoRA forward (routing
-    included) replays from a CUDA graph with new inputs copied into the captured buffers."""
+    """No order-dependent atomics (split-K sums in split order) and no host sync: bit-identical
+    reruns, and the whole LoRA forward (routing included) replays from a CUDA graph with new
+    inputs copied into the captured buffers."""
     case = Case(T=96, n=2, H=1024, F=512, S=8, R=16, ranks=(16,) * 8, shared_outer=True, interleaved=True, slot_mode="mixed", seed=5)
     p = make_problem(case)
     ops = p.operands()
@@ -109,8 +110,8 @@ def test_captured_forward_replays_new_inputs(T):
 
 @pytest.mark.parametrize("T", [1, 16, 64])
 def test_split_k_shrink_is_used_and_deterministic_at_small_t(T):
-    """At serving shapes and small T the shrinks split K (partials summed by the consumers in a
-    fixed order): reruns stay bit-identical and the result matches the reference."""
+    """At serving shapes and small T the shrinks split K (partials summed in split order by the
+    last program of each tile): reruns stay bit-identical and the result matches the reference."""
     from inkling_compat.kernels.lora_shrink import choose_split
 
     assert choose_split(T, 2, 7168) > 1

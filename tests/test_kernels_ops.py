@@ -121,20 +121,28 @@ def test_lora_shrink_gate_up_and_down(case, windowed):
 
 
 @KERNEL
-@given(cases(), st.integers(2, 5))
-def test_lora_shrink_split_k_partials_sum_to_the_bridge(case, splits):
-    """Split-K: every partial is written (NaN-poisoned buffer) and their sum is the bridge."""
+@given(cases(max_H=400), st.integers(2, 5))
+def test_lora_shrink_split_k_equals_the_unsplit_bridge(case, splits):
+    """Split-K reduced in the launch: every element written (NaN-poisoned output), the bridge of
+    the unsplit shrink (up to float32 summation order), and a rerun is bit-identical (the
+    arrival counters were reset by the last program of each tile)."""
     p = make_problem(case)
     if p.slot_ids is None:
         return
     a_gu, _, _, _ = p.pool
     S, E, R2, H = a_gu.shape
     routing = build_routing(p.slot_ids, S)
-    out = _nan((splits, case.T, E * R2), torch.float32)
-    lora_shrink(p.x, a_gu.reshape(S, E * R2, H), routing, R2 // 2, out=out, split_k=splits)
-    assert not out.isnan().any()
-    ref = lora_shrink_reference(p.x, a_gu.reshape(S, E * R2, H), p.slot_ids, R2 // 2)
-    assert relative_error(_unsort(out.sum(0), routing), ref) <= tolerance(case)
+    a = a_gu.reshape(S, E * R2, H)
+    ref = lora_shrink_reference(p.x, a, p.slot_ids, R2 // 2)
+    first = None
+    for _ in range(2):
+        out = _nan((case.T, E * R2), p.x.dtype)
+        lora_shrink(p.x, a, routing, R2 // 2, out=out, split_k=splits)
+        assert not out.isnan().any()
+        assert relative_error(_unsort(out, routing), ref) <= tolerance(case)
+        if first is None:
+            first = out
+    assert torch.equal(first, out)
 
 
 # --- gate/up + SwiGLU ------------------------------------------------------------------------
@@ -163,22 +171,6 @@ def test_gate_up_swiglu_matches_reference(case):
                                    b_gu=b_gu, slot_ids=p.slot_ids, bridge_expert_stride=stride)
     assert not out.isnan().any()
     assert relative_error(_unsort(out, routing), ref) <= tolerance(case)
-    # The same bridge handed over as split-K partials (three float32 parts summing to it).
-    parts = _split_parts(_sorted(bridge_ref, routing), case.seed)
-    out2 = _nan((case.T, n * case.F), p.x.dtype)
-    gate_up_swiglu(p.x, w13_lin, p.gammas, n, interleaved=case.interleaved, routing=routing,
-                   bridge=parts, b_gu=b_gu, bridge_expert_stride=stride, out=out2)
-    assert not out2.isnan().any()
-    assert relative_error(_unsort(out2, routing), ref) <= tolerance(case)
-
-
-def _split_parts(bridge: torch.Tensor, seed: int) -> torch.Tensor:
-    """Three float32 partials (random, not zero) whose sum is ``bridge``."""
-    g = torch.Generator().manual_seed(seed)
-    b = bridge.float()
-    p1 = torch.randn(b.shape, generator=g).to(b) * b.abs().mean().clamp(min=1e-3)
-    p2 = torch.randn(b.shape, generator=g).to(b) * b.abs().mean().clamp(min=1e-3)
-    return torch.stack((p1, b - p1 - p2, p2))
 
 
 def test_swiglu_layouts_agree():
@@ -221,7 +213,4 @@ def test_down_proj_matches_reference(case):
     ref = down_proj_reference(act, w2_lin, bridge=bridge, b=b, slot_ids=p.slot_ids)
     assert not out.isnan().any()
     assert relative_error(out, ref) <= tolerance(case)
-    out2 = _nan((case.T, case.H), p.x.dtype)
-    down_proj(_sorted(act, routing), w2_lin, routing=routing, bridge=_split_parts(_sorted(bridge, routing), case.seed), b=b, out=out2)
-    assert not out2.isnan().any()
-    assert relative_error(out2, ref) <= tolerance(case)
+
