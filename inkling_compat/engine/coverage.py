@@ -63,9 +63,15 @@ def inputs_read(paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
 
 def rule_reads(compiled: Any) -> tuple[frozenset[str], frozenset[str]]:
     """(inputs the rule reads, inputs its `when` reads)."""
+    return inputs_read(compiled.paths), _when_reads(compiled.rule.when)
+
+
+@lru_cache(maxsize=1024)
+def _when_reads(when: str) -> frozenset[str]:
+    """(Cached by text: most rules share their `when` with others, the named guards.)"""
     from inkling_compat.engine.rules import referenced_paths
 
-    return inputs_read(compiled.paths), inputs_read(referenced_paths(compiled.rule.when))
+    return inputs_read(referenced_paths(when))
 
 
 def block_row(reads: tuple[tuple[frozenset[str], frozenset[str]], ...], missing: Missing) -> tuple[tuple[str | None, bool], ...]:
