@@ -66,10 +66,11 @@ def normalize(fmt: str, text: str) -> str:
         for holder in [data, *(run.get("properties", {}) for run in data.get("runs", []))]:
             if "rules_evaluated" in holder:
                 holder["rules_evaluated"] = "N"
-        coverage = data.get("coverage")
-        if isinstance(coverage, dict):
-            coverage["checked"] = coverage["not_applicable"] = "N"
-            coverage["rules"] = {k: v for k, v in coverage.get("rules", {}).items() if v == "not_checked"}
+        for coverage in [data.get("coverage"), *(a.get("coverage") for a in data.get("adapters") or ())]:
+            if isinstance(coverage, dict):
+                coverage["checked"] = coverage["not_applicable"] = "N"
+                if "rules" in coverage:
+                    coverage["rules"] = {k: v for k, v in coverage["rules"].items() if v == "not_checked"}
         return json.dumps(data, indent=2) + "\n"
     if fmt == "junit":
         root = ET.fromstring(text)
@@ -278,3 +279,16 @@ def test_output_file_that_cannot_be_written(capsys, monkeypatch, tmp_path):
     assert code == 2
     assert "--output" in err and len(err.strip().splitlines()) == 1
     assert json.loads(out)["runs"][0]["invocations"][0]["exitCode"] == 2  # (stdout still gets the document)
+
+
+def test_every_problem_links_its_rule_page(capsys, monkeypatch):
+    """(issue 12: every problem in every format carries its page URL)"""
+    _, out, _ = run(capsys, monkeypatch, [*CASES["broken"], "--format", "json", "--isolated"])
+    problems = json.loads(out)["problems"]
+    assert problems and all(p["url"] == rule_url(p["rule_id"]) for p in problems)
+    urls = [rule_url(p["rule_id"]) for p in problems]
+    for fmt in ("text", "junit", "github"):
+        _, out, _ = run(capsys, monkeypatch, [*CASES["broken"], "--format", fmt, "--isolated"])
+        assert all(url in out for url in urls), fmt
+    _, out, _ = run(capsys, monkeypatch, [*CASES["broken"], "--format", "sarif", "--isolated"])
+    assert {r["helpUri"] for r in json.loads(out)["runs"][0]["tool"]["driver"]["rules"]} == set(urls)

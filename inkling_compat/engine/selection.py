@@ -138,6 +138,8 @@ def read_settings(path: str | os.PathLike[str]) -> tuple[Settings, str]:
         from inkling_compat.inputs.loading import read_document
 
         table, prefix = read_document(path), ""
+    if not isinstance(table, dict):
+        raise InputError(str(path), prefix.rstrip(".") or "(root)", f"expected a mapping, got {type(table).__name__}")
     try:
         return Settings.model_validate(table), prefix
     except ValidationError as exc:

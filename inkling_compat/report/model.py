@@ -113,12 +113,20 @@ class Problem:
     def label(self) -> str:
         return origin_label(self.origin)
 
+    @property
+    def url(self) -> str:
+        """The rule's page (docs/rules/<id>.md)."""
+        from inkling_compat.publish.urls import rule_url
+
+        return rule_url(self.rule_id)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)
         data["label"] = self.label
         data["locations"] = [loc.to_dict() for loc in self.locations]
+        data["url"] = self.url
         return data
 
 

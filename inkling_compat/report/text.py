@@ -76,6 +76,7 @@ def render_text(report: Report, color: bool = False) -> str:
         lines.extend(_paint(line, "dim", color) for line in _places(problem.locations, "  "))
         for fix in problem.fixes:
             lines.append(f"  fix: {fix}")
+        lines.append(_paint(f"  see {problem.url}", "dim", color))
     errors, warnings = len(report.errors), len(report.warnings)
     if report.ok:
         summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}"
@@ -131,6 +132,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
             fixes_shown.add(problem.rule_id)
             for fix in problem.fixes:
                 lines.append(f"{indent}  fix: {fix}")
+            lines.append(_paint(f"{indent}  see {problem.url}", "dim", color))
 
     shared = [p for p in report.problems if p.adapter_index is None]
     if shared:
