@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 TOLERANCE = 1e-2
+MAX_TP_TIMEOUT_S = 86400  # a day: timedelta and the launcher's deadline stay finite
 
 
 def add_run_parser(sub: Any) -> None:
@@ -216,8 +217,8 @@ def _print_refused(args: argparse.Namespace, exc: Any) -> int:
 def _run_tp(args: argparse.Namespace) -> int:
     if args.tp_rank is not None:
         return _fail(args, "--tp-rank runs one rank's shard on its own; --tp runs every rank (give one of them)", "--tp-rank")
-    if not args.tp_timeout > 0:
-        return _fail(args, f"--tp-timeout: {args.tp_timeout:g} is not a positive number of seconds", "--tp-timeout")
+    if not 0 < args.tp_timeout <= MAX_TP_TIMEOUT_S:
+        return _fail(args, f"--tp-timeout: {args.tp_timeout:g} is not a number of seconds in (0, {MAX_TP_TIMEOUT_S}]", "--tp-timeout")
     device = _tp_device(args)
     if device is None:
         return _fail(args, "`run` needs torch and triton (pip install 'inkling-compat[runtime]')")

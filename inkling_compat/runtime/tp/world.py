@@ -79,9 +79,9 @@ def world_config(config: Any, tp: int) -> Any:
     if isinstance(config, ServerConfig):
         stated, file, data = config.tp_size, "<config>", None
     else:
-        load_server_config(config)  # unusable input names its file and field here
+        server, _ = load_server_config(config)  # unusable input names its file and field here
         data = read_document(config) if isinstance(config, (str, Path)) else dict(config or {})
-        stated, file = data.get("tp_size", 1), str(config) if isinstance(config, (str, Path)) else "<config>"
+        stated, file = server.tp_size, str(config) if isinstance(config, (str, Path)) else "<config>"
     if stated not in (1, tp):
         raise InputError(file, "tp_size", f"{stated}, but the run has {tp} TP ranks (--tp {tp}): say tp_size: {tp} or leave it out")
     if data is None:
