@@ -133,6 +133,11 @@ def choose_split(T: int, nb: int, K: int, block_m: int = 16, *, sms: int = 132, 
     return max(1, min(max_split, triton.cdiv(sms, programs), K // 256))
 
 
+def counters_needed(T: int, nb: int) -> int:
+    """Arrival counters of a split launch: one per (16-row tile, block), enough for any BLOCK_M >= 16."""
+    return triton.cdiv(max(T, 1), 16) * nb
+
+
 def t_bucket(T: int) -> int:
     """Autotune key: tokens rounded up to a power of two (capped) so configs are reused."""
     return min(triton.next_power_of_2(max(T, 1)), 8192)
@@ -149,12 +154,15 @@ def lora_shrink(
     out: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
     split_k: int = 1,
+    counters: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Bridge ``[T, NB * rank]`` in sorted row order (``split_k`` > 1: K cut into that many
     ranges, reduced in the launch; same result up to float32 summation order).
 
     ``x`` [T, K_in] is in original token order when ``gather`` (rows read through
     ``routing.order``), else already in sorted order. ``a`` is [S, NB * rank, K_a] (any strides).
+    ``counters``: zeroed int32 arrival counters, at least :func:`counters_needed` of them (the
+    split launch leaves them zero again); allocated here when not given.
     """
     T = x.shape[0]
     S, rows, K = a.shape
@@ -175,8 +183,13 @@ def lora_shrink(
     split_k = triton.cdiv(K, k_split)
     if split_k > 1:
         ws = torch.empty((split_k, T, nb * rank), dtype=torch.float32, device=x.device)
-        # one arrival counter per (16-row tile, block): enough for any BLOCK_M >= 16
-        count = torch.zeros(triton.cdiv(T, 16) * nb, dtype=torch.int32, device=x.device)
+        need = counters_needed(T, nb)
+        if counters is None:
+            count = torch.zeros(need, dtype=torch.int32, device=x.device)
+        elif counters.numel() < need or counters.dtype != torch.int32:
+            raise ValueError(f"lora_shrink: counters need {need} int32 entries, got {counters.numel()} {counters.dtype}")
+        else:
+            count = counters
     else:
         ws, count = out, out  # never touched
     block_r = next_pow2(rank)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ._triton import torch
 from .down_proj import down_proj
 from .gate_up_swiglu import gate_up_swiglu
-from .lora_shrink import choose_split, lora_shrink
+from .lora_shrink import choose_split, counters_needed, lora_shrink
 from .routing import SlotRouting, build_routing
 
 
@@ -119,16 +119,21 @@ def sink_forward_triton(
     if routing is None:
         routing = build_routing(slot_ids.to(x_td.device), S, ops.slot_active)
     T = x_td.shape[0]
+    nb_dn = ops._down_shrink_a.shape[1] // R
+    split_gu, split_dn = choose_split(T, 1, H), choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
+    # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
+    need_gu = counters_needed(T, 1)
+    counters = torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device) if max(split_gu, split_dn) > 1 else None
     # All E_a*2R rank rows in one block (same bridge layout): each x tile is read once, not 2*E_a times.
-    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, E_a * R2, split_k=choose_split(T, 1, H))
+    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, E_a * R2, split_k=split_gu,
+                            counters=None if counters is None else counters[:need_gu])
     act = gate_up_swiglu(
         x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
         bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,
     )
     window = 0 if ops.shared_outer else ops.f_local
-    nb_dn = ops._down_shrink_a.shape[1] // R
-    split_dn = choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
-    bridge_dn = lora_shrink(act, ops._down_shrink_a, routing, R, window=window, gather=False, split_k=split_dn)
+    bridge_dn = lora_shrink(act, ops._down_shrink_a, routing, R, window=window, gather=False, split_k=split_dn,
+                            counters=None if counters is None else counters[need_gu:])
     return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b)
 
 
