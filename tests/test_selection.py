@@ -180,3 +180,14 @@ def test_build_selection_checks_every_pattern():
     with pytest.raises(InputError) as info:
         build_selection(IDS, select=["sink,,  ,lora-nothing-like-this"])
     assert info.value.field == "--select"
+
+
+@pytest.mark.parametrize("ours", [False, True])
+def test_a_hostile_pyproject_is_never_a_crash(ours, capsys, project):
+    nested = "a = " + "[" * 5000 + "]" * 5000 + "\n"
+    (project / "pyproject.toml").write_text(("[tool.inkling-compat]\n" if ours else "") + nested)
+    code, data, err = check_json(capsys, project)
+    if ours:  # our table, unreadable: exit 2 naming it
+        assert code == 2 and data["input_error"]["field"] == "tool.inkling-compat"
+    else:  # someone else's pyproject: not a settings file
+        assert code == 1 and data["selection"] is None

@@ -117,9 +117,10 @@ def _pyproject_table(path: Path) -> dict[str, Any] | None:
         return None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError, MemoryError) as exc:  # (tomllib recurses per nesting level)
         if b"[tool.inkling-compat" in raw:
-            raise InputError(str(path), TABLE, f"pyproject.toml does not parse: {exc}") from None
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc) or type(exc).__name__
+            raise InputError(str(path), TABLE, f"pyproject.toml does not parse: {why}") from None
         return None
     table = data.get("tool", {}).get("inkling-compat") if isinstance(data.get("tool"), dict) else None
     if table is None:
