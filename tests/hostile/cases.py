@@ -136,8 +136,12 @@ def _scalar_json(value: Any, ascii_only: bool) -> str:
             return "Infinity" if value > 0 else "-Infinity"
         return repr(value)
     if isinstance(value, str):
-        has_surrogate = any(0xD800 <= ord(c) <= 0xDFFF for c in value)
-        return json.dumps(value, ensure_ascii=ascii_only or has_surrogate)
+        if not ascii_only:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate can only be written as a \u escape
+                ascii_only = True
+        return json.dumps(value, ensure_ascii=ascii_only)
     raise TypeError(type(value))
 
 
@@ -549,6 +553,7 @@ def materialize(r: dict[str, Any], directory: Path) -> dict[str, Any]:
             pass
     # A fleet whose own folder and config are fine must report per adapter: README promises a
     # broken adapter directory is a problem of that adapter.
+    inv["watched"] = silent_ok_fields(r)  # (these may not end in a plain "ok")
     fleet = directory / "fleet"
     if (
         r["setup"] == "fleet"
@@ -742,3 +747,54 @@ def undo_permissions(directory: Path) -> None:
                     os.chmod(p, 0o700)
                 except OSError:
                     pass
+
+
+# ---------------------------------------------------------------- "ok" is a promise
+
+# Fields the rules read, with what sglang / PEFT need of them: a case that gives one of them a
+# value outside that may not end in a plain "ok" (issue 10: `r: "sixteen"` was ok, 134 checks).
+POSITIVE_INTS = {
+    "adapter_config": ("r",),
+    "config": ("max_lora_rank", "max_loras_per_batch", "tp_size"),
+    "model": ("hidden_size", "intermediate_size", "num_hidden_layers", "n_routed_experts"),
+}
+NUMBERS = {"adapter_config": ("lora_alpha",)}
+ABSURD = 2**31  # no real model or server has a size this large
+
+
+def _bad_positive_int(value: Any) -> bool:
+    if isinstance(value, dict) and "$digits" in value:
+        return True
+    return type(value) is not int or value <= 0 or value >= ABSURD
+
+
+def _bad_number(value: Any) -> bool:
+    if isinstance(value, dict) and "$digits" in value:
+        return False  # a huge alpha is a number (the scaling is computed from it)
+    return type(value) not in (int, float) or (isinstance(value, float) and math.isnan(value))
+
+
+def silent_ok_fields(r: dict[str, Any]) -> list[str]:
+    """The watched fields a recipe sets to a value sglang / PEFT cannot use ("kind.field")."""
+    out = []
+    for m in r["muts"]:
+        if m.get("op") not in ("set", "nest") or m.get("where") == "root":
+            continue
+        kind, path = _kind(m["target"]), list(m.get("path") or [])
+        if kind == "manifest" and path[:1] == ["adapter_config"] and r["setup"] == "peft_manifest":
+            kind, path = "adapter_config", path[1:]
+        if len(path) != 1:
+            continue
+        if kind == "model" and r["setup"] == "no_model":
+            continue
+        field, value = path[0], m["value"]
+        if kind == "config" and isinstance(value, str):  # a server argument is argparse's text: int("16") is 16
+            try:
+                value = int(value)
+            except ValueError:
+                pass
+        if field in POSITIVE_INTS.get(kind, ()) and _bad_positive_int(value):
+            out.append(f"{kind}.{field}")
+        elif field in NUMBERS.get(kind, ()) and _bad_number(value):
+            out.append(f"{kind}.{field}")
+    return out

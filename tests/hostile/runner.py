@@ -111,6 +111,8 @@ def run_inprocess(inv: dict[str, Any]) -> dict[str, Any]:
         where = _frame(exc)
         return {"kind": "failure", "detail": f"{type(exc).__name__}: {_short(str(exc))}", "sig": f"{type(exc).__name__}:{':'.join(where.split(':')[:2])}", "where": where}
     kind = "errors" if not report.ok else ("warnings" if report.problems else "ok")
+    if kind == "ok" and inv.get("watched"):  # an unusable value of a field the rules read, and nothing said
+        return {"kind": "failure", "detail": f"ok with no problem although {', '.join(inv['watched'])} is unusable", "sig": "silent-ok:" + ",".join(inv["watched"])}
     return {"kind": kind, "detail": ",".join(sorted({p.rule_id for p in report.problems}))[:300]}
 
 
@@ -356,10 +358,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         return worker(args.seed, args.start, args.stop)
     t0 = time.perf_counter()
-    results = run_cases(args.seed, range(args.examples), args.jobs)
-    s = summarize(results, time.perf_counter() - t0, args.seed, args.jobs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    done: list[dict[str, Any]] = []
+
+    def progress(result: dict[str, Any]) -> None:  # a partial summary now and then, for long runs
+        done.append(result)
+        if len(done) % 5000 == 0:
+            partial = summarize(sorted(done, key=lambda r: r["i"]), time.perf_counter() - t0, args.seed, args.jobs)
+            (out / "partial.md").write_text(markdown(partial))
+
+    results = run_cases(args.seed, range(args.examples), args.jobs, on_result=progress)
+    s = summarize(results, time.perf_counter() - t0, args.seed, args.jobs)
     (out / "summary.json").write_text(json.dumps(s, indent=1))
     (out / "summary.md").write_text(markdown(s))
     print(markdown(s))
