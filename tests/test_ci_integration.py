@@ -152,7 +152,7 @@ def test_the_checks_can_live_in_pyproject(project, capsys):
         ('checks: [{config: "a\\0b"}]\n', "checks[0].config", "NUL character"),
         ("checks: [{config: a.yaml, adapter-dir: ['']}]\n", "checks[0].adapter-dir", "an empty path"),
         ("- a list\n", "(root)", "expected a mapping"),
-        ("&a [*a]\n", "(root)", "expected a mapping"),
+        ("checks: []\nignores: [x]\n", "ignores", "did you mean 'ignore'?"),  # the check's own settings, validated once
     ],
 )
 def test_a_malformed_project_file_is_exit_2_naming_the_key(project, capsys, text, field, reason):
@@ -166,6 +166,14 @@ def test_a_malformed_project_file_is_exit_2_naming_the_key(project, capsys, text
     assert err.count("\n") == 1 and f".inkling-compat.yaml: {field}: " in err
 
 
+@pytest.mark.parametrize("text", ["&a [*a]\n", "a: &a [*a, *a]\n", "checks: [" * 200 + "\n", "\x00\x01", "checks:\n  - config: [\n"])
+def test_a_hostile_project_file_is_one_exit_2_line(project, capsys, text):
+    (project / ".inkling-compat.yaml").write_text(text, encoding="utf-8")
+    assert hook.run(["examples/serve.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("inkling-compat hook: error: .inkling-compat.yaml: ")
+
+
 def test_without_checks_the_hook_says_how_to_name_them(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert hook.run(["serve.yaml"]) == 2
@@ -173,9 +181,13 @@ def test_without_checks_the_hook_says_how_to_name_them(tmp_path, monkeypatch, ca
     assert err.count("\n") == 1 and ".inkling-compat.yaml" in err and "--config" in err
     assert hook.run(["--format", "xml"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
-    (tmp_path / "pyproject.toml").write_text("[tool\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("[tool\n", encoding="utf-8")  # someone else's broken file
     assert hook.run(["serve.yaml"]) == 2
-    assert capsys.readouterr().err.startswith("inkling-compat hook: error: pyproject.toml: (file): not valid TOML")
+    assert "no check to run" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text("[tool.inkling-compat\n", encoding="utf-8")
+    assert hook.run(["serve.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pyproject.toml: tool.inkling-compat: pyproject.toml does not parse" in err
     (tmp_path / "pyproject.toml").write_text("[tool]\ninkling-compat = 3\n", encoding="utf-8")
     assert hook.run(["serve.yaml"]) == 2
     assert "pyproject.toml: tool.inkling-compat: expected a table" in capsys.readouterr().err

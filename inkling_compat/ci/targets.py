@@ -9,10 +9,10 @@ A repository names its checks once, for the pre-commit hook (and anyone else):
         adapter-dir: [adapters/]               # optional: --adapter-dir, --adapter, --platform,
                                                #   --sglang-version likewise (a string or a list)
 
-Paths are relative to the file that names them. The file is the nearest `.inkling-compat.yaml`,
-else the nearest pyproject.toml with a `[tool.inkling-compat]` table, from the starting folder
-upward. Only `checks` is read here; the other keys of that table (ignores, severities) belong to
-the selection settings. A malformed entry is an `InputError` naming the file and the key.
+Paths are relative to the file that names them. The file is the check's settings file
+(`engine.selection`: the nearest `.inkling-compat.yaml`, else pyproject.toml with a
+`[tool.inkling-compat]` table, from the starting folder upward), whose other keys (select,
+ignore, severity) the check applies. A malformed entry is an `InputError` naming the file and key.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inkling_compat.engine.selection import PYPROJECT, SETTINGS_YAML as PROJECT_FILE, TABLE as SECTION
+from inkling_compat.engine.selection import find_settings, read_settings
 from inkling_compat.errors import InputError
 
-PROJECT_FILE = ".inkling-compat.yaml"
-PYPROJECT = "pyproject.toml"
-SECTION = "tool.inkling-compat"
+__all__ = ["PROJECT_FILE", "PYPROJECT", "SECTION", "Target", "find_project_file", "read_targets"]
+
 _SINGLE = ("config", "model", "platform", "sglang-version")
 _MANY = ("adapter", "adapter-dir")
 _KEYS = _SINGLE + _MANY
@@ -78,16 +79,23 @@ class Target:
 
 
 def find_project_file(start: Path) -> Path | None:
-    """The nearest `.inkling-compat.yaml`, or pyproject.toml holding `[tool.inkling-compat]`,
-    from `start` upward."""
-    for folder in (start.resolve(), *start.resolve().parents):
-        candidate = folder / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
-        pyproject = folder / PYPROJECT
-        if pyproject.is_file() and _pyproject_section(pyproject) is not None:
-            return pyproject
-    return None
+    """The nearest settings file from `start` upward (`engine.selection.find_settings`: the
+    same file the check reads its ignores from)."""
+    return find_settings(start)
+
+
+def read_targets(path: Path) -> list[Target]:
+    """The checks a settings file names (possibly none). The whole file is validated as the
+    check validates it (`engine.selection.read_settings`), so a hook never runs on settings the
+    check would refuse; the `checks` entries are validated here."""
+    settings, prefix = read_settings(path)
+    checks = settings.checks if settings.checks is not None else []
+    name = _named(path)
+    if not isinstance(checks, list):
+        raise InputError(name, prefix + "checks", f"expected a list of checks, got {type(checks).__name__}")
+    if len(checks) > MAX_CHECKS:
+        raise InputError(name, prefix + "checks", f"{len(checks)} checks is more than the {MAX_CHECKS} allowed")
+    return [_target(entry, path, f"{prefix}checks[{i}]") for i, entry in enumerate(checks)]
 
 
 def _named(path: Path) -> str:
@@ -96,41 +104,6 @@ def _named(path: Path) -> str:
         return str(path.relative_to(Path.cwd())) if path.is_absolute() else str(path)
     except ValueError:
         return str(path)
-
-
-def _pyproject_section(path: Path) -> dict[str, Any] | None:
-    import tomllib
-
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(_named(path), "(file)", f"not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise InputError(_named(path), "(file)", f"cannot read: {exc.strerror}") from None
-    section = data.get("tool", {}).get("inkling-compat") if isinstance(data.get("tool"), dict) else None
-    if section is None:
-        return None
-    if not isinstance(section, dict):
-        raise InputError(_named(path), SECTION, "expected a table")
-    return section
-
-
-def read_targets(path: Path) -> list[Target]:
-    """The checks a project file names (possibly none)."""
-    if path.name == PYPROJECT:
-        section, prefix = _pyproject_section(path) or {}, f"{SECTION}."
-    else:
-        from inkling_compat.inputs.loading import read_document
-
-        section, prefix = read_document(path), ""
-    checks = section.get("checks", [])
-    name = _named(path)
-    if not isinstance(checks, list):
-        raise InputError(name, prefix + "checks", f"expected a list of checks, got {type(checks).__name__}")
-    if len(checks) > MAX_CHECKS:
-        raise InputError(name, prefix + "checks", f"{len(checks)} checks is more than the {MAX_CHECKS} allowed")
-    return [_target(entry, path, f"{prefix}checks[{i}]") for i, entry in enumerate(checks)]
 
 
 def _target(entry: Any, path: Path, where: str) -> Target:
