@@ -9,6 +9,12 @@ pinned slots) over the whole fleet. `Report.by_adapter()` groups the result.
 
 Unusable input (a folder that does not exist, is not a directory, cannot be listed or holds
 no adapter directory) raises `InputError` (exit 2 in the CLI).
+
+An adapter directory is always a problem of that adapter, never the fleet's end: the reader
+turns whatever it finds into a manifest, and should checking the fleet still fail inside
+inkling-compat (a defect), each directory adapter is checked alone to find the ones that
+fail; those are reported as `adapter-file-unreadable` with the defect's text (so it is seen
+and can be reported), and the fleet is checked again without them.
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from typing import Any, Callable, Iterable, TextIO
 
 from inkling_compat.inputs.adapter_dir import list_adapter_dirs, read_fleet
 from inkling_compat.engine.evaluate import check, collector_paused
-from inkling_compat.errors import InputError
+from inkling_compat.errors import InputError, RuleFileError
 from inkling_compat.facts.inputs import lora_path_entries
-from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
+from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, AdapterSource, PeftManifest
 from inkling_compat.inputs.loading import load_server_config
 from inkling_compat.report.model import Report
 
@@ -75,7 +81,57 @@ def check_fleet(
 
 def _check_fleet(config: Any, folders: Any, adapters: Any, model: Any, platform: Any, sglang_version: str, progress: Any) -> Report:
     manifests = list(adapters) + fleet_manifests(folders, config, progress)
-    return check(config, manifests, model=model, platform=platform, sglang_version=sglang_version)
+    try:
+        return check(config, manifests, model=model, platform=platform, sglang_version=sglang_version)
+    except (InputError, RuleFileError, KeyboardInterrupt):
+        raise
+    except Exception:
+        isolated = isolate_failing(manifests, lambda one: check(config, [one], model=model, platform=platform, sglang_version=sglang_version))
+        if isolated is None:
+            raise  # no single adapter fails alone: the defect is not an adapter's
+        return check(config, isolated, model=model, platform=platform, sglang_version=sglang_version)
+
+
+def isolate_failing(manifests: list[Any], check_one: Callable[[Any], Any]) -> list[Any] | None:
+    """`manifests` with each adapter directory that `check_one` fails on (any exception but an
+    InputError) replaced by an unreadable manifest naming the failure; None if none fails."""
+    out = list(manifests)
+    found = False
+    for index, manifest in enumerate(manifests):
+        source = getattr(manifest, "source", None)
+        if not isinstance(manifest, PeftManifest) or source is None or source.unreadable:
+            continue  # only directories read by the adapter reader; caller-given manifests raise
+        try:
+            check_one(manifest)
+        except InputError:
+            continue
+        except Exception as exc:  # the defect, reported as this adapter's problem
+            out[index] = defect_manifest(manifest, exc)
+            found = True
+    return out if found else None
+
+
+def defect_manifest(manifest: PeftManifest, exc: BaseException) -> PeftManifest:
+    """An unreadable-adapter manifest for `manifest`, whose check failed inside inkling-compat."""
+    text = " ".join(str(exc).split())
+    reason = f"checking it failed inside inkling-compat (a defect: please report it): {type(exc).__name__}: {text[:300]}"
+    source = manifest.source
+    return PeftManifest.model_construct(
+        name=manifest.name,
+        path=manifest.path,
+        adapter_config={},
+        tensors=manifest.tensors.model_construct(root={}),
+        added_tokens=None,
+        pinned=manifest.pinned,
+        source=AdapterSource.model_construct(
+            directory=source.directory,
+            weights_format=source.weights_format,
+            weights_files=list(source.weights_files),
+            added_tokens_error=None,
+            unreadable=reason,
+            unreadable_file="(check)",
+        ),
+    )
 
 
 class ProgressBar:

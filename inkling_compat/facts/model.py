@@ -156,8 +156,12 @@ def quantization_facts(model: ModelConfig) -> tuple[QuantFacts, bool]:
     built = is_nvfp4 and parse_error is None
     mapped = _map_exclude_modules(list(excludes_raw or []))
 
+    # Ranges, never lists: the layer count is bounded at the input (inputs/models.py), and a
+    # range costs nothing until `any` below walks it (only while layers are excluded).
     layers = range(max(model.num_hidden_layers, 0))
-    moe_layers = [i for i in layers if i >= model.dense_mlp_idx]
+    first_moe = min(max(model.dense_mlp_idx, 0), len(layers))
+    moe_layers = layers[first_moe:]
+    dense_layers = layers[:first_moe]
     # Only whether each set is empty is read, so `any` stops at the first layer found; with no
     # excluded module (the common case) nothing is excluded and no prefix is built at all.
     excluded = (lambda prefix: _excluded(mapped, prefix)) if mapped else (lambda prefix: False)
@@ -174,7 +178,7 @@ def quantization_facts(model: ModelConfig) -> tuple[QuantFacts, bool]:
     )
     routed_quantized = model.n_routed_experts > 0 and any(not excluded(f"llm.layers.{i}.mlp.experts") for i in moe_layers)
     linears_quantized = any(not excluded(f"llm.layers.{i}.attn.{name}") for i in layers for name in ("qkvr", "wo_ud")) or any(
-        not excluded(f"llm.layers.{i}.mlp.{name}") for i in layers if i < model.dense_mlp_idx for name in ("gate_up_proj", "down_proj")
+        not excluded(f"llm.layers.{i}.mlp.{name}") for i in dense_layers for name in ("gate_up_proj", "down_proj")
     )
     facts = QuantFacts(
         present=quant is not None,

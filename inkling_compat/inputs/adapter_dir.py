@@ -27,19 +27,31 @@ sizes matching shape x dtype), so an adapter this reader accepts is one `safe_op
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 import struct
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs.limits import LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
 from inkling_compat.inputs.models import AdapterSource, PeftManifest, TensorSpec, TensorTable
 
 # safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000
+# What this reader parses of a header: 16 MiB and 100,000 tensors. A LoRA adapter of an
+# Inkling model has a few thousand tensors (layers x targets x 2 factors, x experts when its
+# shared-sink factors are numbered), about 100 bytes of header each. A larger header, legal
+# for safetensors up to 100 MB, is an adapter this checker does not check (its problem, in
+# constant time: only the 8-byte length is read); reading it would cost time and memory in
+# proportion (a 100 MB header with 1.4 M tensors: 19 s and 1.3 GB).
+MAX_READ_HEADER_BYTES = 16 * 1024 * 1024
+MAX_TENSORS = 100_000
 # adapter_config.json / added_tokens.json: the loader's cap on input documents.
 MAX_JSON_BYTES = 16 * 1024 * 1024
 _U64_MAX = 2**64 - 1
@@ -92,14 +104,59 @@ class _Key:
     inode: int
 
 
-# Header caches. By file identity: a fleet re-checked in one process (an API user, a server)
-# reads each unchanged weights file once. By header bytes: adapters of one training recipe have
-# byte-identical headers (same names, shapes, dtypes, offsets), which are parsed and validated
-# once per fleet. Both are bounded by entries; a cached header is names and shapes only.
-_HEADER_CACHE: dict[_Key, "_Header"] = {}
-_HEADER_CACHE_MAX = 4096
-_BY_BYTES: dict[tuple[bytes, int], "_Header"] = {}
-_BY_BYTES_MAX = 256
+# The header cache keeps validated headers within a byte budget, least recently used out
+# first. By header bytes (a digest of them): adapters of one training recipe have
+# byte-identical headers (same names, shapes, dtypes, offsets), parsed and validated once per
+# fleet. By file identity: a fleet re-checked in one process (an API user, a server) reads
+# each unchanged weights file once. A header's cost is 3 x its JSON bytes (measured: the
+# parsed names and shape tuples take 2.3 x, its interned TensorTable 0.6 x more); a header
+# over the whole budget is not kept. 64 MiB hold ~2,500 adapters of 64 tensors (8 KB headers).
+HEADER_CACHE_BYTES = 64 * 1024 * 1024
+_COST_PER_HEADER_BYTE = 3
+_BY_FILE_MAX = 4096
+
+
+class _HeaderCache:
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.used = 0
+        self._by_content: OrderedDict[tuple[bytes, int, int], tuple["_Header", int]] = OrderedDict()
+        self._by_file: dict[_Key, tuple[bytes, int, int]] = {}
+
+    def by_file(self, key: _Key) -> "_Header | None":
+        content = self._by_file.get(key)
+        return None if content is None else self.by_content(content)
+
+    def by_content(self, content: tuple[bytes, int, int]) -> "_Header | None":
+        hit = self._by_content.get(content)
+        if hit is None:
+            return None
+        self._by_content.move_to_end(content)
+        return hit[0]
+
+    def put(self, key: _Key, content: tuple[bytes, int, int], header: "_Header", cost: int) -> None:
+        if cost > self.budget:
+            return
+        if content not in self._by_content:
+            self._by_content[content] = (header, cost)
+            self.used += cost
+            while self.used > self.budget:
+                _, (_, old) = self._by_content.popitem(last=False)
+                self.used -= old
+        if len(self._by_file) >= _BY_FILE_MAX:
+            self._by_file.clear()  # small entries; a stale one only misses
+        self._by_file[key] = content
+
+    def clear(self) -> None:
+        self._by_content.clear()
+        self._by_file.clear()
+        self.used = 0
+
+    def __len__(self) -> int:
+        return len(self._by_content)
+
+
+_HEADERS = _HeaderCache(HEADER_CACHE_BYTES)
 
 
 class _Header:
@@ -186,17 +243,32 @@ def read_json_file(path: str, root_real: str, label: str, limit: int = MAX_JSON_
     return parse_json(raw, label)
 
 
-def parse_json(raw: bytes, label: str) -> Any:
+def parse_json(raw: bytes, label: str, max_objects: int | None = None, what: str = "objects", overhead: int = 0) -> Any:
+    """JSON bytes of the adapter, measured first (inputs/limits.py: nesting, long numbers,
+    lone surrogates); with `max_objects`, refused when it holds more JSON objects than that
+    plus `overhead` (objects that are not `what`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise AdapterFileError(label, f"not UTF-8 text (byte {exc.start})") from None
     try:
-        return json.loads(text)
+        scan = scan_json(raw)
+    except LimitExceeded as exc:
+        raise AdapterFileError(label, f"{exc.path}: {exc.reason}") from None
+    if max_objects is not None and scan.objects - overhead > max_objects:
+        raise AdapterFileError(label, f"more than {max_objects:,} {what} ({scan.objects - overhead:,}): more than this checker reads (not checked)")
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise AdapterFileError(label, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:
-        raise AdapterFileError(label, "invalid JSON: nested too deeply") from None
+    except (RecursionError, ValueError) as exc:  # not reached after scan_json; kept as the last word
+        raise AdapterFileError(label, f"invalid JSON: {exc}") from None
+    if scan.maybe_surrogates:
+        try:
+            check_strings(doc)
+        except LimitExceeded as exc:
+            raise AdapterFileError(label, f"{exc.path}: {exc.reason}") from None
+    return doc
 
 
 # --- safetensors headers --------------------------------------------------------------------
@@ -219,7 +291,7 @@ def _header(path: str, root_real: str) -> _Header:
     info = _regular_file(real, label)
     key = _Key(real, info.st_size, info.st_mtime_ns, info.st_ino)
     caching = _caching()
-    cached = _HEADER_CACHE.get(key) if caching else None
+    cached = _HEADERS.by_file(key) if caching else None
     if cached is not None:
         return cached
     size = info.st_size
@@ -235,23 +307,25 @@ def _header(path: str, root_real: str) -> _Header:
                 raise AdapterFileError(label, f"header length {length} is more than safetensors' {MAX_HEADER_BYTES}-byte limit")
             if length + 8 > size:
                 raise AdapterFileError(label, f"header length {length} runs past the end of the {size}-byte file (truncated?)")
+            if length > MAX_READ_HEADER_BYTES:
+                raise AdapterFileError(
+                    label,
+                    f"header of {length:,} bytes is more than the {MAX_READ_HEADER_BYTES:,} bytes this checker reads "
+                    f"(safetensors allows {MAX_HEADER_BYTES:,}; a LoRA adapter's header is far smaller): not checked",
+                )
             raw = handle.read(length)
     except OSError as exc:
         raise AdapterFileError(label, f"cannot read: {_os_reason(exc)}") from None
     if len(raw) != length:
         raise AdapterFileError(label, f"file shrank while reading (expected {length} header bytes, got {len(raw)})")
     data_size = size - 8 - length
-    header = _BY_BYTES.get((raw, data_size)) if caching else None
+    if not caching:
+        return _Header(parse_header(raw, data_size, label))
+    content = (hashlib.blake2b(raw, digest_size=16).digest(), length, data_size)
+    header = _HEADERS.by_content(content)
     if header is None:
         header = _Header(parse_header(raw, data_size, label))
-        if not caching:
-            return header
-        if len(_BY_BYTES) >= _BY_BYTES_MAX:
-            _BY_BYTES.clear()
-        _BY_BYTES[(raw, data_size)] = header
-    if len(_HEADER_CACHE) >= _HEADER_CACHE_MAX:
-        _HEADER_CACHE.clear()
-    _HEADER_CACHE[key] = header
+    _HEADERS.put(key, content, header, _COST_PER_HEADER_BYTE * length + 256)
     return header
 
 
@@ -264,8 +338,7 @@ def _caching() -> bool:
 
 def clear_caches() -> None:
     """Forget every cached header and interned table (benchmarks; long-running processes)."""
-    _HEADER_CACHE.clear()
-    _BY_BYTES.clear()
+    _HEADERS.clear()
     _TABLES.clear()
     _SPECS.clear()
 
@@ -277,9 +350,16 @@ def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str,
     Shapes are tuples: a fleet keeps every header it read (the caches), and tuples of ints
     are left alone by the cyclic garbage collector, which otherwise walks the ~450,000 shape
     lists of 1,000 adapters again and again during the check."""
-    doc = parse_json(raw, label)
+    # One JSON object per tensor (plus the root and __metadata__), counted before parsing.
+    overhead = 1 + (b'"__metadata__"' in raw)
+    doc = parse_json(raw, label, max_objects=MAX_TENSORS, what="tensors in the header", overhead=overhead)
     if not isinstance(doc, dict):
         raise AdapterFileError(label, f"header is a JSON {type(doc).__name__}, expected an object")
+    if may_have_long_layer_ids(raw):
+        for name in doc:
+            reason = long_layer_reason(name)
+            if reason is not None:
+                raise AdapterFileError(label, reason)
     out: dict[str, tuple[tuple[int, ...], str]] = {}
     position = 0  # where the next tensor must start while the entries come in offset order
     ordered = True
@@ -445,9 +525,13 @@ def read_adapter_dir(
 
 # Interned by content: alike adapters (same names, shapes, dtypes) share one TensorTable and
 # one TensorSpec per distinct (shape, dtype), so the facts derived from a table are computed
-# once per fleet (inkling_compat/fastpath.py). Tables and specs are never mutated.
-_TABLES: dict[tuple, TensorTable] = {}
+# once per fleet (facts/in_pool.py). Tables and specs are never mutated. A table is held
+# weakly: it lives while a cached header (its `table`, counted in the header's cost) or a
+# manifest in use holds it, so the byte budget above bounds the tables too. Specs are held
+# strongly (their ids key the tables) but only for shapes of up to 8 axes, 65,536 at most.
+_TABLES: "weakref.WeakValueDictionary[tuple, TensorTable]" = weakref.WeakValueDictionary()
 _SPECS: dict[tuple, TensorSpec] = {}
+_SPEC_MAX_AXES = 8
 _EMPTY_TABLE = TensorTable.model_construct(root={})
 
 
@@ -455,9 +539,11 @@ def _spec(shape: tuple[int, ...], dtype: str) -> TensorSpec:
     key = (tuple(shape), dtype)
     spec = _SPECS.get(key)
     if spec is None:
-        if len(_SPECS) >= 65536:
-            _SPECS.clear()
-        spec = _SPECS[key] = TensorSpec.model_construct(shape=list(shape), dtype=DTYPES[dtype][1])
+        spec = TensorSpec.model_construct(shape=list(shape), dtype=DTYPES[dtype][1])
+        if len(shape) <= _SPEC_MAX_AXES:
+            if len(_SPECS) >= 65536:
+                _SPECS.clear()
+            _SPECS[key] = spec
     return spec
 
 
@@ -479,9 +565,8 @@ def _table(headers: list[dict[str, tuple[tuple[int, ...], str]]]) -> TensorTable
     key = (tuple(root), tuple(map(id, root.values())))
     table = _TABLES.get(key)
     if table is None:
-        if len(_TABLES) >= 4096:
-            _TABLES.clear()
-        table = _TABLES[key] = TensorTable.model_construct(root=root)
+        table = TensorTable.model_construct(root=root)
+        _TABLES[key] = table
     return table
 
 
@@ -508,13 +593,22 @@ def _added_tokens(directory: str, root_real: str) -> tuple[dict[str, int] | None
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise AdapterFileError(ADDED_TOKENS_NAME, f"not UTF-8 text (byte {exc.start})") from None
+    try:  # measured before json recurses or converts (sglang's json.load would raise there)
+        scan = scan_json(raw)
+    except LimitExceeded as exc:
+        raise AdapterFileError(ADDED_TOKENS_NAME, f"{exc.path}: {exc.reason}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         # lora_config.py:106-108 logs f"Failed to parse added_tokens.json: {e}" and goes on.
         return None, str(exc)
-    except RecursionError:
-        raise AdapterFileError(ADDED_TOKENS_NAME, "invalid JSON: nested too deeply") from None
+    except (RecursionError, ValueError) as exc:  # not reached after scan_json
+        raise AdapterFileError(ADDED_TOKENS_NAME, f"invalid JSON: {exc}") from None
+    if scan.maybe_surrogates:
+        try:
+            check_strings(doc)
+        except LimitExceeded as exc:
+            raise AdapterFileError(ADDED_TOKENS_NAME, f"{exc.path}: {exc.reason}") from None
     if not isinstance(doc, dict):
         raise AdapterFileError(ADDED_TOKENS_NAME, f"is a JSON {type(doc).__name__}, expected an object of token -> id")
     bad = [k for k, v in doc.items() if type(v) is not int]
@@ -596,18 +690,28 @@ def _read_entry(directory: str, folder_real: str | None, name: str | None, path:
     if reason is None and not os.path.isdir(directory):
         reason = "not a directory"
     if reason is not None:
-        return PeftManifest.model_construct(
-            name=name or label,
-            path=path if path is not None else directory,
-            adapter_config={},
-            tensors=_EMPTY_TABLE,
-            added_tokens=None,
-            pinned=pinned,
-            source=AdapterSource.model_construct(
-                **_source_defaults({"directory": directory, "weights_format": "none", "weights_files": [], "unreadable": reason, "unreadable_file": "."})
-            ),
-        )
-    return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real)
+        return _unreadable(directory, name or label, path, pinned, reason, ".")
+    try:
+        return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real)
+    except (InputError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a defect of this reader: still only this adapter's problem
+        text = " ".join(str(exc).split())[:300]
+        return _unreadable(directory, name or label, path, pinned, f"reading it failed inside inkling-compat (a defect: please report it): {type(exc).__name__}: {text}", "(read)")
+
+
+def _unreadable(directory: str, name: str, path: str | None, pinned: bool, reason: str, file: str) -> PeftManifest:
+    return PeftManifest.model_construct(
+        name=name,
+        path=path if path is not None else directory,
+        adapter_config={},
+        tensors=_EMPTY_TABLE,
+        added_tokens=None,
+        pinned=pinned,
+        source=AdapterSource.model_construct(
+            **_source_defaults({"directory": directory, "weights_format": "none", "weights_files": [], "unreadable": reason, "unreadable_file": file})
+        ),
+    )
 
 
 def _real_or_none(path: str) -> str | None:

@@ -20,6 +20,16 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs.limits import (
+    MAX_DEPTH,
+    MAX_NUMBER_DIGITS,
+    LimitExceeded,
+    check_data,
+    long_layer_reason,
+    long_number_reason,
+    scan_json,
+    too_deep_reason,
+)
 from inkling_compat.inputs.models import (
     PLATFORM_PRESETS,
     ModelConfig,
@@ -39,8 +49,11 @@ M = TypeVar("M", bound=BaseModel)
 # three quarters of a check() that reads its inputs from files. The C composer has no hook per
 # alias event, so the caps are enforced on the composed node graph instead: an alias is a
 # second reference to a node object already composed, and that graph is linear in the text.
-# (libyaml also refuses more than 1,000 nesting levels.)
+# (libyaml also refuses more than 1,000 nesting levels, and composes without Python
+# recursion; the depth and number limits of inputs/limits.py are then applied to the nodes,
+# before anything is constructed.)
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LIBYAML = _BASE_LOADER is not yaml.SafeLoader
 _RESOLVED: dict[str, str] = {}  # plain scalar text -> its implicit tag (bounded below)
 
 
@@ -62,14 +75,33 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
 _LOADER = _Loader
 _TAG = "tag:yaml.org,2002:"
 _MAP, _SEQ, _STR, _NULL, _BOOL = (_TAG + t for t in ("map", "seq", "str", "null", "bool"))
+_INT = _TAG + "int"
 _SAFE = yaml.constructor.SafeConstructor()  # only its scalar methods (stateless) are used
 _SCALAR = {
     _STR: lambda node: node.value,
     _NULL: lambda node: None,
     _BOOL: lambda node: _SAFE.bool_values[node.value.lower()],
-    _TAG + "int": _SAFE.construct_yaml_int,
+    _INT: _SAFE.construct_yaml_int,
     _TAG + "float": _SAFE.construct_yaml_float,
 }
+
+
+def _long_int(node: yaml.Node) -> int:
+    """The digits of an int-tagged scalar whose text is longer than MAX_NUMBER_DIGITS (0 if it
+    is short): `int()` would refuse 4,300 digits, and YAML's hex and base-60 forms build
+    numbers whose decimal text is longer still."""
+    text = node.value
+    if len(text) <= MAX_NUMBER_DIGITS:
+        return 0
+    digits = sum(c.isalnum() for c in text)
+    return digits if digits > MAX_NUMBER_DIGITS else 0
+
+
+def _check_scalar(node: yaml.Node, path: str) -> None:
+    if node.tag == _INT and isinstance(node, yaml.ScalarNode):
+        digits = _long_int(node)
+        if digits:
+            raise LimitExceeded(path, long_number_reason(digits), node.start_mark.line + 1)
 
 
 class ExpandsTooFar(yaml.YAMLError):
@@ -114,12 +146,16 @@ def duplicate_key(root: yaml.Node) -> DuplicateKey | None:
     return None
 
 
-def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+def load_yaml(text: str, max_depth: int | None = None) -> tuple[Any, yaml.Node | None]:
     """(data, root node) of a YAML document; the nodes keep their line/column marks.
 
     Raises yaml.YAMLError for malformed YAML and for alias bombs (more than
-    MAX_YAML_ALIASES aliases, or ExpandsTooFar); nothing is built before the caps hold.
+    MAX_YAML_ALIASES aliases, or ExpandsTooFar), and `LimitExceeded` for an integer of more
+    than MAX_NUMBER_DIGITS digits or (with `max_depth`) a document nested deeper, counted
+    with aliases expanded; nothing is built before the caps hold.
     """
+    if max_depth is not None and not _LIBYAML:
+        _event_depth(text, max_depth)  # PyYAML's own composer recurses per level
     loader = _LOADER(text)
     try:
         root = loader.get_single_node()
@@ -130,30 +166,85 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     duplicate = duplicate_key(root)
     if duplicate is not None:
         raise duplicate
-    data = _plain_tree(root)
+    data = _plain_tree(root, max_depth)
     if data is _NOT_PLAIN:
         aliases, size = graph_counts(root)
         if aliases > MAX_YAML_ALIASES:
             raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (alias bomb?)")
         if size > MAX_EXPANDED_NODES:
             raise ExpandsTooFar(f"expands to more than {MAX_EXPANDED_NODES} values")
+        _graph_limits(root, max_depth)
         data = yaml.constructor.SafeConstructor().construct_document(root)
     return data, root
+
+
+def _event_depth(text: str, max_depth: int) -> None:
+    """The nesting limit on parser events (PyYAML's parser is a state machine; only its
+    composer and constructor recurse): used when libyaml is not installed."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > max_depth:
+                raise LimitExceeded("(root)", too_deep_reason(), event.start_mark.line + 1)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _graph_limits(root: yaml.Node, max_depth: int | None) -> None:
+    """The number limit on every scalar, and the depth limit with aliases expanded (a node
+    reached through an alias nests again where it is referenced; a recursive alias counts as
+    a leaf, as the constructor builds it without recursing), on a node graph. Iterative; each
+    node's height is computed once."""
+    heights: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool, str]] = [(root, False, "")]
+    while stack:
+        node, done, path = stack.pop()
+        key = id(node)
+        if isinstance(node, yaml.ScalarNode):
+            _check_scalar(node, path)
+            heights[key] = 0
+            continue
+        is_map = isinstance(node, yaml.MappingNode)
+        children = [c for pair in node.value for c in pair] if is_map else node.value
+        if done:
+            heights[key] = height = 1 + max((heights.get(id(c), 0) for c in children), default=0)
+            if max_depth is not None and height > max_depth:
+                raise LimitExceeded(path, too_deep_reason(), node.start_mark.line + 1)
+            continue
+        if key in heights:
+            continue  # an alias of a node already measured (or being measured: recursive)
+        heights[key] = 0
+        stack.append((node, True, path))
+        if is_map:
+            for k, v in reversed(node.value):
+                name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+                stack.append((k, False, path))
+                stack.append((v, False, f"{path}.{name}" if path else str(name)))
+        else:
+            stack.extend((node.value[i], False, f"{path}[{i}]") for i in range(len(node.value) - 1, -1, -1))
 
 
 _NOT_PLAIN = object()
 
 
-def _plain_tree(root: yaml.Node) -> Any:
+def _plain_tree(root: yaml.Node, max_depth: int | None = None) -> Any:
     """The data of a node graph that is a plain tree (no aliases, merge keys or tags beyond
     str/int/float/bool/null/map/seq, scalar keys), the way SafeConstructor builds it, or
-    _NOT_PLAIN. Iterative (1,000 nesting levels are more than Python's recursion allows)."""
+    _NOT_PLAIN. Iterative (1,000 nesting levels are more than Python's recursion allows).
+    Raises `LimitExceeded` for a long integer, or a container nested deeper than `max_depth`,
+    before converting it."""
     seen: set[int] = set()
     scalar = _SCALAR
+    limit = max_depth if max_depth is not None else 1 << 30
 
     def leaf(node: yaml.Node) -> Any:
         make = scalar.get(node.tag)
-        return _NOT_PLAIN if make is None else make(node)
+        if make is None:
+            return _NOT_PLAIN
+        if node.tag == _INT and len(node.value) > MAX_NUMBER_DIGITS and _long_int(node):
+            return _NOT_PLAIN  # refused with its path by _graph_limits
+        return make(node)
 
     def container(node: yaml.Node) -> Any:
         tag = node.tag
@@ -169,11 +260,13 @@ def _plain_tree(root: yaml.Node) -> Any:
     if top is _NOT_PLAIN:
         return top
     seen.add(id(root))
-    stack = [(root, top)]
+    stack = [(root, top, 1)]
     while stack:
-        node, out = stack.pop()
+        node, out, depth = stack.pop()
         if len(seen) + len(node.value) > MAX_EXPANDED_NODES:
             return _NOT_PLAIN  # too big: counted (and refused) by graph_counts
+        if depth > limit:
+            return _NOT_PLAIN  # too deep: refused with its path and line by _graph_limits
         if type(out) is dict:
             for key_node, value_node in node.value:
                 if id(key_node) in seen or id(value_node) in seen or not isinstance(key_node, yaml.ScalarNode):
@@ -186,7 +279,7 @@ def _plain_tree(root: yaml.Node) -> Any:
                     return _NOT_PLAIN
                 out[key] = value
                 if not isinstance(value_node, yaml.ScalarNode):
-                    stack.append((value_node, value))
+                    stack.append((value_node, value, depth + 1))
         else:
             for child in node.value:
                 if id(child) in seen:
@@ -197,7 +290,7 @@ def _plain_tree(root: yaml.Node) -> Any:
                     return _NOT_PLAIN
                 out.append(value)
                 if not isinstance(child, yaml.ScalarNode):
-                    stack.append((child, value))
+                    stack.append((child, value, depth + 1))
     return top
 
 
@@ -247,7 +340,7 @@ def _yaml_data(text: str) -> Any:
     hit = _PARSED.get(text) if cacheable else None
     if hit is not None:
         return json.loads(hit)
-    data, _ = load_yaml(text)
+    data, _ = load_yaml(text, MAX_DEPTH)
     if cacheable:
         try:
             dumped = json.dumps(data, allow_nan=False)
@@ -260,32 +353,26 @@ def _yaml_data(text: str) -> Any:
     return data
 
 
-def value_count(data: Any) -> int:
-    """Number of values in plain data (JSON: a tree, nothing shared)."""
-    count, stack = 0, [data]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
-
-
 def read_document(path: str | Path) -> dict[str, Any]:
     """A YAML or JSON file as a mapping, or an InputError naming the file."""
     path = Path(path)
     name = str(path)
     try:  # one open and one fstat: a check reads three of these
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (it is
+        # refused below, once fstat says what it is); regular files ignore the flag.
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError
+            if stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode):
+                raise InputError(name, "(file)", "is a FIFO or socket, not a file: never read (it could block or never end)")
             if info.st_size > MAX_INPUT_BYTES:
                 raise InputError(name, "(file)", f"{info.st_size} bytes is more than the {MAX_INPUT_BYTES}-byte limit")
-            raw = handle.read()
+            # A device reports size 0 (/dev/null reads as empty; /dev/zero would never end):
+            # at most one byte past the limit is read from anything.
+            raw = handle.read(MAX_INPUT_BYTES + 1)
+            if len(raw) > MAX_INPUT_BYTES:
+                raise InputError(name, "(file)", f"more than the {MAX_INPUT_BYTES}-byte limit (a device or a growing file?)")
     except FileNotFoundError:
         raise InputError(name, "(file)", "no such file") from None
     except IsADirectoryError:
@@ -300,9 +387,17 @@ def read_document(path: str | Path) -> dict[str, Any]:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         if path.suffix == ".json":
+            scan_json(raw)  # depth and number limits before json recurses or converts
             data = json.loads(text, object_pairs_hook=_unique_pairs)
         else:
             data = _yaml_data(text)
+        # Then the parsed data: lone surrogates (JSON's "\ud800"), and the value cap on JSON
+        # (YAML's is applied to its nodes, aliases expanded).
+        check_data(data, count_limit=MAX_EXPANDED_NODES if path.suffix == ".json" else 10 * MAX_EXPANDED_NODES)
+    except LimitExceeded as exc:
+        if exc.reason.startswith("more than"):
+            raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)") from None
+        raise InputError(name, exc.path, exc.reason) from None
     except _JsonDuplicate as exc:
         raise _json_duplicate(name, text, exc.key) from None
     except DuplicateKey as exc:
@@ -318,8 +413,6 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise InputError(name, where, f"malformed YAML: {problem}") from None
     if data is None:
         data = {}
-    if path.suffix == ".json" and value_count(data) > MAX_EXPANDED_NODES:  # YAML: checked on the nodes
-        raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)")
     if not isinstance(data, dict):
         raise InputError(name, "(root)", f"expected a mapping, got {type(data).__name__}")
     return data
@@ -431,6 +524,10 @@ def _as_mapping(source: Any, label: str) -> tuple[dict[str, Any], str]:
     if isinstance(source, (str, Path)):
         return read_document(source), str(source)
     if isinstance(source, dict):
+        try:  # a caller's dict gets the limits a file gets (inputs/limits.py)
+            check_data(source, count_limit=MAX_EXPANDED_NODES)
+        except LimitExceeded as exc:
+            raise InputError(label, exc.path, exc.reason) from None
         return source, label
     raise InputError(label, "(root)", f"expected a path, a dict or a model, got {type(source).__name__}")
 
@@ -496,4 +593,10 @@ def load_adapter(
     else:
         raise InputError(file, "(root)", "an adapter manifest needs `pool:` (pool form) or `adapter_config:` (PEFT form)")
     found = [dict(item, file=file) for item in unknown_keys(model, data)]
-    return validate(model, data, file), found  # type: ignore[return-value]
+    manifest = validate(model, data, file)
+    if isinstance(manifest, PeftManifest):
+        for name in manifest.tensors.root:  # names sglang's get_layer_id cannot convert
+            reason = long_layer_reason(name)
+            if reason is not None:
+                raise InputError(file, f"tensors.{name[:60]}...", reason)
+    return manifest, found  # type: ignore[return-value]

@@ -136,6 +136,35 @@ def rank_copies(c: int, r: int, max_r: int) -> tuple[tuple[tuple[int, int], tupl
     return tuple(((ci * max_r, ci * max_r + r), (ci * r, (ci + 1) * r)) for ci in range(c))
 
 
+def rank_classes(routed: dict[str, Any], n: int, tp: int, f_local: int) -> list[int]:
+    """The TP ranks (ascending, each the smallest of its class) that stand for all of
+    0..tp-1 when the sink's slice methods cut a layer's routed weights (`route_shared`).
+
+    A rank `p` reaches the shapes only through the cuts `[p*F, p*F + F)` (and, for gate/up B,
+    `[L//2 + p*F, ...)`) clamped to an axis of length `L` (`slicing._down_a_cut`,
+    `_gate_up_b_cut`): their length is `F` while the cut lies inside the axis, shorter at the
+    one rank where it crosses the end, 0 after. So every rank below a breakpoint
+    `L//F`, `L//F + 1` (and the same for `L - L//2`) gives the same shapes; the axis lengths
+    are those of the weights and, after `_to_3d`'s reshape, their quotients by `n`. Extra
+    ranks are harmless (each is replayed as it is)."""
+    if tp <= 1 or f_local <= 0:
+        return [0]
+    lengths: set[int] = set()
+    for weight in routed.values():
+        shapes = weight.values() if isinstance(weight, dict) else ([weight] if weight is not None else [])
+        for shape in shapes:
+            for length in shape:
+                lengths.add(length)
+                if n > 0:
+                    lengths.add(length // n)
+    points = {0}
+    for length in lengths:
+        for axis in (length, length - length // 2):
+            points.add(axis // f_local)
+            points.add(axis // f_local + 1)
+    return sorted(p for p in points if 0 <= p < tp)
+
+
 def target_module(name: str, targets: list[str]) -> str | None:
     """utils.get_target_module_name: the longest target contained in the name."""
     best = None
@@ -314,12 +343,17 @@ class _Fit:
             result = dict(result, layer=lid, name=layer_name(result["name"], lid))
         return result
 
-    def _layer_uncached(self, lid: int, weights: dict[str, list[int]], targets: list[str]) -> Any:
+    def _layer_uncached(self, lid: int, weights: dict[str, list[int]], targets: list[str], every_rank: bool = False) -> Any:
+        """The layer's first failure over TP ranks 0..tp-1 in order. Only one rank per class
+        of ranks that cut every weight to the same shapes is replayed (`rank_classes`; the
+        copy reads shapes only), so the work does not grow with the TP size; `every_rank`
+        replays them all (the tests compare both)."""
         routed, names = route_shared(weights, targets)
         if all(v is None for v in routed.values()):
             return None
         self._layer, self._names = lid, names
-        for rank in range(self.tp):
+        ranks = range(self.tp) if every_rank else rank_classes(routed, self.n, self.tp, self.f_local)
+        for rank in ranks:
             sliced = {}
             for site, weight in routed.items():
                 cut = self._slice(site, weight, rank)
@@ -341,12 +375,18 @@ class _Fit:
     def _slice(self, site: str, weight: Any, rank: int) -> Any:
         return slice_site(site, weight, self.n, self.tp, rank, self.f_local)
 
-    def _experts(self, weight: Any) -> Any:
-        """_iter_local_expert_weights (shared buffers: not localized): (eid, shape) pairs."""
+    def _experts(self, weight: Any, experts_in_pool: int) -> Any:
+        """_iter_local_expert_weights (shared buffers: not localized): (eid, shape) pairs.
+
+        A packed 3-D weight yields `weight[0]` experts of one shape, and the copy checks each
+        the same way except for `eid >= experts_in_pool`: expert 0 and the first expert past
+        the pool stand for them all, so a legal zero-byte `[2**62, 0, 1]` costs two checks,
+        not a list of 2**62 pairs."""
         if isinstance(weight, dict):
             return list(weight.items())
         if len(weight) == 3:
-            return [(i, weight[1:]) for i in range(weight[0])]
+            shape = weight[1:]
+            return [(i, shape) for i in sorted({0, max(experts_in_pool, 0)}) if i < weight[0]]
         return _STOP  # TypeError "Expected dict or 3D torch.Tensor, got Tensor."
 
     def _outer(self, site: str, weight: Any) -> Any:
@@ -376,7 +416,7 @@ class _Fit:
                 return outer
             pairs = [outer]
         else:
-            pairs = self._experts(weight)
+            pairs = self._experts(weight, experts_in_pool)
             if pairs is _STOP:
                 return _STOP
             if (
