@@ -191,3 +191,12 @@ def test_a_hostile_pyproject_is_never_a_crash(ours, capsys, project):
         assert code == 2 and data["input_error"]["field"] == "tool.inkling-compat"
     else:  # someone else's pyproject: not a settings file
         assert code == 1 and data["selection"] is None
+
+
+def test_only_a_pyproject_naming_the_table_is_parsed():
+    from inkling_compat.engine.selection import _MENTIONS_TABLE
+
+    for text in (b"[tool.inkling-compat]", b"[[tool.inkling-compat.checks]]", b"tool.inkling-compat.select = []", b"[tool]\ninkling-compat = {}", b'[tool."inkling-compat"]', b"[tool.inkling-compat\n"):
+        assert _MENTIONS_TABLE.search(text), text
+    for text in (b'[project]\nname = "inkling-compat"\nversion = "1"\n', b"# run inkling-compat check in CI\n"):
+        assert not _MENTIONS_TABLE.search(text), text

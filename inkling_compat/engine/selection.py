@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -104,6 +105,12 @@ def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
     return None
 
 
+# `inkling-compat` as a table or key name (`[tool.inkling-compat]`, `[[tool.inkling-compat.checks]]`,
+# `tool.inkling-compat.select = ...`, `inkling-compat = {...}` under [tool]), not as a value
+# (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib costs ~10 ms).
+_MENTIONS_TABLE = re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat')
+
+
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
     """pyproject's [tool.inkling-compat] table, None without one. A pyproject that does not
     parse is someone else's business unless it mentions our table."""
@@ -113,7 +120,7 @@ def _pyproject_table(path: Path) -> dict[str, Any] | None:
         raw = path.read_bytes()
     except OSError:
         return None
-    if len(raw) > 16 * 1024 * 1024:
+    if len(raw) > 16 * 1024 * 1024 or not _MENTIONS_TABLE.search(raw):  # (most pyprojects: not parsed at all)
         return None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
