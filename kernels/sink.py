@@ -124,8 +124,10 @@ def sink_forward_triton(
     # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
     need_gu = counters_needed(T, 1)
     counters = torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device) if max(split_gu, split_dn) > 1 else None
-    # All E_a*2R rank rows in one block (same bridge layout): each x tile is read once, not 2*E_a times.
-    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, E_a * R2, split_k=split_gu,
+    # Up to 128 rank rows per block (same bridge layout): each x tile is read once, not 2*E_a times;
+    # wider blocks would not fit an A tile's pipeline stages in shared memory.
+    block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
+    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, block, split_k=split_gu,
                             counters=None if counters is None else counters[:need_gu])
     act = gate_up_swiglu(
         x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,

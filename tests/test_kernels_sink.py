@@ -126,3 +126,15 @@ def test_torch_segments_make_the_torch_loop_sync_free():
     a = sink_forward_torch(ops, p.x, p.gammas, p.slot_ids)
     b = sink_forward_torch(ops, p.x, p.gammas, segments=torch_segments(ops, p.slot_ids))
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shared_outer,n,R", [(False, 3, 64), (False, 2, 64), (True, 3, 64), (False, 3, 40)])
+def test_wide_gate_up_bridge_is_shrunk_in_blocks_that_fit(dtype, shared_outer, n, R):
+    """E_a * 2R rank rows above 128 (per-expert pools of high rank) are shrunk in narrower blocks:
+    on the GPU one 384-row block would not fit shared memory (OutOfResources)."""
+    case = Case(T=33, n=n, H=96, F=24, S=3, R=R, ranks=(R, R // 2, 0), shared_outer=shared_outer, interleaved=False,
+                slot_mode="mixed", dtype=dtype, seed=n * R)
+    p = make_problem(case)
+    out = sink_forward_triton(p.operands(), p.x, p.gammas, p.slot_ids)
+    assert relative_error(out, p.reference()) <= tolerance(case)
