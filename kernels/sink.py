@@ -119,14 +119,14 @@ def sink_forward_triton(
     if routing is None:
         routing = build_routing(slot_ids.to(x_td.device), S, ops.slot_active)
     T = x_td.shape[0]
-    nb_dn = ops._down_shrink_a.shape[1] // R
-    split_gu, split_dn = choose_split(T, 1, H), choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
-    # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
-    need_gu = counters_needed(T, 1)
-    counters = torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device) if max(split_gu, split_dn) > 1 else None
-    # Up to 128 rank rows per block (same bridge layout): each x tile is read once, not 2*E_a times;
-    # wider blocks would not fit an A tile's pipeline stages in shared memory.
+    # Up to 128 rank rows per gate/up block (same bridge layout): each x tile is read once, not
+    # 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
     block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
+    nb_gu, nb_dn = E_a * R2 // block, ops._down_shrink_a.shape[1] // R
+    split_gu, split_dn = choose_split(T, nb_gu, H), choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
+    # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
+    need_gu = counters_needed(T, nb_gu)
+    counters = torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device) if max(split_gu, split_dn) > 1 else None
     bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, block, split_k=split_gu,
                             counters=None if counters is None else counters[:need_gu])
     act = gate_up_swiglu(
