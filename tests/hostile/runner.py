@@ -43,7 +43,12 @@ sys.path.insert(0, str(HERE.parent))
 from hostile import cases  # noqa: E402
 
 CPU_LIMIT_S = 2.0  # per case: CPU seconds of the check (wall time on 2 shared cores is noise)
-WALL_LIMIT_S = 2.5  # per case: a hang (a blocking open, a loop) is stopped here (a check takes < 0.1 s)
+# A hang is told from a slow case on a loaded machine by the CPU it gets: from FIRST_LOOK_S of
+# wall time on, a case that used less than BLOCKED_SHARE of it (a blocking open) is stopped, and
+# so is one past CPU_LIMIT_S of CPU or WALL_CAP_S of wall time.
+FIRST_LOOK_S = 2.0
+BLOCKED_SHARE = 0.05
+WALL_CAP_S = 30.0
 MEMORY_LIMIT_MB = 500  # per worker: peak RSS above the warmed-up worker's
 ADDRESS_SPACE_MB = 1536  # RLIMIT_AS headroom above the warmed-up worker's size
 CLI_EVERY = 7  # every 7th case also runs through cli.main (text, or JSON on odd cases)
@@ -55,8 +60,16 @@ class CaseTimeout(BaseException):  # BaseException: no `except Exception` in the
     pass
 
 
+_case_start = [0.0, 0.0]  # wall, CPU at the start of the running case (the alarm handler reads it)
+
+
 def _alarm(signum: int, frame: Any) -> None:
-    raise CaseTimeout(f"over {WALL_LIMIT_S:g} s wall time")
+    wall, cpu = time.perf_counter() - _case_start[0], _cpu() - _case_start[1]
+    if cpu > CPU_LIMIT_S:
+        raise CaseTimeout(f"over {CPU_LIMIT_S:g} s CPU ({wall:.1f} s wall)")
+    if cpu < BLOCKED_SHARE * wall or wall > WALL_CAP_S:
+        raise CaseTimeout(f"hang: {wall:.1f} s wall, {cpu:.2f} s CPU")
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # working, on a loaded machine: look again
 
 
 def _frame(exc: BaseException) -> str:
@@ -164,13 +177,14 @@ def run_case(seed: int, index: int, work: Path) -> dict[str, Any]:
     try:
         inv = cases.materialize(r, directory)
         rss0, cpu0, t0 = _rss_mb(), _cpu(), time.perf_counter()
-        signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT_S)
+        _case_start[:] = [t0, cpu0]
+        signal.setitimer(signal.ITIMER_REAL, FIRST_LOOK_S)
         try:
             outcome = run_inprocess(inv)
             if index % CLI_EVERY == 0 and outcome["kind"] != "failure":
                 outcome = check_cli(inv, outcome, as_json=index % 2 == 1) or outcome
         except CaseTimeout as exc:
-            outcome = {"kind": "failure", "detail": str(exc), "sig": "timeout"}
+            outcome = {"kind": "failure", "detail": str(exc), "sig": "timeout" if str(exc).startswith("hang") else "slow"}
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         cpu, wall = _cpu() - cpu0, time.perf_counter() - t0
