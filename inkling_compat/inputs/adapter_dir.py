@@ -27,7 +27,6 @@ sizes matching shape x dtype), so an adapter this reader accepts is one `safe_op
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs.limits import LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
+from inkling_compat.inputs.limits import JsonScan, LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
 from inkling_compat.inputs.models import AdapterSource, PeftManifest, TensorSpec, TensorTable
 
 # safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
@@ -108,44 +107,58 @@ class _Key:
 # first. By header bytes (a digest of them): adapters of one training recipe have
 # byte-identical headers (same names, shapes, dtypes, offsets), parsed and validated once per
 # fleet. By file identity: a fleet re-checked in one process (an API user, a server) reads
-# each unchanged weights file once. A header's cost is 3 x its JSON bytes (measured: the
-# parsed names and shape tuples take 2.3 x, its interned TensorTable 0.6 x more); a header
-# over the whole budget is not kept. 64 MiB hold ~2,500 adapters of 64 tensors (8 KB headers).
+# each unchanged weights file once. A header's cost is 4 x its JSON bytes: the bytes
+# themselves (the key; comparing them is cheaper than hashing them again) and what they
+# become (measured: the parsed names and shape tuples take 2.3 x, the interned TensorTable
+# 0.6 x more); a header over the whole budget is not kept. 64 MiB hold ~2,000 adapters of
+# 64 tensors (8 KB headers), ~600 of the 224-tensor ones in benchmarks/bench_fleet.py.
 HEADER_CACHE_BYTES = 64 * 1024 * 1024
-_COST_PER_HEADER_BYTE = 3
+_COST_PER_HEADER_BYTE = 4
 _BY_FILE_MAX = 4096
 
 
 class _HeaderCache:
+    """Headers by content (`(raw bytes, data size)`) in LRU order within `budget` bytes of
+    cost, and file identity -> content for the files read; a file entry goes when its
+    content does (it holds the raw bytes), so the budget bounds both."""
+
     def __init__(self, budget: int):
         self.budget = budget
         self.used = 0
-        self._by_content: OrderedDict[tuple[bytes, int, int], tuple["_Header", int]] = OrderedDict()
-        self._by_file: dict[_Key, tuple[bytes, int, int]] = {}
+        # content -> (header, cost, the file keys naming it)
+        self._by_content: OrderedDict[tuple[bytes, int], tuple["_Header", int, list[_Key]]] = OrderedDict()
+        self._by_file: dict[_Key, tuple[bytes, int]] = {}
 
     def by_file(self, key: _Key) -> "_Header | None":
         content = self._by_file.get(key)
         return None if content is None else self.by_content(content)
 
-    def by_content(self, content: tuple[bytes, int, int]) -> "_Header | None":
+    def by_content(self, content: tuple[bytes, int]) -> "_Header | None":
         hit = self._by_content.get(content)
         if hit is None:
             return None
         self._by_content.move_to_end(content)
         return hit[0]
 
-    def put(self, key: _Key, content: tuple[bytes, int, int], header: "_Header", cost: int) -> None:
+    def put(self, key: _Key, content: tuple[bytes, int], header: "_Header", cost: int) -> None:
         if cost > self.budget:
             return
-        if content not in self._by_content:
-            self._by_content[content] = (header, cost)
+        entry = self._by_content.get(content)
+        if entry is None:
+            entry = self._by_content[content] = (header, cost, [])
             self.used += cost
             while self.used > self.budget:
-                _, (_, old) = self._by_content.popitem(last=False)
-                self.used -= old
-        if len(self._by_file) >= _BY_FILE_MAX:
-            self._by_file.clear()  # small entries; a stale one only misses
-        self._by_file[key] = content
+                _, (_, old_cost, old_files) = self._by_content.popitem(last=False)
+                self.used -= old_cost
+                for old in old_files:
+                    self._by_file.pop(old, None)
+        if key not in self._by_file:
+            if len(self._by_file) >= _BY_FILE_MAX:
+                self._by_file.clear()  # a stale file key in a content entry only misses
+                for _, _, files in self._by_content.values():
+                    files.clear()
+            self._by_file[key] = content
+            entry[2].append(key)
 
     def clear(self) -> None:
         self._by_content.clear()
@@ -243,10 +256,15 @@ def read_json_file(path: str, root_real: str, label: str, limit: int = MAX_JSON_
     return parse_json(raw, label)
 
 
-def parse_json(raw: bytes, label: str, max_objects: int | None = None, what: str = "objects", overhead: int = 0) -> Any:
+def parse_json(raw: bytes, label: str) -> Any:
     """JSON bytes of the adapter, measured first (inputs/limits.py: nesting, long numbers,
-    lone surrogates); with `max_objects`, refused when it holds more JSON objects than that
-    plus `overhead` (objects that are not `what`)."""
+    lone surrogates)."""
+    return _parse_json(raw, label)[0]
+
+
+def _parse_json(raw: bytes, label: str, max_objects: int | None = None, what: str = "objects", overhead: int = 0) -> tuple[Any, JsonScan]:
+    """parse_json, and what scan_json measured; with `max_objects`, refused when the text
+    holds more JSON objects than that plus `overhead` (objects that are not `what`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -268,7 +286,7 @@ def parse_json(raw: bytes, label: str, max_objects: int | None = None, what: str
             check_strings(doc)
         except LimitExceeded as exc:
             raise AdapterFileError(label, f"{exc.path}: {exc.reason}") from None
-    return doc
+    return doc, scan
 
 
 # --- safetensors headers --------------------------------------------------------------------
@@ -321,7 +339,7 @@ def _header(path: str, root_real: str) -> _Header:
     data_size = size - 8 - length
     if not caching:
         return _Header(parse_header(raw, data_size, label))
-    content = (hashlib.blake2b(raw, digest_size=16).digest(), length, data_size)
+    content = (raw, data_size)
     header = _HEADERS.by_content(content)
     if header is None:
         header = _Header(parse_header(raw, data_size, label))
@@ -352,10 +370,10 @@ def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str,
     lists of 1,000 adapters again and again during the check."""
     # One JSON object per tensor (plus the root and __metadata__), counted before parsing.
     overhead = 1 + (b'"__metadata__"' in raw)
-    doc = parse_json(raw, label, max_objects=MAX_TENSORS, what="tensors in the header", overhead=overhead)
+    doc, scan = _parse_json(raw, label, max_objects=MAX_TENSORS, what="tensors in the header", overhead=overhead)
     if not isinstance(doc, dict):
         raise AdapterFileError(label, f"header is a JSON {type(doc).__name__}, expected an object")
-    if may_have_long_layer_ids(raw):
+    if scan.long_digit_runs and may_have_long_layer_ids(raw):
         for name in doc:
             reason = long_layer_reason(name)
             if reason is not None:

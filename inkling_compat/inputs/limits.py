@@ -37,8 +37,8 @@ _MAX_INT_BITS = 333  # 10**100 < 2**333: a Python int of more than 100 digits ha
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _ALL = bytes(range(256))
 _NOT_BRACKET = bytes(b for b in _ALL if b not in b"[]{}")
-_NOT_QUOTE_OR_BRACKET = bytes(b for b in _ALL if b not in b'"[]{}')
-_IS_DIGIT = bytes(0x39 if chr(b).isdigit() and b < 128 else 0x20 for b in _ALL)
+_DIGIT_TO_9 = bytes.maketrans(b"0123456789", b"9999999999")
+_NOT_KEPT = bytes(b for b in _ALL if b not in b'"[]{}0123456789')
 _DIGIT_RUN = b"9" * (MAX_NUMBER_DIGITS + 1)
 # The slow path's tokens: strings (skipped), brackets, and an integer literal of more than 100
 # digits: a digit run neither inside a fraction or exponent nor followed by one.
@@ -94,31 +94,39 @@ def long_number_reason(digits: int) -> str:
 
 class JsonScan:
     """What `scan_json` measured: `objects` is the number of `{` outside strings (a
-    safetensors header has one per tensor, plus the root and `__metadata__`), and
+    safetensors header has one per tensor, plus the root and `__metadata__`);
     `maybe_surrogates` says whether a `\\uD8xx`-`\\uDFxx` escape occurs (check the parsed
-    strings with `check_strings`)."""
+    strings with `check_strings`); `long_digit_runs` whether more than MAX_NUMBER_DIGITS
+    digits may stand together anywhere, strings included (only then can a name hold a
+    too-long layer number: `may_have_long_layer_ids`)."""
 
-    __slots__ = ("objects", "maybe_surrogates")
+    __slots__ = ("objects", "maybe_surrogates", "long_digit_runs")
 
-    def __init__(self, objects: int, maybe_surrogates: bool):
+    def __init__(self, objects: int, maybe_surrogates: bool, long_digit_runs: bool):
         self.objects = objects
         self.maybe_surrogates = maybe_surrogates
+        self.long_digit_runs = long_digit_runs
 
 
 def scan_json(raw: bytes) -> JsonScan:
     """Measure JSON bytes before parsing them: raises `LimitExceeded` (path, line) for nesting
     deeper than MAX_DEPTH or an integer of more than MAX_NUMBER_DIGITS digits.
 
-    Fast path, all in C (bytes.translate/replace/find; ~10 ms per 15 MB): keep only quotes
-    and brackets; with no backslash in the text every string is then a quote pair, empty
-    unless the string holds a bracket (then the regex path removes strings exactly); strip
-    the pairs, then remove the empty bracket pairs one level per pass (a document of depth D
-    is gone after D passes). Long digit runs are looked for in the whole text. Only a document
-    that fails (too deep, a long number, or brackets that do not pair up: invalid JSON, left
-    to the parser's own message) is walked token by token to find the line."""
+    Fast path, all in C (bytes.translate/replace/find; ~10 ms per 15 MB, a third of what
+    json.loads takes): one pass keeps only quotes, brackets and digits (as "9"); a run of
+    101 "9"s there is a candidate long number (digits that other characters separated may
+    join up: then the exact walk below decides). With no backslash in the text every string
+    is then a quote pair, empty unless the string holds a bracket (then the regex path
+    removes strings exactly); strip the pairs, then remove the empty bracket pairs one level
+    per pass (a document of depth D is gone after D passes). Only a document that fails (too
+    deep, a long digit run, or brackets that do not pair up: invalid JSON, left to the
+    parser's own message) is walked token by token to find the path and line."""
+    kept = raw.translate(_DIGIT_TO_9, _NOT_KEPT)
+    long_digits = kept.find(_DIGIT_RUN) >= 0
+    escapes = b"\\" in raw
     structure = None
-    if b"\\" not in raw:
-        structure = raw.translate(None, _NOT_QUOTE_OR_BRACKET).replace(b'""', b"")
+    if not escapes:
+        structure = kept.translate(None, b"9").replace(b'""', b"")
         if b'"' in structure:
             structure = None  # some string holds a bracket (or quotes do not pair up)
     if structure is None:
@@ -132,9 +140,9 @@ def scan_json(raw: bytes) -> JsonScan:
         if len(shorter) == len(structure):
             break  # unpaired: invalid JSON, or deeper than that; the walk below tells
         structure = shorter
-    if structure or raw.translate(_IS_DIGIT).find(_DIGIT_RUN) >= 0:
+    if structure or long_digits:
         _locate(raw)  # raises, unless the brackets only do not pair up or the digits are text
-    return JsonScan(objects, _SURROGATE_ESCAPE.search(raw) is not None)
+    return JsonScan(objects, escapes and _SURROGATE_ESCAPE.search(raw) is not None, long_digits)
 
 
 def _locate(raw: bytes) -> None:
