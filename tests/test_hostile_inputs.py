@@ -75,12 +75,13 @@ def test_a_fleet_of_broken_adapters_reports_per_adapter(fuzz):
     assert fleet.get("errors", 0) > 0, fleet
 
 
-def test_the_bundled_examples_themselves_are_fine():
-    """The unmutated setups: each is a report (the harness's base cases)."""
-    from inkling_compat.api import check
-
-    assert check(str(cases.EXAMPLES / "serve.yaml"), str(cases.EXAMPLES / "adapter"), model=str(cases.EXAMPLES / "config.json")).ok
-    assert not check(str(cases.EXAMPLES / "broken" / "serve.yaml"), str(cases.EXAMPLES / "broken" / "adapter_pool.yaml"), model=str(cases.EXAMPLES / "config.json")).ok
+@pytest.mark.parametrize("setup", cases.SETUPS)
+def test_each_setup_unmutated_is_a_clean_report(setup, tmp_path):
+    """The harness's base cases: every setup but `broken` checks ok without a single problem
+    (so a mutation that is silently accepted shows), `broken` (examples/broken/) has errors."""
+    r = {"seed": 0, "index": 0, "family": "type", "setup": setup, "fleet_size": 3, "muts": []}
+    outcome = runner.run_inprocess(cases.materialize(r, tmp_path / "case"))
+    assert outcome["kind"] == ("errors" if setup == "broken" else "ok"), outcome
 
 
 def test_recipes_are_deterministic():

@@ -48,7 +48,7 @@ POOL = _yaml_doc(EXAMPLES / "adapter_pool.yaml")
 BROKEN_POOL = _yaml_doc(EXAMPLES / "broken" / "adapter_pool.yaml")
 ADAPTER_CONFIG = json.loads((EXAMPLES / "adapter" / "adapter_config.json").read_text())
 HEADER, DATA_SIZE = _read_safetensors(EXAMPLES / "adapter" / "adapter_model.safetensors")
-ADDED_TOKENS = {"<|sink|>": 201024, "<|tool|>": 201025}
+ADDED_TOKENS = {"<|endoftext|>": 200000, "<|tool|>": 200001}  # ids inside the base vocabulary (201024): fine as is
 PLATFORM = {"name": "H200", "device": "cuda", "compute_capability": [9, 0], "torch_float8": True, "cuda_version": [13, 0]}
 PEFT_MANIFEST = {
     "name": "peft-r1",
