@@ -150,3 +150,35 @@ def test_known_entries_name_their_reproducer():
         r = cases.recipe(entry["seed"], entry["index"])
         assert r["family"] == entry["family"], entry["id"]
         assert not entry["ops"] or {m.get("op") for m in r["muts"]} & set(entry["ops"]), entry["id"]
+
+
+RUN_MUTATIONS = {
+    "r-string": {"target": "adapter:adapter_config", "op": "set", "path": ["r"], "value": "sixteen"},
+    "r-float": {"target": "adapter:adapter_config", "op": "set", "path": ["r"], "value": 1.5},
+    "r-null": {"target": "adapter:adapter_config", "op": "set", "path": ["r"], "value": None},
+    "alpha-string": {"target": "adapter:adapter_config", "op": "set", "path": ["lora_alpha"], "value": "two"},
+    "r-5000-digits": {"target": "adapter:adapter_config", "op": "set", "path": ["r"], "value": cases.digits(5000)},
+    "header-truncated": {"target": "adapter:safetensors", "op": "truncate", "at": 0.5},
+    "header-length-huge": {"target": "adapter:safetensors", "op": "st_header_len", "value": 2**63, "rand": 0},
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_MUTATIONS))
+def test_run_refuses_hostile_adapters(name, tmp_path):
+    """`inkling-compat run` checks first: a hostile adapter directory is refused (exit 1) or an
+    input error (exit 2) in one stderr line, never exit 3 (issue 10: r "sixteen" was exit 3)."""
+    r = {"seed": 0, "index": 0, "family": "type", "setup": "adapter_dir", "muts": [RUN_MUTATIONS[name]]}
+    inv = cases.materialize(r, tmp_path / "case")
+    argv = ["run", "--config", inv["config"], "--model", inv["model"], "--adapter", inv["adapters"][0], "--device", "cpu", "--tokens", "2"]
+    import contextlib
+    import io
+
+    from inkling_compat import cli
+
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    err.flush()
+    text = err.buffer.getvalue().decode("utf-8")
+    assert code in (1, 2), (code, text)
+    assert len(text.strip().splitlines()) <= 1, text
