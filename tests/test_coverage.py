@@ -320,3 +320,15 @@ def test_strict_fails_on_a_warning_and_in_a_fleet(tmp_path):
 def test_strict_is_in_the_help():
     result = run_cli("check", "--help")
     assert "--strict" in result.stdout and "not checked" in result.stdout
+
+
+def test_fleet_text_names_an_adapter_that_is_ok_but_not_fully_checked():
+    from inkling_compat.report.text import render_by_adapter
+
+    manifest = {"adapter_config": {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["gate_up_proj", "down_proj"]}}
+    report = check(SERVE, [dict(manifest, name="a"), dict(manifest, name="b")], model=MODEL)
+    lines = render_by_adapter(report).splitlines()
+    unchecked = report.by_adapter()[0]["coverage"]["not_checked"]
+    assert unchecked > 0
+    assert f"adapter a: ok ({unchecked} not checked: no tensors stated)" in lines
+    assert "not checked (no tensors stated)" in lines[-1]
