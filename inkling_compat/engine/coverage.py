@@ -15,6 +15,7 @@ expressions); per check only the missing inputs are computed, then one status pe
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -122,16 +123,9 @@ def adapter_missing(manifest: Any, form: str) -> Missing:
 
 def counts(codes: Iterable[str]) -> dict[str, Any]:
     """checked / not_applicable / not_checked counts of one scope's codes and the reasons."""
-    out: dict[str, Any] = {CHECKED: 0, NOT_APPLICABLE: 0, NOT_CHECKED: 0}
-    reasons: dict[str, int] = {}
-    for c in codes:
-        if c is CHECKED or c is NOT_APPLICABLE:
-            out[c] += 1
-        else:
-            out[NOT_CHECKED] += 1
-            reasons[c] = reasons.get(c, 0) + 1
-    out["not_checked_reasons"] = reasons
-    return out
+    tally = Counter(codes)
+    checked, not_applicable = tally.pop(CHECKED, 0), tally.pop(NOT_APPLICABLE, 0)
+    return {CHECKED: checked, NOT_APPLICABLE: not_applicable, NOT_CHECKED: sum(tally.values()), "not_checked_reasons": dict(tally)}
 
 
 class Tally:
@@ -158,14 +152,12 @@ class Tally:
                 status[rule_id] = NOT_CHECKED
                 by_reason.setdefault(c, []).append(rule_id)
         scopes = self.adapter_codes if self.absent_codes is None else [self.absent_codes]
-        for i, rule_id in enumerate(self.adapter_ids):
-            checked, reasons = False, []
-            for codes in scopes:
-                c = codes[i]
-                if c is CHECKED:
-                    checked = True
-                elif c is not NOT_APPLICABLE and c not in reasons:
-                    reasons.append(c)
+        for rule_id, column in zip(self.adapter_ids, zip(*scopes)):  # one rule over every adapter
+            seen = dict.fromkeys(column)  # distinct codes, first seen first
+            checked = CHECKED in seen
+            seen.pop(CHECKED, None)
+            seen.pop(NOT_APPLICABLE, None)
+            reasons = list(seen)
             status[rule_id] = NOT_CHECKED if reasons else CHECKED if checked else NOT_APPLICABLE
             for reason in reasons:
                 by_reason.setdefault(reason, []).append(rule_id)
