@@ -287,6 +287,11 @@ def test_max_lora_chunk_size_outside_choices_is_argparses_choice_error() -> None
     ("num_attention_heads", 0, "must be at least 1"), ("num_key_value_heads", -4, "must be at least 1"),
     ("hidden_size", "1536x", "Input should be a valid integer"), ("num_hidden_layers", 1.5, "Input should be a valid integer"),
     ("hidden_size", True, "Input should be a valid integer, not a boolean (true)"),
+    # Read as they are (transformers does not convert config.json values): no lax coercion (fuzz F10).
+    ("n_routed_experts", 64.0, "Input should be a valid integer, not a float (64.0)"), ("n_routed_experts", "64", "Input should be a valid integer, not a string ('64')"),
+    ("num_hidden_layers", 64.0, "Input should be a valid integer, not a float"), ("num_hidden_layers", "64", "Input should be a valid integer, not a string"),
+    ("n_shared_experts", 0.0, "Input should be a valid integer, not a float"),
+    ("shared_expert_sink", "false", "Input should be a valid boolean"), ("use_sconv", 1, "Input should be a valid boolean"),
 ])
 def test_an_impossible_model_value_names_the_file_and_field(tmp_path: Path, field: str, value: Any, reason: str) -> None:
     model = json.loads((EXAMPLES / "config.json").read_text())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, RootModel, field_validator
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, RootModel, Strict, field_validator
 from pydantic_core import PydanticCustomError, core_schema
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # noqa: F401 - re-exported
@@ -34,10 +34,22 @@ class _Bounded:
     high: int | None
     low_why: str = ""
     high_why: str = ""
+    # Strict: the value must already be an int. config.json and manifests are read as they are
+    # (sglang reads config.json through transformers without conversion: "64" or 64.0 reach
+    # range() and arithmetic, which raise TypeError); only server arguments are converted
+    # from text, by argparse.
+    strict: bool = True
 
     def _check(self, value: Any, handler: Any) -> Any:
         if isinstance(value, bool):
             raise PydanticCustomError("int_type", "Input should be a valid integer, not a boolean ({got})", {"got": str(value).lower()})
+        if self.strict and isinstance(value, (str, float)):
+            kind = "a string" if isinstance(value, str) else "a float"
+            raise PydanticCustomError(
+                "int_type",
+                "Input should be a valid integer, not {kind} ({got}): the file is read as it is, and range() or arithmetic on it raises TypeError",
+                {"kind": kind, "got": repr(value[:40]) if isinstance(value, str) else repr(value)},
+            )
         value = handler(value)
         if not isinstance(value, int):
             return value
@@ -59,7 +71,8 @@ class _Bounded:
         if self.high is not None:
             out["maximum"] = self.high
             why.append(f"at most {self.high}: {self.high_why}")
-        out["$comment"] = "; ".join(why)
+        if why:
+            out["$comment"] = "; ".join(why)
         return out
 
 
@@ -74,10 +87,10 @@ _HEADS = _bounded(1, 1 << 14, "a model has at least one attention head", "real m
 _VOCAB = _bounded(1, 1 << 24, "a vocabulary has at least one token", "real vocabularies are below 2**19 tokens [Gemma: 262144]")
 _EXPERTS = _bounded(0, 1 << 14, "an expert count is never negative", "real MoE models have at most a few hundred experts [DeepSeek-V3: 256]")
 _SMALL_COUNT = _bounded(0, 1 << 14, "a count is never negative", "real models stay far below it")
-_PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one: sglang 0.5.23's argparse accepts 0 or a negative int and start-up then fails", "a tensor/expert/data-parallel world of more than 4096 GPUs is no real deployment; the checker replays every TP rank")
-_SLOTS = _bounded(None, 1 << 16, "", "real servers batch at most a few hundred adapters; the checker replays every slot")
+_PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one: sglang 0.5.23's argparse accepts 0 or a negative int and start-up then fails", "a tensor/expert/data-parallel world of more than 4096 GPUs is no real deployment; the checker replays every TP rank", strict=False)
+_SLOTS = _bounded(None, 1 << 16, "", "real servers batch at most a few hundred adapters; the checker replays every slot", strict=False)
 _DIM = _bounded(0, None, "a tensor's dimension is never negative: torch and safetensors refuse it")
-_RANK = _bounded(None, 1 << 16, "", "LoRA ranks are below the hidden size [real: 8-1024]")
+_RANK = _bounded(None, 1 << 16, "", "LoRA ranks are below the hidden size [real: 8-1024]", strict=False)
 
 
 # sglang's server arguments whose argparse `type` is int (or float): the flag's text is what
@@ -262,7 +275,7 @@ class QuantizationConfig(BaseModel):
 
     quant_method: str | None = None
     quant_algo: str | None = None
-    group_size: int | None = None
+    group_size: Annotated[int | None, _bounded(None, None)] = None
     exclude_modules: list[str] | None = None
     quantization: dict[str, Any] | None = None
     modelopt_quant_config: dict[str, Any] | None = None
@@ -319,10 +332,11 @@ class ModelConfig(BaseModel):
     n_routed_experts: Annotated[int, _EXPERTS] = 0
     n_shared_experts: Annotated[int, _EXPERTS] = 0
     num_experts_per_tok: Annotated[int, _EXPERTS] = 1
-    shared_expert_sink: bool = False
+    # config.json booleans as they are: sglang tests their truthiness (a string "false" is true).
+    shared_expert_sink: Annotated[bool, Strict()] = False
     shared_experts_size: Annotated[int, _SMALL_COUNT] = 1
-    inference_moe_w13_interleaved: bool = True
-    use_sconv: bool = False
+    inference_moe_w13_interleaved: Annotated[bool, Strict()] = True
+    use_sconv: Annotated[bool, Strict()] = False
     # Layers below this index use a dense MLP; the rest are MoE (configs/inkling.py default 0).
     dense_mlp_idx: Annotated[int, _bounded(0, 4096, "a layer index is never negative", "past every real model's layer count")] = 0
     torch_dtype: str | None = "bfloat16"
