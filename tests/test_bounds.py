@@ -578,3 +578,51 @@ def test_a_device_is_read_at_most_to_the_size_limit(tmp_path):
     tracemalloc.stop()
     assert "byte limit" in info.value.reason and peak < 40 * 1024 * 1024
     assert read_document("/dev/null") == {}
+
+
+# --- quantization excludes over many layers ----------------------------------------------------------
+
+_TAILS = [".mlp.shared_experts.shared_w13_weight", ".mlp.shared_experts.shared_w2_weight", ".mlp.experts", ".attn.qkvr", ".mlp.gate_up_proj"]
+
+
+@st.composite
+def exclude_modules(draw):
+    """Modules as exclude lists hold them (slices of real prefixes, with layer numbers in them)
+    and as hostile ones do (digits anywhere, pieces of the template)."""
+    out = []
+    for _ in range(draw(st.integers(0, 6))):
+        layer = draw(st.sampled_from([0, 1, 3, 7, 10, 12, 21, 100, 101, 310, 4095]))
+        text = "llm.layers." + str(layer) + draw(st.sampled_from(_TAILS))
+        start = draw(st.integers(0, len(text) - 1))
+        end = draw(st.integers(start, len(text)))
+        out.append(text[start:end])
+    out += draw(st.lists(st.text(alphabet="0123.lmsx_13w", max_size=6), max_size=4))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(exclude_modules(), st.sampled_from(_TAILS))
+def test_layer_exclusions_equal_the_substring_test(modules, tail):
+    from inkling_compat.facts.model import LayerExclusions, _excluded
+
+    fast = LayerExclusions(modules, "llm.layers.", tail)
+    for layer in [*range(0, 130), 310, 1000, 1010, 3101, 4095]:
+        assert fast(layer) == _excluded(modules, f"llm.layers.{layer}{tail}"), (layer, modules)
+
+
+def test_a_huge_exclude_list_on_many_layers_is_quick():
+    """50,000 excluded modules that match nothing, then three that exclude everything, on
+    4,096 layers: more than 300 s one substring test at a time."""
+    from inkling_compat.facts.model import quantization_facts
+    from inkling_compat.inputs.models import ModelConfig
+
+    quant = {
+        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "modelopt_quant_config": {"quant_cfg": {"*weight_quantizer": {"num_bits": [2, 1], "block_sizes": {"scale_bits": [4, 3]}}}},
+        "exclude_modules": [f"aaaa{i}" for i in range(50_000)] + [f"layers.{d}" for d in range(10)] + ["shared_experts", "attn", "mlp"],
+    }
+    model = ModelConfig.model_validate(dict(MODEL, num_hidden_layers=4096, quantization_config=quant))
+    started = time.monotonic()
+    facts, sink_bf16 = quantization_facts(model)
+    assert time.monotonic() - started < 20
+    assert sink_bf16 and not facts.routed_moe_quantized and not facts.linears_quantized
