@@ -292,3 +292,22 @@ def test_every_problem_links_its_rule_page(capsys, monkeypatch):
         assert all(url in out for url in urls), fmt
     _, out, _ = run(capsys, monkeypatch, [*CASES["broken"], "--format", "sarif", "--isolated"])
     assert {r["helpUri"] for r in json.loads(out)["runs"][0]["tool"]["driver"]["rules"]} == set(urls)
+
+
+def test_junit_fleet_skips_only_what_each_adapter_did_not_reach(capsys, monkeypatch, tmp_path):
+    import shutil
+
+    fleet = tmp_path / "fleet"
+    shutil.copytree(ROOT / "examples" / "adapter", fleet / "a")
+    shutil.copytree(ROOT / "examples" / "adapter", fleet / "b")
+    config = json.loads((fleet / "b" / "adapter_config.json").read_text())
+    (fleet / "b" / "adapter_config.json").write_text(json.dumps(dict(config, use_dora=True), indent=2))
+    code, root = _junit(capsys, monkeypatch, ["--config", "examples/serve.yaml", "--model", "examples/config.json", "--adapter-dir", str(fleet)])
+    assert code == 1
+    suites = {suite.get("name"): suite for suite in root}
+    a, b = suites[f"adapter a ({fleet / 'a'})"], suites[f"adapter b ({fleet / 'b'})"]
+    assert (a.get("failures"), a.get("skipped")) == ("0", "0")
+    assert b.get("failures") == "1" and int(b.get("skipped")) > 0
+    (failed,) = [case for case in b if case.find("failure") is not None]
+    assert failed.get("name") == "adapter-dora" and failed.get("file") == str(fleet / "b" / "adapter_config.json")
+    assert all("adapter-dora" in case.find("skipped").get("message") for case in b if case.find("skipped") is not None)

@@ -97,9 +97,14 @@ def junit_tree(report: Report, rules: Iterable[Any] = ()) -> ET.Element:
         suite = ET.SubElement(suites, "testsuite", {"name": name})
         fired = {**global_fired, **fired_by.get(index, {})}
         ignored = {**global_ignored, **ignored_by.get(index, {})}
+        # The coverage's reasons are per rule id over the whole check; an adapter's own counts
+        # name the reasons that hold for it (an unreadable or gated adapter, not its neighbours).
+        covered = list(getattr(coverage, "adapters", None) or ()) if why_not is not None else []
+        here = covered[index].get("not_checked_reasons") if index < len(covered) else None
+        why_not_here = why_not if why_not is None or here is None else {k: r for k, r in why_not.items() if r in here}
         for rule in adapter_rules:
             own = fired_by.get(index, {})
-            status, detail = _status(rule, fired, ignored, report.not_given, why_not)
+            status, detail = _status(rule, fired, ignored, report.not_given, why_not_here)
             if status in ("failure", "warning") and rule.id not in own:
                 status, detail = "passed", None  # (an id fired for the setup is not this adapter's)
             _case(suite, name, rule, status, detail)
