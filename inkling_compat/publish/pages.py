@@ -94,7 +94,7 @@ def _versions(rule: Any) -> list[str]:
     while out[-1] == "":
         out.pop()
     if others:
-        out += ["", f"Not checked for sglang {', '.join(others)}: the rule does not exist there."]
+        out += ["", f"Not evaluated with `--sglang-version {' / '.join(others)}`: the rule file states only the versions above."]
     return out
 
 
