@@ -311,3 +311,22 @@ def test_junit_fleet_skips_only_what_each_adapter_did_not_reach(capsys, monkeypa
     (failed,) = [case for case in b if case.find("failure") is not None]
     assert failed.get("name") == "adapter-dora" and failed.get("file") == str(fleet / "b" / "adapter_config.json")
     assert all("adapter-dora" in case.find("skipped").get("message") for case in b if case.find("skipped") is not None)
+
+
+def test_strict_fails_warnings_in_junit_and_sarif(capsys, monkeypatch, tmp_path):
+    import shutil
+
+    shutil.copytree(ROOT / "examples" / "adapter", tmp_path / "a")
+    config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
+    (tmp_path / "a" / "adapter_config.json").write_text(json.dumps(dict(config, use_rslora=True), indent=2))
+    args = ["--config", "examples/serve.yaml", "--model", "examples/config.json", "--adapter", str(tmp_path / "a")]
+    code, root = _junit(capsys, monkeypatch, args)
+    case = next(c for s in root for c in s if c.get("name") == "adapter-rslora-scaling")
+    assert code == 0 and case.find("failure") is None and case.find("system-out").text.startswith("warning: ")
+    code, root = _junit(capsys, monkeypatch, [*args, "--strict"])
+    case = next(c for s in root for c in s if c.get("name") == "adapter-rslora-scaling")
+    assert code == 1 and case.find("failure").get("type") == "warning"
+    for extra, expected in (([], 0), (["--strict"], 1)):
+        code, log = _sarif(capsys, monkeypatch, [*args, *extra])
+        assert code == expected == log["runs"][0]["invocations"][0]["exitCode"]
+        assert [r["level"] for r in log["runs"][0]["results"] if r["ruleId"] == "adapter-rslora-scaling"] == ["warning"]

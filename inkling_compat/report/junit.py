@@ -2,7 +2,8 @@
 
 Test suites: `setup` (the server config with model and platform: global and fleet rules) and
 one per adapter (the adapter rules). A case is a failure when its rule fired as an error
-(or a predicted crash), passes with the text in <system-out> when it fired as a warning, and
+(or a predicted crash), passes with the text in <system-out> when it fired as a warning (a
+failure of type "warning" with --strict, where warnings fail the gate), and
 is skipped when the rule was not checked: ignored (--ignore, project settings), or not
 checked as the report's coverage says (engine/coverage.py: an input it reads was not given
 or not readable, or sglang stops at an earlier rule first), or, in a report without
@@ -45,7 +46,9 @@ def _status(rule: Any, fired: dict[str, Any], ignored: dict[str, dict[str, Any]]
     return "passed", None
 
 
-def _case(suite: ET.Element, classname: str, rule: Any, status: str, detail: Any) -> None:
+def _case(suite: ET.Element, classname: str, rule: Any, status: str, detail: Any, strict: bool = False) -> None:
+    if status == "warning" and strict:  # (--strict: a warning fails the gate, so it fails its case)
+        status = "failure"
     case = ET.SubElement(suite, "testcase", {"classname": classname, "name": rule.id, "time": "0"})
     if status == "skipped":
         ET.SubElement(case, "skipped", {"message": detail})
@@ -64,7 +67,7 @@ def _case(suite: ET.Element, classname: str, rule: Any, status: str, detail: Any
     lines.append(f"see {rule_url(rule.id)}")
     body = "\n".join(lines)
     if status == "failure":
-        failure = ET.SubElement(case, "failure", {"message": said(problem), "type": problem.error_class or problem.severity})
+        failure = ET.SubElement(case, "failure", {"message": said(problem), "type": problem.error_class if problem.severity != "warning" else "warning"})
         failure.text = body
     else:
         out = ET.SubElement(case, "system-out")
@@ -87,10 +90,11 @@ def junit_tree(report: Report, rules: Iterable[Any] = ()) -> ET.Element:
     any_fired = {rule_id: p for by in fired_by.values() for rule_id, p in by.items()}
     any_ignored = {rule_id: item for by in ignored_by.values() for rule_id, item in by.items()}
     coverage = getattr(report, "coverage", None)
+    strict = bool(getattr(report, "strict", False))
     why_not = {rule_id: reason for reason, ids in coverage.reasons.items() for rule_id in ids} if coverage is not None and coverage.status else None
     for rule in known:
         if rule.scope != "adapter":
-            _case(setup, "setup", rule, *_status(rule, {**any_fired, **global_fired}, {**any_ignored, **global_ignored}, report.not_given, why_not))
+            _case(setup, "setup", rule, *_status(rule, {**any_fired, **global_fired}, {**any_ignored, **global_ignored}, report.not_given, why_not), strict=strict)
     adapter_rules = [rule for rule in known if rule.scope == "adapter"]
     for index, adapter in enumerate(report.adapters):
         name = f"adapter {adapter.get('name')}" + (f" ({shown_path(adapter['path'])})" if adapter.get("path") else "")
@@ -107,7 +111,7 @@ def junit_tree(report: Report, rules: Iterable[Any] = ()) -> ET.Element:
             status, detail = _status(rule, fired, ignored, report.not_given, why_not_here)
             if status in ("failure", "warning") and rule.id not in own:
                 status, detail = "passed", None  # (an id fired for the setup is not this adapter's)
-            _case(suite, name, rule, status, detail)
+            _case(suite, name, rule, status, detail, strict=strict)
     if not report.adapters and adapter_rules:
         suite = ET.SubElement(suites, "testsuite", {"name": "adapters"})
         for rule in adapter_rules:

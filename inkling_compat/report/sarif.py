@@ -90,11 +90,17 @@ def sarif_log(report: Report, rules: Iterable[Any] = ()) -> dict[str, Any]:
                 "rules": [_descriptor(rule_id, known.get(rule_id)) for rule_id in order],
             }
         },
-        "invocations": [{"executionSuccessful": True, "exitCode": 0 if report.ok else 1}],
+        "invocations": [{"executionSuccessful": True, "exitCode": _exit_code(report)}],
         "results": results,
         "properties": {"sglang_version": report.sglang_version, "rules_evaluated": report.rules_evaluated, "not_given": list(report.not_given)},
     }
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _exit_code(report: Report) -> int:
+    """What the command exits with (0 or 1; with --strict, warnings fail too)."""
+    code = getattr(report, "exit_code", None)
+    return code if isinstance(code, int) else (0 if report.ok else 1)
 
 
 def _message(data: dict[str, Any]) -> str:
