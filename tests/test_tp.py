@@ -200,11 +200,11 @@ def test_a_rank_that_hangs_makes_the_others_time_out():
 
 def test_the_worlds_deadline_kills_every_rank():
     """Nothing times out inside the world (collectives may wait 1000 s): the launcher's deadline
-    (10 s after the start) ends it and kills both ranks."""
+    (6 s after the start) ends it and kills both ranks, wherever they are by then."""
     start = time.monotonic()
     with pytest.raises(TPWorldFailed) as caught:
-        launch(small_spec(2, fault=Fault("hang", 1), timeout_s=10.0, collective_timeout_s=1000.0))
-    assert str(caught.value) == "the TP world of 2 ranks did not finish within 10 s; killed rank(s) 0, 1"
+        launch(small_spec(2, fault=Fault("hang", 1), timeout_s=6.0, collective_timeout_s=1000.0))
+    assert str(caught.value) == "the TP world of 2 ranks did not finish within 6 s; killed rank(s) 0, 1"
     assert caught.value.rank is None and caught.value.killed == [0, 1]
     assert time.monotonic() - start < 30
 

@@ -68,6 +68,81 @@ def _median(values: list[float], default: float | None) -> float | None:
     return statistics.median(values) if values else default
 
 
+class _Group:
+    """The world's collectives, each bounded by ``bound_s``: a peer that failed or never takes
+    part makes this rank raise `CollectiveTimeout`, never wait for ever."""
+
+    def __init__(self, dist: Any, rank: int, bound_s: float):
+        self.dist, self.rank, self.bound = dist, rank, timedelta(seconds=bound_s)
+
+    def _wait(self, name: str, work: Any) -> None:
+        try:
+            work.wait(timeout=self.bound)
+        except Exception as exc:
+            text = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            raise CollectiveTimeout(f"{name} on rank {self.rank} did not complete within {self.bound.total_seconds():g} s "
+                                    f"(another rank failed or never took part): {text}") from None
+
+    def barrier(self) -> None:
+        self._wait("barrier", self.dist.barrier(async_op=True))
+
+    def all_reduce(self, t: Any) -> Any:
+        self._wait("all_reduce", self.dist.all_reduce(t, async_op=True))
+        return t
+
+    def all_gather(self, t: Any, world: int) -> list[Any]:
+        out = [t.new_empty(t.shape) for _ in range(world)]
+        self._wait("all_gather", self.dist.all_gather(out, t, async_op=True))
+        return out
+
+
+def _shard(spec: TPSpec, rank: int, world: int, device: str) -> Any:
+    """This rank's SharedSink: only its slice of the weights and adapters (`load(tp_rank=rank)`,
+    whose check of the world runs again here: its inputs and facts are what it builds from)."""
+    from inkling_compat.runtime.load import build_pool, load
+    from inkling_compat.runtime.tp.world import world_config
+
+    sink = load(
+        world_config(spec.config, world), spec.model, list(spec.adapters) or None, platform=spec.platform,
+        device=device, dtype=spec.dtype, seed=spec.seed, tp_rank=rank, layer=spec.layer, sglang_version=spec.sglang_version,
+    )
+    fault = spec.fault
+    if fault is not None and fault.rank == rank and fault.kind == "mis-slice" and sink.pool is not None:
+        wrong = build_pool(sink.checked, tp_rank=(rank + 1) % world, layer=sink.layer, seed=spec.seed).pool
+        sink = sink.with_pool(wrong)  # the adapters' slice of the next rank, this rank's base weights
+    return sink
+
+
+def _timed_forward(sink: Any, inputs: tuple[Any, Any, Any], group: _Group, sync: Any, repeat: int) -> tuple[Any, list[float]]:
+    """(the all-reduced output of the first call, [first forward, forward, all-reduce,
+    forward + all-reduce] in seconds: medians of ``repeat`` timed calls, else the first call;
+    NaN for the last without repetitions). Barriers before each timed step so that a step's time
+    is its own, not the wait for the slowest rank (the last one has none before the all-reduce)."""
+    x, gammas, slots = inputs
+
+    def timed(fn: Any) -> tuple[Any, float]:
+        sync()
+        t0 = time.perf_counter()
+        value = fn()
+        sync()
+        return value, time.perf_counter() - t0
+
+    group.barrier()
+    out, first_s = timed(lambda: sink.forward(x, gammas, slots))
+    group.barrier()
+    out, first_ar = timed(lambda: group.all_reduce(out))
+    fwd, ars, e2e = [], [], []
+    for _ in range(repeat):
+        group.barrier()
+        part, t = timed(lambda: sink.forward(x, gammas, slots, validate=False))
+        fwd.append(t)
+        group.barrier()
+        ars.append(timed(lambda: group.all_reduce(part))[1])
+        group.barrier()
+        e2e.append(timed(lambda: group.all_reduce(sink.forward(x, gammas, slots, validate=False)))[1])
+    return out, [first_s, _median(fwd, first_s), _median(ars, first_ar), _median(e2e, float("nan"))]
+
+
 def run_rank(spec: TPSpec, rank: int, world: int, init_method: str, local_rank: int | None = None, local_world: int | None = None) -> TPResult | None:
     """This rank's part of the run; rank 0 returns the result, the others None."""
     if spec.device == "cpu" and "triton" not in sys.modules:
@@ -75,85 +150,32 @@ def run_rank(spec: TPSpec, rank: int, world: int, init_method: str, local_rank: 
     import torch
     import torch.distributed as dist
 
-    from inkling_compat.runtime.load import build_pool, load
-    from inkling_compat.runtime.tp.world import world_config
-
     local_rank = rank if local_rank is None else local_rank
     device, backend, shared = choose_backend(
         spec.device, world, local_rank, local_world or world, torch.cuda.device_count() if spec.device != "cpu" else 0, spec.backend)
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))  # Triton launches on the current device
+    sink = _shard(spec, rank, world, device)  # before the rendezvous, which then waits only for the slowest start
+    inputs = sink.random_inputs(spec.tokens, seed=spec.seed)  # the same batch on every rank
     fault = spec.fault if spec.fault is not None and spec.fault.rank == rank else None
 
-    # This rank's shard only (the check runs again here: its inputs and facts are what load builds from).
-    sink = load(
-        world_config(spec.config, world), spec.model, list(spec.adapters) or None, platform=spec.platform,
-        device=device, dtype=spec.dtype, seed=spec.seed, tp_rank=rank, layer=spec.layer, sglang_version=spec.sglang_version,
-    )
-    if fault is not None and fault.kind == "mis-slice" and sink.pool is not None:
-        wrong = build_pool(sink.checked, tp_rank=(rank + 1) % world, layer=sink.layer, seed=spec.seed).pool
-        sink = sink.with_pool(wrong)  # the adapters' slice of the next rank, this rank's base weights
-    x, gammas, slots = sink.random_inputs(spec.tokens, seed=spec.seed)  # the same batch on every rank
-
+    # No try/finally around the world: on a failure this rank's connections close only when its
+    # process exits, after main() has left its one-line error, so the launcher names this rank
+    # and not a peer that only saw the connection drop.
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world, timeout=timedelta(seconds=spec.timeout_s))
-    try:
-        if fault is not None and fault.kind == "raise":
-            raise RuntimeError(f"injected fault: rank {rank} raises before its forward")
-        if fault is not None and fault.kind == "hang":
-            time.sleep(10 * (spec.timeout_s + (spec.collective_timeout_s or 0)))
-        comm = torch.device(device) if backend == "nccl" else torch.device("cpu")
-        bound = timedelta(seconds=spec.collective_timeout_s or spec.timeout_s)
-        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-
-        def collective(name: str, work: Any) -> None:
-            try:
-                work.wait(timeout=bound)
-            except Exception as exc:
-                text = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-                raise CollectiveTimeout(f"{name} on rank {rank} did not complete within {bound.total_seconds():g} s "
-                                        f"(another rank failed or never took part): {text}") from None
-
-        def barrier() -> None:
-            collective("barrier", dist.barrier(async_op=True))
-
-        def all_reduce(t: Any) -> Any:
-            collective("all_reduce", dist.all_reduce(t, async_op=True))
-            return t
-
-        def timed(fn: Any) -> tuple[Any, float]:
-            sync()
-            t0 = time.perf_counter()
-            value = fn()
-            sync()
-            return value, time.perf_counter() - t0
-
-        forward = lambda: sink.forward(x, gammas, slots)  # noqa: E731
-        barrier()
-        out, first_s = timed(forward)
-        barrier()  # the all-reduce time is communication, not waiting for the slowest forward
-        out, first_ar = timed(lambda: all_reduce(out))
-        fwd, ars, e2e = [], [], []
-        for _ in range(spec.repeat):
-            barrier()
-            part, t = timed(lambda: sink.forward(x, gammas, slots, validate=False))
-            fwd.append(t)
-            barrier()
-            ars.append(timed(lambda: all_reduce(part))[1])
-            barrier()
-            e2e.append(timed(lambda: all_reduce(sink.forward(x, gammas, slots, validate=False)))[1])
-        geo = sink.geometry
-        index = torch.device(device).index
-        mine = torch.tensor([-1 if index is None else index, first_s, _median(fwd, first_s), _median(ars, first_ar), _median(e2e, float("nan")),
-                             geo.tp_rank * geo.f_local, (geo.tp_rank + 1) * geo.f_local], dtype=torch.float64, device=comm)
-        gathered = [torch.empty_like(mine) for _ in range(world)]
-        collective("all_gather", dist.all_gather(gathered, mine, async_op=True))
-        result = _report(spec, sink, out, x, gammas, slots, gathered, device, backend, shared, world) if rank == 0 else None
-        barrier()
-    except BaseException:
-        # No orderly teardown: this rank's connections close when its process exits, after
-        # main() has left its one-line error, so the launcher names this rank and not a peer
-        # that only saw the connection drop.
-        raise
+    if fault is not None and fault.kind == "raise":
+        raise RuntimeError(f"injected fault: rank {rank} raises before its forward")
+    if fault is not None and fault.kind == "hang":
+        time.sleep(10 * (spec.timeout_s + (spec.collective_timeout_s or 0)))
+    group = _Group(dist, rank, spec.collective_timeout_s or spec.timeout_s)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    out, times = _timed_forward(sink, inputs, group, sync, spec.repeat)
+    geo, index = sink.geometry, torch.device(device).index
+    mine = torch.tensor([-1 if index is None else index, *times, geo.tp_rank * geo.f_local, (geo.tp_rank + 1) * geo.f_local],
+                        dtype=torch.float64, device=torch.device(device) if backend == "nccl" else torch.device("cpu"))
+    gathered = group.all_gather(mine, world)
+    result = _report(spec, sink, out, *inputs, gathered, device, backend, shared, world) if rank == 0 else None
+    group.barrier()
     dist.destroy_process_group()
     return result
 
