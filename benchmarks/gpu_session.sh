@@ -7,7 +7,7 @@
 # profile carry .before/ too (a copy of an older kernels/ as package kernels_before). Logs to $OUT.
 #   usage: bash benchmarks/gpu_session.sh STAGE:SECONDS ...   (stages run in the order given)
 #   stages: smoke, test_kernels_gpu, test_kernels_sink, test_kernels_ops, test_runtime,
-#           profile (after; and before when .before/ exists), ops, bench, bench_perexpert
+#           profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all
 #   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
@@ -43,8 +43,9 @@ for spec in "$@"; do
         echo "ops $op exit $?" >> "$OUT/summary.txt"
       done
       cat "$OUT"/ops_*.txt | grep -E "^\|" | grep -v -- "---" ;;
-    bench|bench_perexpert)
+    bench|bench_perexpert|bench_all)
       layout=shared-interleaved; [ "$stage" = bench_perexpert ] && layout=perexpert-contiguous
+      [ "$stage" = bench_all ] && layout=shared-interleaved,perexpert-contiguous
       INKLING_AUTOTUNE=1 timeout "$s" python3 benchmarks/bench_runtime.py --layouts "$layout" --commit "${BENCH_COMMIT:-}" \
         --output "$OUT/$stage.json" > "$OUT/$stage.txt" 2>&1
       echo "$stage exit $?" | tee -a "$OUT/summary.txt"; grep -E "^\||ceilings|Error|error" "$OUT/$stage.txt" | tail -14 ;;
