@@ -330,3 +330,20 @@ def test_strict_fails_warnings_in_junit_and_sarif(capsys, monkeypatch, tmp_path)
         code, log = _sarif(capsys, monkeypatch, [*args, *extra])
         assert code == expected == log["runs"][0]["invocations"][0]["exitCode"]
         assert [r["level"] for r in log["runs"][0]["results"] if r["ruleId"] == "adapter-rslora-scaling"] == ["warning"]
+
+
+def test_hostile_text_cannot_break_a_format(sarif_validator, capsys, monkeypatch, tmp_path):
+    """A key with control characters, XML markup and a newline that would start a second
+    workflow command: JUnit still parses, GitHub still has one line per problem, SARIF is valid."""
+    config = tmp_path / "serve.yaml"
+    config.write_text((ROOT / "examples" / "serve.yaml").read_text() + '"bad\\x01<&]]>key": 1\n"x\\n::warning file=a::y,%": 2\n')
+    args = ["--config", str(config), "--model", "examples/config.json", "--adapter", "examples/adapter_pool.yaml"]
+    code, out, _ = run(capsys, monkeypatch, [*args, "--format", "github", "--isolated"])
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("::error file=") and "%0A::warning file=a::y,%25" in lines[0]
+    code, root = _junit(capsys, monkeypatch, args)
+    failure = next(c for s in root for c in s if c.get("name") == "unknown-config-key").find("failure")
+    assert "bad\ufffd<&]]>key" in failure.text
+    code, log = _sarif(capsys, monkeypatch, args)
+    assert not list(sarif_validator.iter_errors(log))
