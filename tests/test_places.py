@@ -184,3 +184,15 @@ def test_positions_are_composed_once_per_content(tmp_path, monkeypatch):
     path.write_text("b: 2\na: 1\n")  # same size, maybe the same mtime: still composed again
     assert source_map._read_positions(str(path))["b"] == (1, 1)
     assert len(calls) == 2
+
+
+def test_platform_file_places(tmp_path):
+    platform = tmp_path / "platform.yaml"
+    platform.write_text("name: MI300X\ndevice: rocm\ncompute_capability: [9, 4]\n")
+    config = tmp_path / "serve.yaml"
+    config.write_text("enable_lora: true\nmax_lora_rank: 16\nlora_target_modules: [all]\nlora_backend: triton_v2\n")
+    report = check(str(config), None, model=str(EX / "config.json"), platform=str(platform))
+    places = {loc.field: (loc.file, loc.line, loc.column) for loc in _at(report, "lora-triton-v2-no-rocm")}
+    assert places == {"lora_backend": (str(config), 4, 1), "device": (str(platform), 2, 1)}
+    preset = check(str(config), None, model=str(EX / "config.json"), platform="mi300x")
+    assert [loc.field for loc in _at(preset, "lora-triton-v2-no-rocm")] == ["lora_backend"]  # a preset is no file
