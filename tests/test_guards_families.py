@@ -63,6 +63,7 @@ ADDED = {
     "adapter-config-type-mismatch",
     "lora-pool-rank-negative",
     "lora-max-lora-rank-zero",
+    "adapter-scaling-not-finite",
     "model-not-inkling",  # coverage (issue 10 item 2): a config.json that is not Inkling's, or empty
 }
 

@@ -358,3 +358,15 @@ def _pool_with(**shapes: list[int]) -> dict[str, Any]:
     for buffer, shape in shapes.items():
         pool["pool"][buffer]["shape"] = shape
     return pool
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_non_finite_lora_alpha_is_a_derived_error(tmp_path: Path, text: str) -> None:
+    """json.load reads NaN, Infinity and 1e999 as floats; sglang scales lora_B by alpha / r unchecked."""
+    directory = adapter_dir(tmp_path, lora_alpha=0)
+    path = directory / "adapter_config.json"
+    path.write_text(path.read_text().replace('"lora_alpha": 0', f'"lora_alpha": {text}'))
+    report = check(SERVE, str(directory), model=MODEL)
+    problem = problems(report)["adapter-scaling-not-finite"]
+    assert (problem.origin, problem.severity) == ("derived", "error") and not report.ok
+    assert "adapter.adapter_config.lora_alpha" in problem.field_paths

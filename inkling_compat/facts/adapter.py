@@ -113,6 +113,18 @@ def scaling_failure(raw: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
+def _not_finite(raw: dict[str, Any]) -> bool:
+    """lora_alpha / r computes (numbers, r not zero) and gives NaN or an infinity: json.load
+    reads NaN, Infinity and 1e999 as floats, and sglang scales lora_B by the result."""
+    alpha, r = raw.get("lora_alpha"), raw.get("r")
+    if not all(type(v) in (int, float, bool) for v in (alpha, r)) or not r:
+        return False
+    try:
+        return not math.isfinite(alpha / r)
+    except (ArithmeticError, TypeError):
+        return False
+
+
 def _first_non_string(items: Any) -> str | None:
     if not isinstance(items, list):
         return None
@@ -288,6 +300,8 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "r_type": _python_type_name(r_raw),
         "r_text": json_text(r_raw),
         "scaling_failure": failure_of_scaling,
+        "scaling_not_finite": _not_finite(raw) if failure_of_scaling is None else False,
+        "lora_alpha_text": json_text(raw.get("lora_alpha")),
         "config_type_mismatches": config_type_mismatches(raw),
         "rank_pattern_mismatch": sorted(k for k, v in pattern_ranks.items() if v != r),
         "alpha_pattern_set": bool(raw.get("alpha_pattern")),

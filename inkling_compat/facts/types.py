@@ -332,6 +332,10 @@ class PeftAdapterFacts(_Facts):
     scaling_failure: ScalingFailure | None = fact(
         "What `self.scaling = lora_alpha / r` raises on these values (None: it computes).", "lora/lora.py LoRAAdapter.__init__ l.71"
     )
+    scaling_not_finite: bool = fact(
+        "lora_alpha / r computes but is NaN or infinite (json.load reads NaN, Infinity and 1e999 as floats).", "lora/lora.py LoRAAdapter.__init__ l.71"
+    )
+    lora_alpha_text: str = fact("adapter_config `lora_alpha` as JSON (at most 40 characters), for messages.")
     config_type_mismatches: list[str] = fact(
         "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (r true, a boolean lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern, modules_to_save), "
         "each as \"<field> has type <type>, PEFT writes <type> (<what sglang 0.5.23 does with it>)\".",
