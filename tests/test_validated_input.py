@@ -73,7 +73,7 @@ ERRORS = [
     ("r", [1], True, "adapter-scaling-fails", "TypeError", "Failed to load LoRA adapter ad: unsupported operand type(s) for /: 'int' and 'list'"),
     ("r", 0, False, "adapter-rank-zero", "ZeroDivisionError", "division by zero"),
     ("r", 0, True, "adapter-rank-zero", "ZeroDivisionError", "Failed to load LoRA adapter ad: division by zero"),
-    ("r", False, False, "adapter-scaling-fails", "ZeroDivisionError", "division by zero"),
+    ("r", False, False, "adapter-rank-zero", "ZeroDivisionError", "division by zero"),  # false is the int 0
     ("r", 0.0, False, "adapter-scaling-fails", "ZeroDivisionError", "float division by zero"),
     ("lora_alpha", "two", False, "adapter-scaling-fails", "TypeError", "unsupported operand type(s) for /: 'str' and 'int'"),
     ("lora_alpha", "two", True, "adapter-scaling-fails", "TypeError", "Failed to load LoRA adapter ad: unsupported operand type(s) for /: 'str' and 'int'"),

@@ -205,7 +205,9 @@ def pool_facts(manifest: PoolManifest) -> dict[str, Any]:
 def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
     raw = manifest.adapter_config
     r_raw = raw.get("r")
-    r = r_raw if isinstance(r_raw, int) and not isinstance(r_raw, bool) else None
+    # A boolean r is the int it is, as in sglang's Python (true: rank 1, false: 0); the
+    # adapter-config-type-mismatch warning says so. Floats and other types: None (rules of their own).
+    r = int(r_raw) if isinstance(r_raw, int) else None
     alpha = raw.get("lora_alpha")
     alpha = alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None
     rank_pattern = raw.get("rank_pattern") or {}

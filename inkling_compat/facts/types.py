@@ -326,7 +326,7 @@ class PeftAdapterFacts(_Facts):
     form: Literal["peft"]
     name: str
     lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
-    r: int | None = fact("adapter_config `r` (None: absent or not an int; a boolean is not an int here).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
+    r: int | None = fact("adapter_config `r` (None: absent or not an int; a boolean is the int Python makes of it, true 1, false 0).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
     r_type: str = fact("Python type name of adapter_config `r` as json.load gives it (`NoneType` when null or absent).", "lora/lora_config.py l.43")
     r_text: str = fact("adapter_config `r` as JSON (at most 40 characters), for messages.")
     scaling_failure: ScalingFailure | None = fact(
