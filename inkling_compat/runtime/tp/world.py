@@ -178,6 +178,8 @@ def launch(spec: TPSpec, *, poll_s: float = 0.05) -> TPResult:
                        INKLING_TP_DIR=directory)
             if spec.device == "cpu":
                 env["TRITON_INTERPRET"] = "1"
+            else:  # compiled kernels, whatever this process was set to (a test session may interpret)
+                env.pop("TRITON_INTERPRET", None)
             log = open(os.path.join(directory, f"rank{rank}.log"), "wb")
             logs.append(log)
             procs[rank] = subprocess.Popen(
