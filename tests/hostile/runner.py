@@ -43,11 +43,13 @@ sys.path.insert(0, str(HERE.parent))
 from hostile import cases  # noqa: E402
 
 CPU_LIMIT_S = 2.0  # per case: CPU seconds of the check (wall time on 2 shared cores is noise)
-# A hang is told from a slow case on a loaded machine by the CPU it gets: from FIRST_LOOK_S of
-# wall time on, a case that used less than BLOCKED_SHARE of it (a blocking open) is stopped, and
-# so is one past CPU_LIMIT_S of CPU or WALL_CAP_S of wall time.
+# A hang is told from a slow case on a loaded machine (or a niced run) by the CPU it gets: from
+# FIRST_LOOK_S of wall time on the case is looked at every LOOK_S; one that used less than
+# BLOCKED_CPU_S of CPU since the last look (a blocking open uses none) is stopped, and so is one
+# past CPU_LIMIT_S of CPU or WALL_CAP_S of wall time.
 FIRST_LOOK_S = 2.0
-BLOCKED_SHARE = 0.05
+LOOK_S = 1.0
+BLOCKED_CPU_S = 0.001
 WALL_CAP_S = 30.0
 MEMORY_LIMIT_MB = 500  # per worker: peak RSS above the warmed-up worker's
 ADDRESS_SPACE_MB = 1536  # RLIMIT_AS headroom above the warmed-up worker's size
@@ -60,16 +62,18 @@ class CaseTimeout(BaseException):  # BaseException: no `except Exception` in the
     pass
 
 
-_case_start = [0.0, 0.0]  # wall, CPU at the start of the running case (the alarm handler reads it)
+_case_start = [0.0, 0.0, 0.0]  # wall and CPU at the start of the running case, CPU at the last look
 
 
 def _alarm(signum: int, frame: Any) -> None:
-    wall, cpu = time.perf_counter() - _case_start[0], _cpu() - _case_start[1]
+    now = _cpu()
+    wall, cpu, since = time.perf_counter() - _case_start[0], now - _case_start[1], now - _case_start[2]
+    _case_start[2] = now
     if cpu > CPU_LIMIT_S:
         raise CaseTimeout(f"over {CPU_LIMIT_S:g} s CPU ({wall:.1f} s wall)")
-    if cpu < BLOCKED_SHARE * wall or wall > WALL_CAP_S:
-        raise CaseTimeout(f"hang: {wall:.1f} s wall, {cpu:.2f} s CPU")
-    signal.setitimer(signal.ITIMER_REAL, 0.5)  # working, on a loaded machine: look again
+    if since < BLOCKED_CPU_S or wall > WALL_CAP_S:
+        raise CaseTimeout(f"hang: {wall:.1f} s wall, {cpu:.3f} s CPU, {since:.4f} s since the last look")
+    signal.setitimer(signal.ITIMER_REAL, LOOK_S)  # working, on a loaded machine: look again
 
 
 def _frame(exc: BaseException) -> str:
@@ -177,7 +181,7 @@ def run_case(seed: int, index: int, work: Path) -> dict[str, Any]:
     try:
         inv = cases.materialize(r, directory)
         rss0, cpu0, t0 = _rss_mb(), _cpu(), time.perf_counter()
-        _case_start[:] = [t0, cpu0]
+        _case_start[:] = [t0, cpu0, cpu0]
         signal.setitimer(signal.ITIMER_REAL, FIRST_LOOK_S)
         try:
             outcome = run_inprocess(inv)
