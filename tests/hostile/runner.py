@@ -382,9 +382,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(result: dict[str, Any]) -> None:  # a partial summary now and then, for long runs
         done.append(result)
-        if len(done) % 5000 == 0:
+        if len(done) % 2000 == 0:
             partial = summarize(sorted(done, key=lambda r: r["i"]), time.perf_counter() - t0, args.seed, args.jobs)
             (out / "partial.md").write_text(markdown(partial))
+            (out / "partial.json").write_text(json.dumps(partial, indent=1))
 
     results = run_cases(args.seed, range(args.examples), args.jobs, on_result=progress)
     s = summarize(results, time.perf_counter() - t0, args.seed, args.jobs)
