@@ -626,3 +626,12 @@ def test_a_huge_exclude_list_on_many_layers_is_quick():
     facts, sink_bf16 = quantization_facts(model)
     assert time.monotonic() - started < 20
     assert sink_bf16 and not facts.routed_moe_quantized and not facts.linears_quantized
+
+
+def test_a_recursive_yaml_alias_is_refused_not_walked_forever(tmp_path):
+    path = tmp_path / "serve.yaml"
+    path.write_text("enable_lora: true\nsink: &a [*a, *a, *a]\n", encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(InputError) as info:
+        read_document(path)
+    assert time.monotonic() - started < 10 and "nested too deeply" in info.value.reason and info.value.field.startswith("sink")
