@@ -276,3 +276,19 @@ def test_explain_text_starting_with_dashes():
     an argument with a space in it for a positional; a lone word such as '--lo' needs `--`)."""
     code, _ = _explain("--moe-runner-backend triton does not yet support ROCm")
     assert code == 0
+
+
+@pytest.fixture(scope="module")
+def issue_cases() -> dict[int, dict]:
+    return {r["i"]: r for r in runner.run_cases(0, range(len(cases.ISSUE_CASES)), jobs=2)}
+
+
+@pytest.mark.parametrize("index", range(len(cases.ISSUE_CASES)), ids=[c[0] for c in cases.ISSUE_CASES])
+def test_issue_10_hostile_input(issue_cases, index):
+    """Each hostile input issue 10 lists (seed 0 of the recipes), under the same bounds: a report
+    or an input error; in a fleet, errors of that adapter while the others are still checked."""
+    result = issue_cases[index]
+    assert result["kind"] != "failure", f"[{result.get('sig')}] {result['detail']} at {result.get('where')}"
+    name, family, _, _ = cases.ISSUE_CASES[index]
+    if family == "fleet":
+        assert result["kind"] == "errors", result

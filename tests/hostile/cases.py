@@ -321,6 +321,10 @@ FS_OPS = ["missing", "dir", "loop", "dangling", "outside", "chmod000", "fifo", "
 
 
 def recipe(seed: int, index: int) -> dict[str, Any]:
+    """Case `index` of `seed`; seed 0 is the list ISSUE_CASES (the hostile inputs of issue 10)."""
+    if seed == 0:
+        name, family, setup, muts = ISSUE_CASES[index]
+        return {"seed": 0, "index": index, "name": name, "family": family, "setup": setup, "fleet_size": 3, "muts": copy.deepcopy(muts)}
     rng = random.Random(f"{seed}:{index}")
     family = rng.choices(FAMILIES, WEIGHTS)[0]
     setup = "fleet" if family == "fleet" else rng.choice(SETUPS)
@@ -798,3 +802,49 @@ def silent_ok_fields(r: dict[str, Any]) -> list[str]:
         elif field in NUMBERS.get(kind, ()) and _bad_number(value):
             out.append(f"{kind}.{field}")
     return out
+
+
+# ---------------------------------------------------------------- issue 10's hostile inputs (seed 0)
+
+
+def _put(target: str, path: list, value: Any) -> dict[str, Any]:
+    return {"target": target, "op": "set", "path": path, "value": value}
+
+
+def _nest_at(target: str, path: list, depth: int, kind: str = "list", style: str = "flow") -> dict[str, Any]:
+    return {"target": target, "op": "nest", "where": "value" if path else "root", "path": path, "value": nest(kind, depth, style=style)}
+
+
+_LAYER = "base_model.model.llm.layers.0.mlp.shared_experts.down_proj.lora_A.weight"
+ISSUE_CASES: list[tuple[str, str, str, list[dict[str, Any]]]] = [
+    # (name, family, setup, mutations): each "Why" bullet of issue 10 about hostile input
+    *[(f"r-{v!r}", "type", "adapter_dir", [_put("adapter:adapter_config", ["r"], v)]) for v in ("sixteen", -1, 1.5, None, [1])],
+    *[(f"lora_alpha-{v!r}", "type", "adapter_dir", [_put("adapter:adapter_config", ["lora_alpha"], v)]) for v in ("two", None)],
+    ("max_lora_rank--1", "type", "adapter_dir", [_put("config", ["max_lora_rank"], -1)]),
+    ("model-dev-null", "fs", "adapter_dir", [{"target": "model", "op": "devnull"}]),
+    ("model-empty-object", "type", "adapter_dir", [{"target": "model", "op": "nest", "where": "root", "path": [], "value": {}}]),
+    *[(f"yaml-nested-{d}", "nesting", "pool", [_nest_at("config", ["sink"], d, "dict", "block" if d <= 1000 else "flow")]) for d in (400, 500, 5000, 100_000)],
+    *[(f"json-nested-{d}", "nesting", "pool", [_nest_at("model", [], d)]) for d in (400, 500, 5000, 100_000)],
+    ("adapter-config-nested-500", "nesting", "adapter_dir", [_nest_at("adapter:adapter_config", ["target_modules"], 500)]),
+    ("yaml-5000-digits", "sizes", "pool", [_put("config", ["max_lora_rank"], digits(5000))]),
+    ("json-5000-digits", "sizes", "pool", [_put("model", ["hidden_size"], digits(5000))]),
+    ("header-shape-5000-digits", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_shape", "shape": [digits(5000), 0], "relay": False, "rand": 0}]),
+    ("added-tokens-5000-digits", "sizes", "adapter_dir", [_put("adapter:added_tokens", ["<|tool|>"], digits(5000))]),
+    ("layer-id-5000-digits", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_layer_id", "layer": "9" * 5000, "rand": 0}]),
+    ("lone-surrogate-dtype", "unicode", "adapter_dir", [_put("config", ["dtype"], "\ud800")]),
+    ("lone-surrogate-target", "unicode", "adapter_dir", [_put("adapter:adapter_config", ["target_modules"], ["\ud800"])]),
+    ("tp_size-10**20", "sizes", "adapter_dir", [_put("config", ["tp_size"], 10**20)]),
+    ("tp_size-10**6", "sizes", "adapter_dir", [_put("config", ["tp_size"], 10**6)]),
+    ("num_hidden_layers-2**31", "sizes", "adapter_dir", [_put("model", ["num_hidden_layers"], 2**31)]),
+    *[(f"zero-byte-shape-{n}", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_shape", "shape": shape, "relay": True, "rand": 0}]) for n, shape in (("2**62,0,2**62", [2**62, 0, 2**62]), ("10**8,0,1", [10**8, 0, 1]))],
+    ("many-legal-tensors", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_many_tensors", "count": 30_000, "zero": True, "rand": 0}]),
+    # the same, one adapter of a fleet: a problem of that adapter, the others still checked
+    *[(f"fleet-{name}", "fleet", "fleet", [dict(m, target=m["target"].replace("adapter:", "fleet/a1:"))]) for name, m in (
+        ("r-sixteen", _put("adapter:adapter_config", ["r"], "sixteen")),
+        ("nested-500", _nest_at("adapter:adapter_config", ["target_modules"], 500)),
+        ("shape-5000-digits", {"target": "adapter:safetensors", "op": "st_shape", "shape": [digits(5000), 0], "relay": False, "rand": 0}),
+        ("layer-id-5000-digits", {"target": "adapter:safetensors", "op": "st_layer_id", "layer": "9" * 5000, "rand": 0}),
+        ("zero-byte-shape", {"target": "adapter:safetensors", "op": "st_shape", "shape": [2**62, 0, 2**62], "relay": True, "rand": 0}),
+        ("surrogate", _put("adapter:adapter_config", ["target_modules"], ["\ud800"])),
+    )],
+]
