@@ -635,3 +635,13 @@ def test_a_recursive_yaml_alias_is_refused_not_walked_forever(tmp_path):
     with pytest.raises(InputError) as info:
         read_document(path)
     assert time.monotonic() - started < 10 and "nested too deeply" in info.value.reason and info.value.field.startswith("sink")
+
+
+def test_a_caller_dict_sharing_sub_objects_is_counted_not_walked_forever():
+    shared: list = [1]
+    for _ in range(60):
+        shared = [shared, shared]  # 2**60 values once walked as a tree
+    started = time.monotonic()
+    with pytest.raises(InputError, match="more than 500000 values"):
+        check({"enable_lora": True, "sink": shared})
+    assert time.monotonic() - started < 20

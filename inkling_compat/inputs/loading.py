@@ -525,8 +525,9 @@ def _as_mapping(source: Any, label: str) -> tuple[dict[str, Any], str]:
     if isinstance(source, (str, Path)):
         return read_document(source), str(source)
     if isinstance(source, dict):
-        try:  # a caller's dict gets the limits a file gets (inputs/limits.py)
-            check_data(source, count_limit=MAX_EXPANDED_NODES)
+        try:  # a caller's dict gets the limits a file gets (inputs/limits.py); the count cap
+            # is for shared sub-objects (a DAG walked as a tree doubles per level)
+            check_data(source, count_limit=5 * MAX_EXPANDED_NODES)
         except LimitExceeded as exc:
             raise InputError(label, exc.path, exc.reason) from None
         return source, label
