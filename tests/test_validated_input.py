@@ -370,3 +370,16 @@ def test_a_non_finite_lora_alpha_is_a_derived_error(tmp_path: Path, text: str) -
     problem = problems(report)["adapter-scaling-not-finite"]
     assert (problem.origin, problem.severity) == ("derived", "error") and not report.ok
     assert "adapter.adapter_config.lora_alpha" in problem.field_paths
+
+
+@pytest.mark.parametrize("field", ["max_loaded_loras", "max_loras_per_batch", "max_lora_rank", "page_size", "max_lora_chunk_size", "ep_num_redundant_experts", "moe_dense_tp_size"])
+@pytest.mark.parametrize("value", [-(2**63) - 1, 2**64, -(10**30)])
+def test_server_ints_stay_64_bit(tmp_path: Path, field: str, value: int) -> None:
+    """Past int64 a value reached CEL as a double and a rule's arithmetic failed (exit 3, fuzz F13)."""
+    serve = tmp_path / "serve.yaml"
+    base = {"max_lora_rank": 8, "lora_target_modules": "[down_proj]", field: value}
+    serve.write_text("enable_lora: true\n" + "".join(f"{k}: {v}\n" for k, v in base.items()))
+    with pytest.raises(InputError) as caught:
+        check(str(serve), str(EXAMPLES / "adapter"), model=MODEL)
+    assert str(caught.value).startswith(f"{serve}: {field}: must be at")
+    assert f"got {value}" in str(caught.value)

@@ -19,7 +19,7 @@ from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIO
 
 def _int_text(value: int) -> str:
     """An int for a message; never str() of a huge one (Python refuses > 4,300 digits)."""
-    return str(value) if abs(value) < 10**18 else f"an int of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return str(value) if abs(value) < 10**40 else f"an int of about {int(value.bit_length() * 0.30103) + 1} digits"
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,13 @@ _VOCAB = _bounded(1, 1 << 24, "a vocabulary has at least one token", "real vocab
 _EXPERTS = _bounded(0, 1 << 14, "an expert count is never negative", "real MoE models have at most a few hundred experts [DeepSeek-V3: 256]")
 _SMALL_COUNT = _bounded(0, 1 << 14, "a count is never negative", "real models stay far below it")
 _PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one: sglang 0.5.23's argparse accepts 0 or a negative int and start-up then fails", "a tensor/expert/data-parallel world of more than 4096 GPUs is no real deployment; the checker replays every TP rank", strict=False)
-_SLOTS = _bounded(None, 1 << 16, "", "real servers batch at most a few hundred adapters; the checker replays every slot", strict=False)
+# Server arguments whose negative values are rules of their own are still 64-bit ints: torch
+# and the CEL rules compute in int64 (a larger int reaches CEL as a double, fuzz F13).
+_INT64_WHY = "a 64-bit int: torch and the checker's rules compute in int64"
+_INT64 = _bounded(-(1 << 63), (1 << 63) - 1, _INT64_WHY, _INT64_WHY, strict=False)
+_SLOTS = _bounded(-(1 << 63), 1 << 16, _INT64_WHY, "real servers batch at most a few hundred adapters; the checker replays every slot", strict=False)
 _DIM = _bounded(0, None, "a tensor's dimension is never negative: torch and safetensors refuse it")
-_RANK = _bounded(None, 1 << 16, "", "LoRA ranks are below the hidden size [real: 8-1024]", strict=False)
+_RANK = _bounded(-(1 << 63), 1 << 16, _INT64_WHY, "LoRA ranks are below the hidden size [real: 8-1024]", strict=False)
 
 
 # sglang's server arguments whose argparse `type` is int (or float): the flag's text is what
@@ -200,11 +204,11 @@ class ServerConfig(_Strict):
     lora_target_modules: list[str] | None = None
     # Kept untyped on purpose: sglang's own type checks on it are rules.
     lora_paths: Any = None
-    max_loaded_loras: int | None = None
+    max_loaded_loras: Annotated[int | None, _INT64] = None
     max_loras_per_batch: Annotated[int, _SLOTS] = 8
     lora_eviction_policy: str = "lru"
     lora_backend: str = "csgmv"
-    max_lora_chunk_size: int | None = 16
+    max_lora_chunk_size: Annotated[int | None, _INT64] = 16
     experts_shared_outer_loras: bool | None = None
     lora_use_virtual_experts: bool = False
     lora_strict_loading: bool = False
@@ -219,8 +223,8 @@ class ServerConfig(_Strict):
     # --attn-dp-size (fields/parallel.py); `--dp-size N --enable-dp-attention` resolves to it.
     attn_dp_size: Annotated[int, _PARALLEL] = 1
     enable_dp_attention: bool = False
-    moe_dense_tp_size: int | None = None
-    page_size: int | None = None
+    moe_dense_tp_size: Annotated[int | None, _INT64] = None
+    page_size: Annotated[int | None, _INT64] = None
     load_format: str = "auto"
     # Kernels and backends
     moe_runner_backend: str = "auto"
@@ -245,7 +249,7 @@ class ServerConfig(_Strict):
     enable_two_batch_overlap: bool = False
     enable_eplb: bool = False
     init_expert_location: str = "trivial"
-    ep_num_redundant_experts: int = 0
+    ep_num_redundant_experts: Annotated[int, _INT64] = 0
     ep_join_mode: str | None = None
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
