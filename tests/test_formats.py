@@ -175,7 +175,7 @@ def test_sarif_for_unusable_input(sarif_validator, capsys, monkeypatch, tmp_path
     assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 2
     (note,) = invocation["toolExecutionNotifications"]
     assert "duplicate key 'max_lora_rank'" in note["message"]["text"]
-    assert note["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    assert note["locations"][0]["physicalLocation"]["region"]["startLine"] == 3  # the second statement
 
 
 def test_sarif_for_a_command_line_argparse_refuses(sarif_validator, capsys, monkeypatch):

@@ -112,9 +112,9 @@ def failure_text(code: int, input_error: dict[str, Any] | None = None, internal_
         text = f"unusable input: {file}: {field}: {input_error.get('reason', '')}"
         if not file or file.startswith(("<", "(")):
             return None, text
-        line = re.fullmatch(r"line (\d+)", field)
-        if line:
-            return Location(file, "", int(line.group(1)), 1), text
+        line = re.fullmatch(r"line (\d+)", field) or re.search(r"\(lines \d+ and (\d+)\)", str(input_error.get("reason", "")))
+        if line:  # (a duplicate key: the line that states it again)
+            return Location(file, field if not field.startswith("line ") else "", int(line.group(1)), 1), text
         if field and not field.startswith(("(", "-")) and os.path.isfile(file):
             return SourceMaps().place(file, field), text
         return Location(file), text
