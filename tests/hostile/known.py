@@ -18,7 +18,6 @@ def _entry(id: str, area: str, family: str, index: int, pattern: str, what: str,
 # `ops`: the entry matches only cases whose recipe uses one of these mutations (a hang or a
 # memory blow-up says nothing about its cause otherwise).
 KNOWN: list[dict[str, Any]] = [
-    _entry("F13-int64-cel", "H1 types / H2 bounds", "sizes", 52988, r"RuleEvaluationError: rule adapter-max-loaded-loras-eviction", "max_loaded_loras below -2**63 reaches CEL as a double: exit 3 (RuleEvaluationError float + int)"),
     _entry("F10-zero-routed-experts", "H1 types", "sizes", 12185, r"^silent-ok:model\.n_routed_experts", "config.json n_routed_experts 0 (an Inkling MoE without routed experts): plain ok"),
 ]
 
