@@ -69,10 +69,13 @@ def test_the_mutations_reach_every_outcome(fuzz):
 
 
 def test_a_fleet_of_broken_adapters_reports_per_adapter(fuzz):
-    """Mutations inside a fleet's adapter directories never make the fleet an input error."""
+    """Mutations inside a fleet's adapter directories never make the fleet an input error (the
+    runner counts one as a failure), except where no adapter directory is left at all (exit 2
+    "holds no adapter directory", README); and they do end in errors of those adapters."""
+    assert not [f for f in fuzz["failures"] if f.get("sig") == "InputError:fleet"], _show([f for f in fuzz["failures"] if f.get("sig") == "InputError:fleet"])
     fleet = fuzz["by_family"]["fleet"]
-    assert fleet.get("input-error", 0) == 0, fleet
-    assert fleet.get("errors", 0) > 0, fleet
+    assert fleet.get("errors", 0) > sum(fleet.values()) // 4, fleet
+    assert fleet.get("input-error", 0) <= sum(fleet.values()) // 100, fleet
 
 
 @pytest.mark.parametrize("setup", cases.SETUPS)
