@@ -45,6 +45,11 @@ _CHAINING = re.compile(r"^\s*(?:Traceback \(most recent call last\)|During handl
 _SPACES = re.compile(r"\s+")
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # a log excerpt, not a whole log
+# A message wrapped over more lines than this is not one message: the record ends and the
+# next line starts another. Without the cap, lines without a prefix (one warning repeated on
+# every line of a log) join into one record whose joined text every pattern searches, which
+# grows with the square of the lines; sglang's longest message wraps over far fewer lines.
+MAX_WRAPPED_LINES = 16
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ def records(text: str) -> list[tuple[int, list[str]]]:
             or _EXCEPTION_LINE.match(line) is not None
             or _FRAME.match(line) is not None
             or _CHAINING.match(line) is not None
+            or len(current.lines) >= MAX_WRAPPED_LINES
         )
         if starts:
             current = _Record(number, [line], frame=_FRAME.match(line) is not None)
@@ -339,8 +345,12 @@ def findings(text: str) -> list[Finding]:
     best rule was already explained by an earlier one is left out (each rule once)."""
     out: list[Finding] = []
     explained: set[str] = set()
+    seen: dict[tuple[str, ...], tuple[Match, ...]] = {}  # a log repeats its records: match each once
     for line, lines in records(text):
-        matches = match_record(candidates(lines))
+        key = tuple(lines)
+        if key not in seen:
+            seen[key] = match_record(candidates(lines))
+        matches = seen[key]
         if not matches or matches[0].rule.id in explained:
             continue
         explained.add(matches[0].rule.id)
