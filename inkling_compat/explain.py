@@ -387,6 +387,18 @@ def read_text(argument: str, stdin: Any) -> str:
     return text
 
 
+_CLASS_IN_TEXT = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
+
+
+def _error_class(declared: str, text: str) -> str:
+    """The class to print: the rule's, or where the rule derives it from the input (a template
+    such as "{cls}": the class torch raises), the one the pasted text names, if any."""
+    if "{" not in declared:
+        return declared
+    named = _CLASS_IN_TEXT.search(text)
+    return named.group(1) if named else "the class torch raises (it depends on the input)"
+
+
 def render(found: list[Finding], several_lines: bool) -> str:
     """One block per finding: the rule, what it means, when it happens, its fixes; the other
     rules that also match. With one finding from a one-line text, exactly the block."""
@@ -397,7 +409,7 @@ def render(found: list[Finding], several_lines: bool) -> str:
         best = finding.matches[0].rule
         lines = [f"{best.id}: {best.title}"]
         where = f", raised at {best.stage} ({best.source.path}:{best.source.line})" if best.source else ""
-        lines.append(f"  {best.error_class}{where}")
+        lines.append(f"  {_error_class(best.error_class, finding.text)}{where}")
         if several_lines:
             lines.append(f"  line {finding.line}: {textwrap.shorten(finding.text, 160)}")
         lines.append("\nWhat it means\n" + textwrap.indent(best.explanation.strip(), "  "))

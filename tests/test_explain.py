@@ -201,3 +201,20 @@ def test_text_over_the_limit_exits_2():
 
     result = run_cli("explain", "-", stdin="x" * (MAX_TEXT_BYTES + 1))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "(stdin)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "tail, shown",
+    [
+        ("IndexError: index 5 is out of bounds for dimension 0 with size 4", "  IndexError, raised at"),
+        ("boom", "  the class torch raises (it depends on the input), raised at"),
+    ],
+)
+def test_a_derived_class_is_the_one_the_text_names_never_a_template(capsys, tail, shown):
+    """Rules whose class is derived from the input (error_class "{cls}") print the class the
+    pasted text names, or say that it depends on the input: never the literal "{cls}"."""
+    code = cli.main(["explain", f"shared-sink LoRA set_lora_info accepted the pool but fails building the sink's operands: {tail}"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("sink-pool-bind-crash:")
+    assert "{cls}" not in out and shown in out
