@@ -96,3 +96,15 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
         return float("inf")
     denom = r.norm().item()
     return (o - r).norm().item() / (denom if denom > 0 else 1.0)
+
+
+def errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
+    """(max relative error, norm relative error) of `out` against `ref`: the largest absolute
+    difference over the largest reference magnitude, and ||out - ref|| / ||ref|| (both inf when
+    `out` holds NaN/inf). What `inkling-compat run` compares with its tolerance, one rank or TP."""
+    norm_err = relative_error(out, ref)
+    if not torch.isfinite(out).all():
+        return float("inf"), float("inf")
+    diff = (out.double() - ref.double()).abs().max().item() if out.numel() else 0.0
+    scale = ref.abs().max().item() if ref.numel() else 0.0
+    return (diff / scale if scale > 0 else diff), norm_err

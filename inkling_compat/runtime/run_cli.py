@@ -98,7 +98,7 @@ def run_command(args: argparse.Namespace) -> int:
         return _fail(args, str(exc))
 
     from inkling_compat.kernels._triton import INTERPRET
-    from inkling_compat.kernels.reference import relative_error
+    from inkling_compat.kernels.reference import errors, relative_error
 
     x, gammas, slots = sink.random_inputs(args.tokens, seed=args.seed)
     sync = torch.cuda.synchronize if sink.device.type == "cuda" else (lambda: None)
@@ -118,12 +118,7 @@ def run_command(args: argparse.Namespace) -> int:
     ref = sink.reference(x, gammas, slots)
     ref_s = time.perf_counter() - t0
     base = sink.reference(x, gammas, None) if sink.lora_attached else ref
-    norm_err = relative_error(out, ref)
-    diff = (out.double() - ref).abs().max().item() if out.numel() else 0.0
-    scale = ref.abs().max().item() if ref.numel() else 0.0
-    max_err = diff / scale if scale > 0 else diff
-    if not torch.isfinite(out).all():
-        max_err = norm_err = float("inf")
+    max_err, norm_err = errors(out, ref)
     lora_share = relative_error(base, ref) if sink.lora_attached else 0.0
     ok = max_err <= TOLERANCE and norm_err <= TOLERANCE
     counts: dict[int, int] = {}

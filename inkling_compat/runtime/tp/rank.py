@@ -186,7 +186,7 @@ def _report(spec: TPSpec, sink: Any, out: Any, x: Any, gammas: Any, slots: Any, 
     import torch
 
     from inkling_compat.kernels._triton import INTERPRET
-    from inkling_compat.kernels.reference import relative_error, sink_forward_reference
+    from inkling_compat.kernels.reference import errors, relative_error, sink_forward_reference
     from inkling_compat.runtime.load import build_pool, random_layer_weights
 
     t0 = time.perf_counter()
@@ -202,12 +202,7 @@ def _report(spec: TPSpec, sink: Any, out: Any, x: Any, gammas: Any, slots: Any, 
 
     ref = reference(True)
     reference_s = time.perf_counter() - t0
-    norm_err = relative_error(out, ref)
-    diff = (out.double() - ref).abs().max().item() if out.numel() else 0.0
-    scale = ref.abs().max().item() if ref.numel() else 0.0
-    max_err = diff / scale if scale > 0 else diff
-    if not torch.isfinite(out).all():
-        max_err = norm_err = float("inf")
+    max_err, norm_err = errors(out, ref)
     lora_share = relative_error(reference(False), ref) if pool is not None else 0.0
     counts: dict[str, int] = {}
     for s in slots.tolist():
