@@ -73,6 +73,17 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
 
 
 _LOADER = _Loader
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The root node of a YAML (or JSON: YAML flow) document, composed by the loader every
+    input is read with; the nodes keep their line/column marks. Raises yaml.YAMLError. Only
+    for text whose depth is already known to be within the caps (the composer recurses)."""
+    loader = _LOADER(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
 _TAG = "tag:yaml.org,2002:"
 _MAP, _SEQ, _STR, _NULL, _BOOL = (_TAG + t for t in ("map", "seq", "str", "null", "bool"))
 _INT = _TAG + "int"
@@ -156,11 +167,7 @@ def load_yaml(text: str, max_depth: int | None = None) -> tuple[Any, yaml.Node |
     """
     if max_depth is not None and not _LIBYAML:
         _event_depth(text, max_depth)  # PyYAML's own composer recurses per level
-    loader = _LOADER(text)
-    try:
-        root = loader.get_single_node()
-    finally:
-        loader.dispose()
+    root = compose(text)
     if root is None:
         return None, None
     duplicate = duplicate_key(root)
@@ -441,11 +448,7 @@ def _json_duplicate(name: str, text: str, key: str) -> InputError:
     keeps no positions, so the (valid JSON, hence YAML flow) text is composed by libyaml to
     find them; where that fails, the key alone is named."""
     try:
-        loader = _LOADER(text)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
+        root = compose(text)
         found = duplicate_key(root) if root is not None else None
     except yaml.YAMLError:
         found = None

@@ -88,14 +88,10 @@ def positions(text: str) -> dict[str, Position]:
     """Every key path of a YAML/JSON document (`a.b`, `a.list[0]`, `a.list[0].c`) -> the
     position of its key (of the item, in a sequence). Iterative, each node once (aliases
     are not followed again); at most _MAX_POSITIONS entries. {} if the text does not compose."""
-    from inkling_compat.inputs.loading import _LOADER  # the loader the input was read with
+    from inkling_compat.inputs.loading import compose  # the loader the input was read with
 
     try:
-        loader = _LOADER(text)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
+        root = compose(text)
     except yaml.YAMLError:
         return {}
     out: dict[str, Position] = {}
