@@ -65,6 +65,9 @@ ADDED = {
     "lora-max-lora-rank-zero",
     "adapter-scaling-not-finite",
     "model-not-inkling",  # coverage (issue 10 item 2): a config.json that is not Inkling's, or empty
+    # FusedMoE's divisibility asserts for Inkling's routed experts (found by the TP runtime, issue 13).
+    "inkling-moe-intermediate-divisible-by-moe-tp",
+    "inkling-moe-routed-experts-divisible-by-ep",
 }
 
 
