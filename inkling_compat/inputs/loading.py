@@ -332,29 +332,57 @@ def graph_counts(root: yaml.Node) -> tuple[int, int]:
     return aliases, sizes[id(root)]
 
 
-# Parsed YAML inputs by text. The file is read every time and looked up by its whole content,
-# so an edited file is parsed again whatever its mtime; the cache only spares a process that
-# checks the same files again (an API user, a server) libyaml's ~50 us per document. Entries
+# Parsed YAML and JSON inputs by text, kept only once their limits held. The file is read every
+# time and looked up by its whole content, so an edited file is parsed again whatever its mtime;
+# the cache only spares a process that checks the same files again (an API user, a server) the
+# parse and the limits walk (~50-100 us per document). Entries
 # are the data as JSON text (each hit returns fresh objects), only for data JSON holds
 # exactly; bounded in count and size. INKLING_COMPAT_NO_CACHE=1 turns it off.
-_PARSED: dict[str, str] = {}
+_PARSED: dict[tuple[bool, str], str] = {}
 _PARSED_MAX_ENTRIES = 256
 _PARSED_MAX_TEXT = 64 * 1024
 
 
 def _yaml_data(text: str) -> Any:
+    """A YAML document's data, its limits checked (the parsed-text cache: checked once)."""
+    return _cached(text, False, _parse_yaml)
+
+
+def _json_data(raw: bytes, text: str) -> Any:
+    """A JSON document's data, its limits checked (the parsed-text cache: checked once)."""
+    return _cached(text, True, lambda text: _parse_json(raw, text))
+
+
+def _parse_yaml(text: str) -> Any:
+    data, _ = load_yaml(text, MAX_DEPTH)
+    # Lone surrogates and the value cap on the data (YAML's count is applied to its nodes,
+    # aliases expanded; here twice the cap, so that only a recursive alias, endless once
+    # walked, meets it).
+    check_data(data, count_limit=2 * MAX_EXPANDED_NODES)
+    return data
+
+
+def _parse_json(raw: bytes, text: str) -> Any:
+    scan_json(raw)  # depth and number limits before json recurses or converts
+    data = json.loads(text, object_pairs_hook=_unique_pairs)
+    check_data(data, count_limit=MAX_EXPANDED_NODES)  # lone surrogates ("\ud800") and the value cap
+    return data
+
+
+def _cached(text: str, is_json: bool, parse: Any) -> Any:
+    # Keyed by the parser too: one text can read differently as YAML and as JSON ("1e999").
     cacheable = len(text) <= _PARSED_MAX_TEXT and os.environ.get("INKLING_COMPAT_NO_CACHE", "") in ("", "0")
-    hit = _PARSED.get(text) if cacheable else None
+    hit = _PARSED.get((is_json, text)) if cacheable else None
     if hit is not None:
         return json.loads(hit)
-    data, _ = load_yaml(text, MAX_DEPTH)
+    data = parse(text)
     if cacheable:
         try:
             dumped = json.dumps(data, allow_nan=False)
             if json.loads(dumped) == data:  # e.g. integer keys or dates would not come back
                 if len(_PARSED) >= _PARSED_MAX_ENTRIES:
                     _PARSED.clear()
-                _PARSED[text] = dumped
+                _PARSED[(is_json, text)] = dumped
         except (TypeError, ValueError, RecursionError):
             pass
     return data
@@ -393,15 +421,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if "\r" in text:  # as read_text's universal newlines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        if path.suffix == ".json":
-            scan_json(raw)  # depth and number limits before json recurses or converts
-            data = json.loads(text, object_pairs_hook=_unique_pairs)
-        else:
-            data = _yaml_data(text)
-        # Then the parsed data: lone surrogates (JSON's "\ud800"), and the value cap on JSON
-        # (YAML's is applied to its nodes, aliases expanded).
-        # (YAML: twice the cap, so that only a recursive alias, endless once walked, meets it.)
-        check_data(data, count_limit=MAX_EXPANDED_NODES if path.suffix == ".json" else 2 * MAX_EXPANDED_NODES)
+        data = _json_data(raw, text) if path.suffix == ".json" else _yaml_data(text)
     except LimitExceeded as exc:
         if exc.reason.startswith("more than"):
             raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)") from None
