@@ -219,14 +219,21 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], file_name: s
     assert field in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_unusable_input_exits_2_with_one_line(tmp_path, case):
+def write_bad_input(tmp_path, case):
+    """The example setup with one of its files replaced by BAD_INPUTS[case]: (paths, which file,
+    the field its error names)."""
     which, content, field = BAD_INPUTS[case]
     paths = write_setup(tmp_path)
     if isinstance(content, bytes):
         paths[which].write_bytes(content)
     else:
         paths[which].write_text(content, encoding="utf-8")
+    return paths, which, field
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_unusable_input_exits_2_with_one_line(tmp_path, case):
+    paths, which, field = write_bad_input(tmp_path, case)
     result = run_cli(*check_args(paths), timeout=30)
     assert_one_line_error(result, paths[which].name, field)
 
@@ -356,12 +363,7 @@ def assert_json_error(result: subprocess.CompletedProcess[str], code: int, key: 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_json_format_on_unusable_input(tmp_path, case):
-    which, content, field = BAD_INPUTS[case]
-    paths = write_setup(tmp_path)
-    if isinstance(content, bytes):
-        paths[which].write_bytes(content)
-    else:
-        paths[which].write_text(content, encoding="utf-8")
+    paths, which, field = write_bad_input(tmp_path, case)
     error = assert_json_error(run_cli(*check_args(paths, "--format", "json"), timeout=30), 2, "input_error")
     assert set(error) == {"file", "field", "reason"}
     assert paths[which].name in error["file"] and field in f"{error['field']}: {error['reason']}", error

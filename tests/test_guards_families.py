@@ -307,3 +307,20 @@ def test_a_guard_that_does_not_compile_is_refused(tmp_path):
     with pytest.raises(RuleFileError) as info:
         load_rules(str(folder))
     assert (info.value.file, info.value.field) == ("_guards.yaml", "guards.bad.expression")
+
+
+@pytest.mark.parametrize("family", sorted(DEFS.families))
+def test_a_family_file_is_no_rule_and_each_member_runs_its_own_examples(family):
+    """A `_family-*.yaml` holds only what its members share (no message, condition or
+    examples: it is never evaluated); each member is a rule file with its own failing and
+    passing examples, which tests/test_rule_examples.py runs."""
+    path = next(Path(rules_dir()).rglob(f"{definitions.FAMILY_PREFIX}{family}.yaml"))
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert set(data) <= {"family", "description", "shared"}, (path, set(data))
+    assert not {"message", "condition", "examples", "id"} & set(data["shared"]), path
+    by_id = {c.rule.id: c.rule for c in load_rules()}
+    members = [rid for rid, raw in RAW.items() if raw.get("family") == family]
+    assert members
+    for rid in members:
+        assert RAW[rid]["examples"]["fire"] and RAW[rid]["examples"]["pass"], rid
+        assert by_id[rid].examples.fire and by_id[rid].examples.pass_, rid

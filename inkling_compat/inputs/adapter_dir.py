@@ -256,6 +256,16 @@ def read_json_file(path: str, root_real: str, label: str, limit: int = MAX_JSON_
     return parse_json(raw, label)
 
 
+def _no_lone_surrogates(doc: Any, scan: Any, label: str) -> None:
+    """An AdapterFileError naming the path of the first key or string with a lone surrogate,
+    when the raw scan saw a surrogate escape (only then is the parsed document walked)."""
+    if scan.maybe_surrogates:
+        try:
+            check_strings(doc)
+        except LimitExceeded as exc:
+            raise AdapterFileError(label, f"{exc.path}: {exc.reason}") from None
+
+
 def parse_json(raw: bytes, label: str) -> Any:
     """JSON bytes of the adapter, measured first (inputs/limits.py: nesting, long numbers,
     lone surrogates)."""
@@ -281,11 +291,7 @@ def _parse_json(raw: bytes, label: str, max_objects: int | None = None, what: st
         raise AdapterFileError(label, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except (RecursionError, ValueError) as exc:  # not reached after scan_json; kept as the last word
         raise AdapterFileError(label, f"invalid JSON: {exc}") from None
-    if scan.maybe_surrogates:
-        try:
-            check_strings(doc)
-        except LimitExceeded as exc:
-            raise AdapterFileError(label, f"{exc.path}: {exc.reason}") from None
+    _no_lone_surrogates(doc, scan, label)
     return doc, scan
 
 
@@ -622,11 +628,7 @@ def _added_tokens(directory: str, root_real: str) -> tuple[dict[str, int] | None
         return None, str(exc)
     except (RecursionError, ValueError) as exc:  # not reached after scan_json
         raise AdapterFileError(ADDED_TOKENS_NAME, f"invalid JSON: {exc}") from None
-    if scan.maybe_surrogates:
-        try:
-            check_strings(doc)
-        except LimitExceeded as exc:
-            raise AdapterFileError(ADDED_TOKENS_NAME, f"{exc.path}: {exc.reason}") from None
+    _no_lone_surrogates(doc, scan, ADDED_TOKENS_NAME)
     if not isinstance(doc, dict):
         raise AdapterFileError(ADDED_TOKENS_NAME, f"is a JSON {type(doc).__name__}, expected an object of token -> id")
     bad = [k for k, v in doc.items() if type(v) is not int]

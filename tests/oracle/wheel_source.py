@@ -75,9 +75,8 @@ def stub_modules(leaves: dict[str, dict[str, Any]]) -> dict[str, types.ModuleTyp
 
 
 @contextlib.contextmanager
-def installed(stubs: dict[str, dict[str, Any]]) -> Iterator[None]:
-    """The stand-in modules in sys.modules for the duration (for imports made at call time)."""
-    modules = stub_modules(stubs)
+def _swapped_in(modules: dict[str, types.ModuleType]) -> Iterator[None]:
+    """`modules` in sys.modules for the duration; whatever was there before comes back."""
     saved = {key: sys.modules.get(key) for key in modules}
     sys.modules.update(modules)
     try:
@@ -90,21 +89,20 @@ def installed(stubs: dict[str, dict[str, Any]]) -> Iterator[None]:
                 sys.modules[key] = previous
 
 
+@contextlib.contextmanager
+def installed(stubs: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """The stand-in modules in sys.modules for the duration (for imports made at call time)."""
+    with _swapped_in(stub_modules(stubs)):
+        yield
+
+
 def exec_module(source: str, origin: str, name: str, stubs: dict[str, dict[str, Any]]) -> types.ModuleType:
     """Execute `source` as module `name`, with the stand-ins in sys.modules meanwhile."""
     module = types.ModuleType(name)
     modules = stub_modules(stubs)
     modules[name] = module  # dataclasses (and pickling) look a class's module up while it is defined
-    saved = {key: sys.modules.get(key) for key in modules}
-    sys.modules.update(modules)
-    try:
+    with _swapped_in(modules):
         module.__file__ = origin
         linecache.cache[origin] = (len(source), None, source.splitlines(True), origin)
         exec(compile(source, origin, "exec"), module.__dict__)
-    finally:
-        for key, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(key, None)
-            else:
-                sys.modules[key] = previous
     return module
