@@ -43,7 +43,7 @@ def test_serving_shapes(H, n, F, T, shared_outer, interleaved):
 def test_random_medium_shapes(case):
     p = make_problem(case)
     out = sink_forward_triton(p.operands(), p.x, p.gammas, p.slot_ids)
-    assert relative_error(out, p.reference()) <= 1e-2
+    assert relative_error(out, p.reference()) <= p.bound()  # H from 8: small outputs can be ill-posed
 
 
 def test_deterministic_and_graph_capturable():

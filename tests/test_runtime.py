@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from inkling_compat import check
 from inkling_compat.cli import main
-from inkling_compat.kernels.reference import relative_error
+from inkling_compat.kernels.reference import accuracy, needs_storage_reference, relative_error
 from inkling_compat.engine.rules import load_rules
 from inkling_compat.runtime.load import RuntimeInputError, RuntimeRefused, load
 from inkling_compat.testing.scenarios import example_arguments
@@ -28,11 +28,15 @@ EXAMPLES = ROOT / "examples"
 
 
 def _run_and_compare(sink, tokens=9, seed=0):
+    """||out - ref|| / ||ref|| against float64, and the bound it is held to: 1e-2, or 1.25x
+    what the bf16 storage roundings alone cost on these inputs where that is more."""
     x, gammas, slots = sink.random_inputs(tokens, seed=seed)
     out = sink.forward(x, gammas, slots)
     ref = sink.reference(x, gammas, slots)
     assert out.shape == (tokens, sink.hidden)
-    return relative_error(out, ref)
+    stored = sink.reference(x, gammas, slots, storage=sink.dtype) if needs_storage_reference(sink.dtype) else None
+    acc = accuracy(out, ref, stored)
+    return acc.norm_relative_error, acc.norm_bound
 
 
 # --- what check() accepts runs ---------------------------------------------------------------
@@ -44,7 +48,7 @@ def test_bundled_example_runs():
     assert (sink.n, sink.hidden, sink.f_local, sink.slots, sink.rank) == (2, 1536, 768, 4, 16)
     assert sink.shared_outer and sink.interleaved and sink.lora_attached
     assert tuple(sink.operands.gate_up_a.shape) == (4, 1, 32, 1536)
-    assert _run_and_compare(sink, tokens=8) <= 1e-2
+    assert _run_and_compare(sink, tokens=8)[0] <= 1e-2  # a well-posed output: the plain bound
 
 
 @st.composite
@@ -63,6 +67,11 @@ def small_setups(draw):
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_setups())
+# Found by hypothesis in CI: one token, H = 80, an output of norm 0.08 (cancelling terms) where
+# the bf16 storage roundings alone cost 1.008e-2 and the kernels equal the storage-rounded
+# reference to the last bit.
+@example((SinkSetup(n=1, hidden=80, intermediate=48, tp=2, slots=3, rank=3, shared_outer=False, sink_class="legacy",
+                    legacy_backend="triton"), 0, 0))
 def test_every_accepted_setup_runs(case):
     setup, tp_rank, seed = case
     args = setup.arguments()
@@ -72,13 +81,14 @@ def test_every_accepted_setup_runs(case):
     assert sink.interleaved == (setup.sink_class == "legacy")
     assert sink.shared_outer == (setup.shared_outer or setup.n == 1)  # n = 1: both layouts coincide
     assert sink.pool.slot_ranks == ranks
-    assert _run_and_compare(sink, tokens=1 + seed % 70, seed=seed) <= 1e-2
+    err, bound = _run_and_compare(sink, tokens=1 + seed % 70, seed=seed)
+    assert err <= bound, (err, bound)
 
 
 def test_float32_runtime_is_tight():
     args = SinkSetup(n=2, hidden=48, intermediate=32, tp=2, slots=3, rank=8, shared_outer=False, sink_class="v2").arguments()
     sink = load(args["config"], args["model"], [args["adapter"]], device=DEVICE, dtype="float32", tp_rank=1, slot_ranks=[8, 3, 1])
-    assert _run_and_compare(sink, tokens=17) <= 1e-5
+    assert _run_and_compare(sink, tokens=17)[0] <= 1e-5
 
 
 def test_forward_rejects_out_of_range_slots():
@@ -251,7 +261,7 @@ def test_peft_directory_flat_factors_are_normalized_sliced_padded_and_scaled(tmp
         assert torch.equal(a_dn[0, e, :r], Ad[:, e, p * F:(p + 1) * F])
     assert b_gu[0, :, :, r:].abs().sum() == 0 and a_dn[0, :, r:].abs().sum() == 0
     assert torch.allclose(b_dn[0, 0, :, :r], scale * Bd) and b_dn[0, 0, :, r:].abs().sum() == 0
-    assert _run_and_compare(sink, tokens=11) <= 1e-5
+    assert _run_and_compare(sink, tokens=11)[0] <= 1e-5
     # Another layer is another set of factors.
     sink2 = load(config, MODEL, [str(adapter)], device=DEVICE, dtype="float32", tp_rank=tp_rank, layer=2)
     assert not torch.equal(sink2.pool.gate_up_a.cpu(), sink.pool.gate_up_a.cpu())
@@ -290,7 +300,7 @@ def test_peft_directories_numbered_per_expert_and_mixed_ranks(tmp_path):
             assert torch.allclose(b_gu[slot, e, F:, :r], scale * tensors[f"{p}.w3.lora_B.weight"][:F])
             assert torch.equal(a_dn[slot, e, :r], tensors[f"{p}.w2.lora_A.weight"][:, :F])
             assert torch.allclose(b_dn[slot, e, :, :r], scale * tensors[f"{p}.w2.lora_B.weight"])
-    assert _run_and_compare(sink, tokens=13) <= 1e-5
+    assert _run_and_compare(sink, tokens=13)[0] <= 1e-5
 
 
 def test_rejected_peft_adapter_cannot_run(tmp_path):

@@ -144,8 +144,9 @@ class SharedSink:
         slot_ids = self._check_slots(slot_ids) if (slot_ids is not None and self.lora_attached) else None
         return sink_mod.sink_forward_torch(self.operands, x, gammas, slot_ids)
 
-    def reference(self, x: Any, gammas: Any, slot_ids: Any = None, *, dtype: Any = None) -> Any:
-        """float64 torch reference (spec 6.1) on the unlinearized weights and pool buffers."""
+    def reference(self, x: Any, gammas: Any, slot_ids: Any = None, *, dtype: Any = None, storage: Any = None) -> Any:
+        """float64 torch reference (spec 6.1) on the unlinearized weights and pool buffers
+        (``storage``: rounded where the kernels store, see kernels/reference.py)."""
         torch, _ = _import_runtime()
         from inkling_compat.kernels.reference import sink_forward_reference
 
@@ -153,7 +154,7 @@ class SharedSink:
         return sink_forward_reference(
             x, gammas, self.w13, self.w2, interleaved=self.interleaved, pool=pool,
             slot_ids=None if (slot_ids is None or pool is None) else torch.as_tensor(slot_ids).to(x.device),
-            dtype=dtype or torch.float64,
+            dtype=dtype or torch.float64, storage=storage,
         )
 
     def random_inputs(self, tokens: int, *, seed: int = 0, no_adapter_fraction: float = 0.25) -> tuple[Any, Any, Any]:

@@ -186,7 +186,7 @@ def _report(spec: TPSpec, sink: Any, out: Any, x: Any, gammas: Any, slots: Any, 
     import torch
 
     from inkling_compat.kernels._triton import INTERPRET
-    from inkling_compat.kernels.reference import errors, relative_error, sink_forward_reference
+    from inkling_compat.kernels.reference import accuracy, needs_storage_reference, relative_error, sink_forward_reference
     from inkling_compat.runtime.load import build_pool, random_layer_weights
 
     t0 = time.perf_counter()
@@ -195,14 +195,19 @@ def _report(spec: TPSpec, sink: Any, out: Any, x: Any, gammas: Any, slots: Any, 
     w13, w2 = layer["w13"].to(sink.device, sink.dtype), layer["w2"].to(sink.device, sink.dtype)
     pool = whole.pool.to(sink.device, sink.dtype) if (whole.pool is not None and sink.lora_attached) else None
 
-    def reference(with_lora: bool) -> Any:
+    def reference(with_lora: bool, storage: Any = None) -> Any:
         return sink_forward_reference(
             x, gammas, w13, w2, interleaved=True, pool=pool.buffers() if (pool is not None and with_lora) else None,
-            slot_ids=slots if (pool is not None and with_lora) else None, dtype=torch.float64)
+            slot_ids=slots if (pool is not None and with_lora) else None, dtype=torch.float64, storage=storage)
 
     ref = reference(True)
     reference_s = time.perf_counter() - t0
-    max_err, norm_err = errors(out, ref)
+    # The unsharded layer's storage roundings. Each rank also rounds its partial output before
+    # the all-reduce, which this reference does not; on a well-posed output the two stay far
+    # under 1e-2 (2.7e-3 on the bundled example).
+    stored = reference(True, storage=sink.dtype) if needs_storage_reference(sink.dtype) else None
+    acc = accuracy(out, ref, stored)
+    max_err, norm_err = acc.max_relative_error, acc.norm_relative_error
     lora_share = relative_error(reference(False), ref) if pool is not None else 0.0
     counts: dict[str, int] = {}
     for s in slots.tolist():
@@ -217,7 +222,8 @@ def _report(spec: TPSpec, sink: Any, out: Any, x: Any, gammas: Any, slots: Any, 
         dtype=str(sink.dtype).replace("torch.", ""), sink=sink.describe(), notes=tuple(sink.notes), tokens=spec.tokens,
         slots=dict(sorted(counts.items(), key=lambda kv: int(kv[0]))), ranks=tuple(ranks), max_relative_error=max_err,
         norm_relative_error=norm_err, lora_share=lora_share, reference_s=reference_s, repeats=spec.repeat,
-        shared_devices=shared, fault=spec.fault,
+        shared_devices=shared, fault=spec.fault, storage_max_error=acc.storage_max_error,
+        storage_norm_error=acc.storage_norm_error,
     )
 
 

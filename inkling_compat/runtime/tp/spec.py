@@ -95,13 +95,25 @@ class TPResult:
     shared_devices: bool  # several ranks on one GPU (gloo with CUDA tensors)
     fault: Fault | None = None
     tolerance: float = TOLERANCE
+    # The same two errors of the storage-rounded unsharded reference (0 for float32): the bound
+    # is judged against them (kernels/reference.py: Accuracy).
+    storage_max_error: float = 0.0
+    storage_norm_error: float = 0.0
+
+    @property
+    def accuracy(self) -> Any:
+        from inkling_compat.kernels.reference import Accuracy
+
+        return Accuracy(self.max_relative_error, self.norm_relative_error, self.storage_max_error,
+                        self.storage_norm_error, self.tolerance)
 
     @property
     def ok(self) -> bool:
-        return self.max_relative_error <= self.tolerance and self.norm_relative_error <= self.tolerance
+        return self.accuracy.ok
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
+        data["max_bound"], data["norm_bound"] = self.accuracy.max_bound, self.accuracy.norm_bound
         data["ranks"] = [asdict(r) for r in self.ranks]
         return data
