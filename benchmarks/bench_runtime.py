@@ -12,7 +12,9 @@ and weights rotated across enough copies ("layers") to exceed 3x the 60 MB L2, a
 ``do_bench`` medians. ``graph_us.torch_lora`` is the plain torch loop (tokens sorted by slot,
 ``torch.mm`` shrink/expand per slot, segment bounds computed on the host before the capture);
 ``graph_us.triton_lora_all_unassigned`` the Triton LoRA path with every slot id -1;
-``eager_us.triton_lora_captured`` a call of ``capture_forward`` (input copies + one replay).
+``eager_us.triton_lora_captured`` a call of ``capture_forward`` (input copies + one replay);
+``graph_us.triton_lora_{fused,split}`` (and ``..._all_unassigned_{fused,split}``) each LoRA path
+forced (routing included), whichever ``sink_forward_triton`` takes at that T.
 Each configuration is checked against the float64 reference. Writes JSON row by row; never
 imports tests/ (problems come from benchmarks/ops/common.py).
 """
@@ -118,7 +120,8 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
 
     from inkling_compat.kernels.capture import capture_forward
     from inkling_compat.kernels.reference import relative_error
-    from inkling_compat.kernels.sink import sink_forward_torch, sink_forward_triton, torch_segments
+    from inkling_compat.kernels.routing import build_routing
+    from inkling_compat.kernels.sink import forward_fused, forward_split, sink_forward_torch, sink_forward_triton, torch_segments, use_fused
 
     S, R = 8, 16
     weight_bytes = 2 * (3 * n * F * H)
@@ -137,6 +140,11 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
     ref_base = p0.reference(lora=False)
     err_base = relative_error(sink_forward_triton(ops[0], p0.x, p0.gammas, None), ref_base)
     err_unassigned = relative_error(sink_forward_triton(ops[0], p0.x, p0.gammas, unassigned[0]), ref_base)
+    def forced(path, o, p, ids):  # one of the two LoRA paths, whatever sink_forward_triton would choose
+        return path(o, p.x, p.gammas, build_routing(ids, o.slots, o.slot_active))
+
+    err_fused = relative_error(forced(forward_fused, ops[0], p0, p0.slot_ids), ref)
+    err_split = relative_error(forced(forward_split, ops[0], p0, p0.slot_ids), ref)
     captured = capture_forward(ops[0], T)
     err_captured = relative_error(captured(p0.x, p0.gammas, p0.slot_ids).clone(), ref)
     del ref, ref_base
@@ -150,8 +158,13 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
         "triton_base": calls(lambda i: sink_forward_triton(ops[i], problems[i].x, problems[i].gammas, None)),
         "triton_lora": calls(lambda i: sink_forward_triton(ops[i], problems[i].x, problems[i].gammas, problems[i].slot_ids)),
         "triton_lora_all_unassigned": calls(lambda i: sink_forward_triton(ops[i], problems[i].x, problems[i].gammas, unassigned[i])),
+        # both LoRA paths forced, whichever the default takes at this T (FUSED_MAX_T)
+        "triton_lora_fused": calls(lambda i: forced(forward_fused, ops[i], problems[i], problems[i].slot_ids)),
+        "triton_lora_split": calls(lambda i: forced(forward_split, ops[i], problems[i], problems[i].slot_ids)),
+        "triton_lora_all_unassigned_fused": calls(lambda i: forced(forward_fused, ops[i], problems[i], unassigned[i])),
+        "triton_lora_all_unassigned_split": calls(lambda i: forced(forward_split, ops[i], problems[i], unassigned[i])),
     }
-    eager = {name: eager_us(c) for name, c in paths.items() if name != "triton_lora_all_unassigned"}
+    eager = {name: eager_us(c) for name, c in paths.items() if name in ("torch_base", "torch_lora", "triton_base", "triton_lora")}
     eager["torch_lora_host_sync"] = eager_us(calls(lambda i: sink_forward_torch(ops[i], problems[i].x, problems[i].gammas, problems[i].slot_ids)))
     eager["triton_lora_captured"] = eager_us([lambda: captured(p0.x, p0.gammas, p0.slot_ids)])
     del captured
@@ -169,6 +182,7 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
         "eager_us": eager, "graph_us": graph,
         "err_triton_lora": err_triton, "err_torch_lora": err_torch, "err_triton_base": err_base,
         "err_triton_lora_all_unassigned": err_unassigned, "err_triton_lora_captured": err_captured,
+        "err_triton_lora_fused": err_fused, "err_triton_lora_split": err_split, "fused_default": use_fused(ops[0], T),
         "flops_base": flops_base, "flops_lora_extra": flops_lora, "weight_bytes": weight_bytes,
         "tflops_triton_lora": (flops_base + flops_lora) / (t_xl * 1e-6) / 1e12,
         "tflops_triton_base": flops_base / (t_xb * 1e-6) / 1e12,
@@ -180,6 +194,10 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
         "ratio_triton_base_vs_torch_base": t_xb / t_tb,
         "ratio_triton_lora_vs_torch_lora_graph": t_xl / t_tl,
         "ratio_triton_lora_all_unassigned_vs_triton_base": graph["triton_lora_all_unassigned"] / t_xb,
+        "ratio_triton_lora_fused_vs_triton_base": graph["triton_lora_fused"] / t_xb,
+        "ratio_triton_lora_split_vs_triton_base": graph["triton_lora_split"] / t_xb,
+        "ratio_triton_lora_all_unassigned_fused_vs_triton_base": graph["triton_lora_all_unassigned_fused"] / t_xb,
+        "ratio_triton_lora_all_unassigned_split_vs_triton_base": graph["triton_lora_all_unassigned_split"] / t_xb,
         "ratio_torch_lora_vs_torch_base_eager": eager["torch_lora_host_sync"] / eager["torch_base"],
         "fraction_of_bf16_ceiling_triton_lora": (flops_base + flops_lora) / (t_xl * 1e-6) / 1e12 / peak_tflops,
         "fraction_of_copy_bw_triton_base_weights": weight_bytes / (t_xb * 1e-6) / 1e12 / copy_tbs,
@@ -203,7 +221,8 @@ def _row_text(r) -> str:
 
 def table(rows) -> str:
     """Markdown. Times in us: CUDA-graph replay medians; eager do_bench medians where named."""
-    head = ("| layout | (H, n, F) | T | Triton base | Triton LoRA | LoRA / base | all unassigned / base | torch loop (graph) | "
+    head = ("| layout | (H, n, F) | T | Triton base | Triton LoRA | LoRA / base | all unassigned / base | fused / base | split / base | "
+            "unassigned fused / split / base | torch loop (graph) | "
             "Triton LoRA / torch loop | torch base | base weight TB/s | eager LoRA | captured call | rel. err |")
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
     for r in rows:
@@ -211,6 +230,8 @@ def table(rows) -> str:
         lines.append(
             f"| {r['layout']} | ({r['H']}, {r['n']}, {r['F']}) | {r['T']} | {_fmt(g['triton_base'])} | {_fmt(g['triton_lora'])} | "
             f"{r['ratio_triton_lora_vs_triton_base']:.2f} | {r['ratio_triton_lora_all_unassigned_vs_triton_base']:.2f} | "
+            f"{r['ratio_triton_lora_fused_vs_triton_base']:.2f} | {r['ratio_triton_lora_split_vs_triton_base']:.2f} | "
+            f"{r['ratio_triton_lora_all_unassigned_fused_vs_triton_base']:.2f} / {r['ratio_triton_lora_all_unassigned_split_vs_triton_base']:.2f} | "
             f"{_fmt(g['torch_lora'])} | {r['ratio_triton_lora_vs_torch_lora_graph']:.2f} | {_fmt(g['torch_base'])} | "
             f"{r['weight_tbs_triton_base']:.2f} | {_fmt(e['triton_lora'])} | {_fmt(e['triton_lora_captured'])} | {r['err_triton_lora']:.1e} |"
         )

@@ -18,25 +18,27 @@ from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from .lora_shrink import t_bucket
-from .routing import SlotRouting
+from .routing import SlotRouting, extra_tiles, group_tile
 
 
 @triton.jit(do_not_specialize=["T", "TB"])
 def _down_proj_kernel(
-    act_ptr, w_ptr, out_ptr, bridge_ptr, b_ptr,
-    order_ptr, row_group_ptr, group_slot_ptr,
-    T, K, H, KB, TB,
+    act_ptr, w_ptr, out_ptr, bridge_ptr, b_ptr, a_ptr,
+    order_ptr, row_group_ptr, group_slot_ptr, group_start_ptr,
+    T, K, H, KB, TB, EXTRA_M, N_GROUPS, A_BLOCK, WINDOW, KWIN,
     stride_am, stride_ak,
     stride_wk, stride_wn,
     stride_om, stride_on,
     stride_brm, stride_brk,
     stride_bs, stride_bh, stride_bk,
-    HAS_LORA: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr,
+    stride_as, stride_ar, stride_ak_a,
+    HAS_LORA: tl.constexpr, FUSED: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr,
+    DOT_PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    num_m = tl.cdiv(T, BLOCK_M)
+    num_m = tl.cdiv(T, BLOCK_M) + EXTRA_M
     num_n = tl.cdiv(H, BLOCK_N)
     group_size = GROUP_M * num_n
     first_m = (pid // group_size) * GROUP_M
@@ -44,14 +46,31 @@ def _down_proj_kernel(
     pid_m = first_m + (pid % group_size) % rows_in_group
     pid_n = (pid % group_size) // rows_in_group
 
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_mask = offs_m < T
+    if FUSED:  # group-aligned tiles (one slot per tile): the down shrink runs in the K loop
+        grp, row0, row_end = group_tile(group_start_ptr, pid_m, T, N_GROUPS, BLOCK_M, BLOCK_G)
+        if row_end <= row0:
+            return
+        offs_m = row0 + tl.arange(0, BLOCK_M)
+        m_mask = offs_m < row_end
+        slot = tl.load(group_slot_ptr + grp)
+    else:
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        m_mask = offs_m < T
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     n_mask = offs_n < H
     offs_k = tl.arange(0, BLOCK_K)
     a_base = act_ptr + offs_m[:, None] * stride_am
     w_base = w_ptr + offs_n[None, :] * stride_wn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if FUSED:
+        # Bridge column c = block c // A_BLOCK (an expert when windowed) reads A row c over the
+        # activation columns of its window [blk*WINDOW, blk*WINDOW + KWIN) (WINDOW 0: KWIN = K).
+        offs_kb = tl.arange(0, BLOCK_KB)
+        kb_mask = offs_kb < KB
+        kb_use = offs_kb < KB * (slot >= 0).to(tl.int32)  # no A columns to load without an adapter
+        col_shift = (offs_kb // A_BLOCK) * WINDOW
+        sa_base = a_ptr + slot.to(tl.int64) * stride_as + offs_kb[None, :] * stride_ar
+        br = tl.zeros((BLOCK_M, BLOCK_KB), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_mask = (k0 + offs_k) < K
         at = tl.load(a_base + (k0 + offs_k)[None, :] * stride_ak, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
@@ -60,8 +79,30 @@ def _down_proj_kernel(
             at = at.to(tl.float32)
             wt = wt.to(tl.float32)
         acc += tl.dot(at, wt, input_precision=DOT_PREC)
+        if FUSED:
+            koff = (k0 + offs_k)[:, None] - col_shift[None, :]
+            smask = k_mask[:, None] & kb_use[None, :] & (koff >= 0) & (koff < KWIN)
+            sa = tl.load(sa_base + koff * stride_ak_a, mask=smask, other=0.0)
+            if UPCAST:
+                sa = sa.to(tl.float32)
+            else:
+                sa = sa.to(at.dtype)
+            br += tl.dot(at, sa, input_precision=DOT_PREC)
 
-    if HAS_LORA:
+    if FUSED:
+        if slot >= 0:
+            # The bridge is rounded to the storage dtype, as the separate shrink stores it.
+            bt = tl.load(b_ptr + slot.to(tl.int64) * stride_bs + offs_n[None, :] * stride_bh + offs_kb[:, None] * stride_bk,
+                         mask=kb_mask[:, None] & n_mask[None, :], other=0.0)
+            if UPCAST:
+                if ROUND:
+                    br = round_bf16_rne(br)
+                bt = bt.to(tl.float32)
+            else:
+                br = br.to(act_ptr.dtype.element_ty)
+                bt = bt.to(br.dtype)
+            acc += tl.dot(br, bt, input_precision=DOT_PREC)
+    elif HAS_LORA:
         row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
         g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
         g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
@@ -104,7 +145,7 @@ def _configs():
     ]
 
 
-_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA"])(_down_proj_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA", "FUSED"])(_down_proj_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, K: int, H: int) -> dict:
@@ -127,52 +168,74 @@ def down_proj(
     routing: SlotRouting | None = None,
     bridge: torch.Tensor | None = None,
     b: torch.Tensor | None = None,
+    shrink_a: torch.Tensor | None = None,
+    shrink_rank: int = 0,
+    shrink_window: int = 0,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``out`` [T, H] in token order. ``act`` is in sorted order when ``routing`` is given
     (rows are scattered back through ``routing.order``). ``bridge`` [T, KB] (sorted order) and
-    ``b`` [S, H, KB] enable the LoRA delta."""
+    ``b`` [S, H, KB] enable the LoRA delta.
+
+    ``shrink_a`` instead of ``bridge``: the fused path, the down shrink computed in the GEMM's
+    K loop over group-aligned tiles. It is the shrink's A as :func:`lora_shrink` takes it,
+    ``[S, KB, K_a]`` in blocks of ``shrink_rank`` rows, each block over the activation window
+    ``[blk * shrink_window, blk * shrink_window + K_a)`` (``shrink_window`` 0: all of them)."""
     T, K = act.shape
     if w2_lin.shape[0] != K:
         raise ValueError(f"down_proj: w2_lin {tuple(w2_lin.shape)} does not take {K} activations")
     H = w2_lin.shape[1]
-    has_lora = bridge is not None
+    fused = shrink_a is not None
+    if fused and bridge is not None:
+        raise ValueError("down_proj: give the bridge or A (fused shrink), not both")
+    has_lora = bridge is not None or fused
     if has_lora and routing is None:
         raise ValueError("down_proj: LoRA needs a routing")
-    check_device(act, w2_lin, bridge, b)
+    if fused:
+        rows, k_a = shrink_a.shape[1], shrink_a.shape[2]
+        if (routing.group_start is None or shrink_rank <= 0 or rows % shrink_rank
+                or (k_a != K if shrink_window == 0 else (shrink_window != k_a or rows // shrink_rank * k_a > K))):
+            raise ValueError(f"down_proj: shrink A {tuple(shrink_a.shape)} (rank {shrink_rank}, window {shrink_window}) does not fit {K} activations")
+    check_device(act, w2_lin, bridge, b, shrink_a)
     if out is None:
         out = torch.empty((T, H), dtype=act.dtype, device=act.device)
     if T == 0:
         return out
     if has_lora:
-        KB = bridge.shape[1]
+        KB = shrink_a.shape[1] if fused else bridge.shape[1]
         if b.shape[1] != H or b.shape[2] != KB:
             raise ValueError(f"down_proj: B {tuple(b.shape)} does not fit H={H}, bridge width {KB}")
-        lora_args = (bridge, b)
-        lora_strides = (bridge.stride(0), bridge.stride(1), *b.stride())
+        lora_args = (shrink_a if fused else bridge, b, shrink_a if fused else act)
+        lora_strides = (0 if fused else bridge.stride(0), 0 if fused else bridge.stride(1), *b.stride())
     else:
         KB = 1
-        lora_args = (act, act)
+        lora_args = (act, act, act)
         lora_strides = (0, 0, 0, 0, 0)
-    routing_args = (routing.order, routing.row_group, routing.group_slot) if routing is not None else (act, act, act)
+    a_strides = tuple(shrink_a.stride()) if fused else (0, 0, 0)
+    S = routing.num_slots if routing is not None else 0
+    extra = extra_tiles(T, S) if fused else 0
+    routing_args = ((routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
+                    if routing is not None else (act, act, act, act))
     args = (
         act, w2_lin, out, *lora_args, *routing_args,
-        T, K, H, KB, t_bucket(T),
+        T, K, H, KB, t_bucket(T), extra, S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,
         act.stride(0), act.stride(1),
         w2_lin.stride(0), w2_lin.stride(1),
         out.stride(0), out.stride(1),
-        *lora_strides,
+        *lora_strides, *a_strides,
     )
-    flags = dict(HAS_LORA=has_lora, SCATTER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(act),
-                 BLOCK_KB=min(64, next_pow2(KB)) if has_lora else 16)
+    # Fused: the whole bridge width in one block (the register bridge); else up to 64 per step.
+    block_kb = (next_pow2(KB) if fused else min(64, next_pow2(KB))) if has_lora else 16
+    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out),
+                 DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
     if _tuned is not None:
-        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
+        grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
         cfg = _heuristic(T, K, H)
         if act.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
             cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
-        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * triton.cdiv(H, cfg["BLOCK_N"]),)
+        grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * triton.cdiv(H, cfg["BLOCK_N"]),)
         _down_proj_kernel[grid](*args, **flags, **cfg)
     return out
 

@@ -22,27 +22,29 @@ from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from .lora_shrink import t_bucket
-from .routing import SlotRouting
+from .routing import SlotRouting, extra_tiles, group_tile
 
 
 @triton.jit(do_not_specialize=["T", "TB"])
 def _gate_up_swiglu_kernel(
-    x_ptr, w_ptr, gamma_ptr, act_ptr, bridge_ptr, b_ptr,
-    order_ptr, row_group_ptr, group_slot_ptr,
-    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, TB,
+    x_ptr, w_ptr, gamma_ptr, act_ptr, bridge_ptr, b_ptr, a_ptr,
+    order_ptr, row_group_ptr, group_slot_ptr, group_start_ptr,
+    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, TB, EXTRA_M, N_GROUPS,
     stride_xm, stride_xk,
     stride_wn, stride_wk,
     stride_gm, stride_ge,
     stride_am, stride_an,
     stride_brm, stride_brn,
     stride_bs, stride_be, stride_bf, stride_br,
-    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr,
+    stride_as, stride_ae, stride_ar, stride_ak,
+    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, FUSED: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr,
+    ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
 ):
     # Grouped ordering of (M tile, N tile) for L2 reuse of the weight tiles.
     pid = tl.program_id(0)
-    num_m = tl.cdiv(T, BLOCK_M)
+    num_m = tl.cdiv(T, BLOCK_M) + EXTRA_M
     n_per_expert = tl.cdiv(F, BLOCK_N)
     num_n = N_EXP * n_per_expert
     group_size = GROUP_M * num_n
@@ -53,8 +55,16 @@ def _gate_up_swiglu_kernel(
     e = pid_n // n_per_expert
     jb = pid_n % n_per_expert
 
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    m_mask = offs_m < T
+    if FUSED:  # group-aligned tiles: one slot per tile, so the shrink can run in the K loop
+        grp, row0, row_end = group_tile(group_start_ptr, pid_m, T, N_GROUPS, BLOCK_M, BLOCK_G)
+        if row_end <= row0:
+            return
+        offs_m = row0 + tl.arange(0, BLOCK_M)
+        m_mask = offs_m < row_end
+        slot = tl.load(group_slot_ptr + grp)
+    else:
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        m_mask = offs_m < T
     if GATHER:
         src = tl.load(order_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
     else:
@@ -73,6 +83,16 @@ def _gate_up_swiglu_kernel(
     wu_base = w_ptr + row_u.to(tl.int64)[None, :] * stride_wn
     acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if FUSED:
+        # The tile's bridge (gate and up halves of this expert's 2R rank rows) accumulates
+        # beside the GEMM from the same x tiles; a tile without an adapter masks the A loads off.
+        offs_r = tl.arange(0, BLOCK_R)
+        r_mask = offs_r < R
+        r_use = offs_r < R * (slot >= 0).to(tl.int32)  # no rank rows to load without an adapter
+        ag_base = a_ptr + slot.to(tl.int64) * stride_as + e * stride_ae + offs_r[None, :] * stride_ar
+        au_base = ag_base + R * stride_ar
+        br_g = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
+        br_u = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
     for k0 in range(0, H, BLOCK_K):
         k_mask = (k0 + offs_k) < H
         xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
@@ -85,8 +105,40 @@ def _gate_up_swiglu_kernel(
             wu = wu.to(tl.float32)
         acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
         acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
+        if FUSED:
+            amask = k_mask[:, None] & r_use[None, :]
+            ag = tl.load(ag_base + (k0 + offs_k)[:, None] * stride_ak, mask=amask, other=0.0)
+            au = tl.load(au_base + (k0 + offs_k)[:, None] * stride_ak, mask=amask, other=0.0)
+            if UPCAST:
+                ag = ag.to(tl.float32)
+                au = au.to(tl.float32)
+            else:
+                ag = ag.to(xt.dtype)
+                au = au.to(xt.dtype)
+            br_g += tl.dot(xt, ag, input_precision=DOT_PREC)
+            br_u += tl.dot(xt, au, input_precision=DOT_PREC)
 
-    if HAS_LORA:
+    if FUSED:
+        if slot >= 0:
+            # The bridge is rounded to the storage dtype, as the separate shrink stores it.
+            b_base = b_ptr + slot.to(tl.int64) * stride_bs + e * stride_be
+            lmask = r_mask[:, None] & j_mask[None, :]
+            bg = tl.load(b_base + offs_j[None, :] * stride_bf + offs_r[:, None] * stride_br, mask=lmask, other=0.0)
+            bu = tl.load(b_base + (F + offs_j)[None, :] * stride_bf + offs_r[:, None] * stride_br, mask=lmask, other=0.0)
+            if UPCAST:
+                if ROUND:
+                    br_g = round_bf16_rne(br_g)
+                    br_u = round_bf16_rne(br_u)
+                bg = bg.to(tl.float32)
+                bu = bu.to(tl.float32)
+            else:
+                br_g = br_g.to(x_ptr.dtype.element_ty)
+                br_u = br_u.to(x_ptr.dtype.element_ty)
+                bg = bg.to(br_g.dtype)
+                bu = bu.to(br_u.dtype)
+            acc_g += tl.dot(br_g, bg, input_precision=DOT_PREC)
+            acc_u += tl.dot(br_u, bu, input_precision=DOT_PREC)
+    elif HAS_LORA:
         row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
         g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
         g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
@@ -135,7 +187,7 @@ def _configs():
     return out
 
 
-_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA", "FUSED"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, H: int, F: int) -> dict:
@@ -162,12 +214,15 @@ def gate_up_swiglu(
     bridge: torch.Tensor | None = None,
     b_gu: torch.Tensor | None = None,
     bridge_expert_stride: int = 0,
+    a_gu: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Activation ``[T, n*F]`` (dtype of x). In sorted order when ``routing`` is given (x and
     gammas are then read through ``routing.order``), else in token order.
 
     ``bridge`` [T, E_a*2R] (sorted order) and ``b_gu`` [S, n, 2F, R] enable the LoRA delta.
+    ``a_gu`` [S, E_a, 2R, H] instead of ``bridge``: the fused path, the gate/up shrink computed
+    in the GEMM's K loop over group-aligned tiles (no bridge in memory, no shrink launch).
     """
     T, H = x.shape
     rows = w13_lin.shape[0]
@@ -176,42 +231,57 @@ def gate_up_swiglu(
     F = rows // (2 * n_experts)
     if gammas.shape != (T, n_experts):
         raise ValueError(f"gate_up_swiglu: gammas {tuple(gammas.shape)} != {(T, n_experts)}")
-    has_lora = bridge is not None
+    fused = a_gu is not None
+    if fused and bridge is not None:
+        raise ValueError("gate_up_swiglu: give the bridge or A (fused shrink), not both")
+    has_lora = bridge is not None or fused
     if has_lora and routing is None:
         raise ValueError("gate_up_swiglu: LoRA needs a routing")
-    check_device(x, w13_lin, gammas, bridge, b_gu)
+    if fused and (routing.group_start is None or a_gu.shape[0] != b_gu.shape[0] or a_gu.shape[3] != H
+                  or a_gu.shape[2] != 2 * b_gu.shape[3] or a_gu.shape[1] not in (1, n_experts)):
+        raise ValueError(f"gate_up_swiglu: A {tuple(a_gu.shape)} / B {tuple(b_gu.shape)} do not fit H={H}, n={n_experts}")
+    check_device(x, w13_lin, gammas, bridge, b_gu, a_gu)
     if out is None:
         out = torch.empty((T, n_experts * F), dtype=x.dtype, device=x.device)
     if T == 0:
         return out
     if has_lora:
         R = b_gu.shape[3]
-        lora_args = (bridge, b_gu)
-        lora_strides = (bridge.stride(0), bridge.stride(1), *b_gu.stride())
+        br = a_gu if fused else bridge  # the bridge pointer is never read when fused
+        lora_args = (br, b_gu, a_gu if fused else x)
+        lora_strides = (0 if fused else bridge.stride(0), 0 if fused else bridge.stride(1), *b_gu.stride())
     else:
         R = 1
-        lora_args = (x, x)  # never read
+        lora_args = (x, x, x)  # never read
         lora_strides = (0, 0, 0, 0, 0, 0)
-    routing_args = (routing.order, routing.row_group, routing.group_slot) if routing is not None else (x, x, x)
+    if fused:
+        a_strides = (a_gu.stride(0), 0 if a_gu.shape[1] == 1 else a_gu.stride(1), a_gu.stride(2), a_gu.stride(3))
+    else:
+        a_strides = (0, 0, 0, 0)
+    S = routing.num_slots if routing is not None else 0
+    extra = extra_tiles(T, S) if fused else 0
+    routing_args = ((routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
+                    if routing is not None else (x, x, x, x))
     args = (
         x, w13_lin, gammas, out, *lora_args, *routing_args,
-        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T),
+        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T), extra, S + 1,
         x.stride(0), x.stride(1),
         w13_lin.stride(0), w13_lin.stride(1),
         gammas.stride(0), gammas.stride(1),
         out.stride(0), out.stride(1),
-        *lora_strides,
+        *lora_strides, *a_strides,
     )
-    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, GATHER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x),
-                 BLOCK_R=next_pow2(R) if has_lora else 16)
+    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=routing is not None, UPCAST=INTERPRET,
+                 ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=next_pow2(R) if has_lora else 16,
+                 BLOCK_G=next_pow2(S + 1, 2))
     if _tuned is not None:
-        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
+        grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
         cfg = _heuristic(T, H, F)
         if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
             cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
-        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
+        grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
         _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
     return out
 

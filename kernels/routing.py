@@ -28,6 +28,9 @@ class SlotRouting:
     group_slot: torch.Tensor  # [S + 2] int32: slot of each group (-1 none / unused)
     num_tokens: int
     num_slots: int
+    # [S + 3] int32: first sorted row of each group, T for unused groups (so that group g has
+    # rows [group_start[g], group_start[g + 1])); the fused kernels tile each group on its own.
+    group_start: torch.Tensor | None = None
 
 
 @triton.jit
@@ -45,7 +48,7 @@ def _keys(slot_ptr, active_ptr, t, T, S, HAS_ACTIVE: tl.constexpr):
 
 @triton.jit(do_not_specialize=["T"])
 def _routing_kernel(
-    slot_ptr, active_ptr, order_ptr, row_group_ptr, group_slot_ptr,
+    slot_ptr, active_ptr, order_ptr, row_group_ptr, group_slot_ptr, group_start_ptr,
     T, S,
     HAS_ACTIVE: tl.constexpr, CHUNK: tl.constexpr, BLOCK_KEY: tl.constexpr,
 ):
@@ -69,6 +72,10 @@ def _routing_kernel(
         match = present[None, :] & (group_of_key[None, :] == keys[:, None])  # [group, key]
         gslot = tl.sum(tl.where(match, keys[None, :], 0), axis=1) - 1
         tl.store(group_slot_ptr + keys, gslot, mask=keys < S + 2)
+        # group_start[g] = first row of group g (program 0's start is the global one), T if unused.
+        has = tl.sum(match.to(tl.int32), axis=1) > 0
+        gstart = tl.where(has, tl.sum(tl.where(match, start[None, :], 0), axis=1), T)
+        tl.store(group_start_ptr + keys, gstart, mask=keys < S + 3)
     # Each token's sorted row = its key's start + its rank among earlier tokens of that key.
     t = pid * CHUNK + offs
     key = _keys(slot_ptr, active_ptr, t, T, S, HAS_ACTIVE)
@@ -80,6 +87,31 @@ def _routing_kernel(
     valid = t < T
     tl.store(order_ptr + pos, t, mask=valid)
     tl.store(row_group_ptr + pos, grp, mask=valid)
+
+
+@triton.jit
+def group_tile(group_start_ptr, pid_m, T, N_GROUPS, BLOCK_M: tl.constexpr, BLOCK_G: tl.constexpr):
+    """Tile ``pid_m`` of the group-aligned tiling used by the fused kernels: the rows of each
+    group (in group order) cut into ``BLOCK_M``-row tiles of their own, so every tile holds one
+    slot. Returns (group, first row, end row); an empty range (end <= first) past the last tile.
+    There are at most ``cdiv(T, BLOCK_M) + N_GROUPS - 1`` tiles (each group adds one partial)."""
+    g = tl.arange(0, BLOCK_G)
+    gmask = g < N_GROUPS
+    lo = tl.load(group_start_ptr + g, mask=gmask, other=T)
+    hi = tl.load(group_start_ptr + g + 1, mask=gmask, other=T)
+    tiles = (hi - lo + BLOCK_M - 1) // BLOCK_M
+    end = tl.cumsum(tiles, 0)
+    sel = ((end - tiles) <= pid_m) & (pid_m < end)
+    grp = tl.sum(tl.where(sel, g, 0), 0)
+    row0 = tl.sum(tl.where(sel, lo + (pid_m - (end - tiles)) * BLOCK_M, 0), 0)
+    row_end = tl.sum(tl.where(sel, hi, 0), 0)
+    return grp, row0, row_end
+
+
+def extra_tiles(T: int, num_slots: int) -> int:
+    """Partial tiles the group-aligned tiling may add: one per group boundary (at most S of them,
+    and fewer than T)."""
+    return max(0, min(num_slots, T - 1))
 
 
 def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Tensor | None = None) -> SlotRouting:
@@ -98,19 +130,21 @@ def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Ten
     order = torch.empty(T, dtype=torch.int32, device=device)
     row_group = torch.empty(T, dtype=torch.int32, device=device)
     group_slot = torch.empty(num_slots + 2, dtype=torch.int32, device=device)
+    group_start = torch.empty(num_slots + 3, dtype=torch.int32, device=device)
     if slot_active is not None:
         active = slot_active.to(device)
         active = (active.view(torch.uint8) if active.dtype == torch.bool else (active != 0).view(torch.uint8)).contiguous()
     else:
         active = ids
-    block_key = triton.next_power_of_2(num_slots + 2)
+    block_key = triton.next_power_of_2(num_slots + 3)
     # A [CHUNK, BLOCK_KEY] one-hot tile per program (<= 4K elements); one program up to 256 tokens.
     chunk = max(16, min(triton.next_power_of_2(max(T, 1)), 4096 // block_key, 256))
     _routing_kernel[(max(1, triton.cdiv(T, chunk)),)](
-        ids, active, order, row_group, group_slot, T, num_slots,
+        ids, active, order, row_group, group_slot, group_start, T, num_slots,
         HAS_ACTIVE=slot_active is not None, CHUNK=chunk, BLOCK_KEY=block_key, num_warps=4,
     )
-    return SlotRouting(order=order, row_group=row_group, group_slot=group_slot, num_tokens=T, num_slots=num_slots)
+    return SlotRouting(order=order, row_group=row_group, group_slot=group_slot, num_tokens=T, num_slots=num_slots,
+                       group_start=group_start)
 
 
 def build_routing_torch(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Tensor | None = None) -> SlotRouting:
@@ -134,12 +168,17 @@ def build_routing_torch(slot_ids: torch.Tensor, num_slots: int, slot_active: tor
     index = torch.where(present, rank, torch.full_like(rank, num_slots + 1))
     group_slot.scatter_(0, index, torch.arange(-1, num_slots, device=device))
     group_slot.narrow(0, num_slots + 1, 1).fill_(-1)  # fill_, not item assignment: graph-capturable
+    T = int(s.numel())
+    group_start = torch.full((num_slots + 3,), T, dtype=torch.int64, device=device)
+    group_start.scatter_(0, index, torch.cumsum(counts, 0) - counts)
+    group_start.narrow(0, num_slots + 1, 2).fill_(T)  # the spare entry (and the one after it)
     return SlotRouting(
         order=order.to(torch.int32),
         row_group=row_group.to(torch.int32),
         group_slot=group_slot.to(torch.int32),
-        num_tokens=int(s.numel()),
+        num_tokens=T,
         num_slots=num_slots,
+        group_start=group_start.to(torch.int32),
     )
 
 

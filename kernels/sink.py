@@ -1,6 +1,6 @@
 """The shared-sink forward with multi-slot LoRA, composed of the three Triton kernels.
 
-One forward (spec sections 1.4 and 6)::
+One forward (spec sections 1.4 and 6), the split path::
 
     routing   = build_routing(slot_ids)                      # once per forward, no host sync
     bridge_gu = lora_shrink(x, A_gu)                         # [T, E_a*2R], sorted rows
@@ -10,7 +10,9 @@ One forward (spec sections 1.4 and 6)::
 
 Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
 (``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
-reduced inside the shrink launch in a fixed order. ``SinkOperands``
+reduced inside the shrink launch in a fixed order. The fused path (issue 11, up to
+``FUSED_MAX_T`` tokens) is three launches: the routing, then each GEMM with its shrink in its
+own K loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot. ``SinkOperands``
 holds the base weights in their linearized views and the four pool buffers plus the two derived
 down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
@@ -114,10 +116,41 @@ def sink_forward_triton(
         return down_proj(act, ops.w2_lin)
     if ops._down_shrink_a is None:
         ops.refresh()
+    if routing is None:
+        routing = build_routing(slot_ids.to(x_td.device), ops.slots, ops.slot_active)
+    if use_fused(ops, x_td.shape[0]) and routing.group_start is not None:
+        return forward_fused(ops, x_td, g_td, routing)
+    return forward_split(ops, x_td, g_td, routing)
+
+
+# The fused path (shrinks inside the GEMMs' K loops) up to this many tokens; above it the split
+# path: its tiles may hold several slots, so no group-aligned partial tiles, and its shrinks
+# read each x tile once instead of once per N program (measured on the H200: docs/performance.md).
+FUSED_MAX_T = 1024
+# Register bridges up to this width (the gate/up half-bridge R, the down bridge R or n*R).
+FUSED_MAX_BRIDGE = 128
+
+
+def use_fused(ops: SinkOperands, tokens: int) -> bool:
+    """Whether :func:`sink_forward_triton` takes the fused path for ``tokens`` tokens."""
+    return tokens <= FUSED_MAX_T and ops.rank <= 64 and ops._down_shrink_a.shape[1] <= FUSED_MAX_BRIDGE
+
+
+def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
+    """Three launches: routing, gate/up with the gate/up shrink in its K loop, down with the down
+    shrink in its K loop (group-aligned tiles, one slot each; no bridges in memory, no memset)."""
+    window = 0 if ops.shared_outer else ops.f_local
+    act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
+                         b_gu=ops.gate_up_b, a_gu=ops.gate_up_a)
+    return down_proj(act, ops.w2_lin, routing=routing, b=ops._down_expand_b, shrink_a=ops._down_shrink_a,
+                     shrink_rank=ops.rank, shrink_window=window)
+
+
+def forward_split(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
+    """Five launches (and a memset at small T): routing, the gate/up shrink, gate/up, the down
+    shrink, down; the shrinks split K at small T."""
     S, E_a, R2, H = ops.gate_up_a.shape
     R = R2 // 2
-    if routing is None:
-        routing = build_routing(slot_ids.to(x_td.device), S, ops.slot_active)
     T = x_td.shape[0]
     # Up to 128 rank rows per gate/up block (same bridge layout): each x tile is read once, not
     # 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
