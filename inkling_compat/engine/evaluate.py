@@ -15,7 +15,7 @@ import string
 import weakref
 from typing import Any, Iterator, Iterable
 
-from inkling_compat.engine import cel, coverage
+from inkling_compat.engine import coverage
 from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
 from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.plan import Plan, plan as plan_for
@@ -216,19 +216,23 @@ class _Guarded:
     false, so is every `(when) && (condition)` of the group (CEL's `false && x` is false even
     if `x` is an error), and their programs are not run. Typically two thirds of the rules
     sit behind a false guard (a pool adapter skips the PEFT rules, legacy sinks the V2 ones).
-    Otherwise each rule's own program runs as before; an error propagates (the caller then
-    evaluates rule by rule). A rule alone behind its `when` gets a guard too: coverage needs
-    to know whether its `when` held (not applicable) or its condition was false (checked)."""
+    Where it is true, each rule's condition runs alone: `true && x` is `x` for a bool `x`;
+    anything else (an error, a value that is not a bool, a guard that is neither true nor
+    false) is what the rule's joined program says, run as before. An error propagates (the
+    caller then evaluates rule by rule). A rule alone behind its `when` gets a guard too:
+    coverage needs to know whether its `when` held (not applicable) or its condition was
+    false (checked)."""
 
     __slots__ = ("size", "groups")
 
-    def __init__(self, rules: tuple[CompiledRule, ...], guards: dict[str, Any]):
+    def __init__(self, rules: tuple[CompiledRule, ...]):
         by_when: dict[str, list[int]] = {}
         for index, c in enumerate(rules):
             by_when.setdefault(c.rule.when.strip(), []).append(index)
         self.size = len(rules)
+        # (the group's `when` program, None for `true`; per member: index, condition, rule)
         self.groups = [
-            (_guard(when, guards) if when != "true" else None, [(i, rules[i].program) for i in members])
+            (rules[members[0]].when_program if when != "true" else None, [(i, rules[i].condition_program, rules[i]) for i in members])
             for when, members in by_when.items()
         ]
 
@@ -237,20 +241,30 @@ class _Guarded:
         out = [False] * self.size
         applies: list[Any] = [True] * self.size
         for guard, members in self.groups:
+            held: Any = True
             if guard is not None:
                 try:
-                    held = _truth(guard.execute(ctx))
+                    held = guard.execute(ctx)
                 except Exception:  # noqa: BLE001 - the rules' own programs say what fails
                     held = None
                 if held is False:
-                    for index, _ in members:
-                        applies[index] = False
+                    for member in members:
+                        applies[member[0]] = False
                     continue
-                if held is None:
-                    for index, _ in members:
-                        applies[index] = None
-            for index, program in members:
-                out[index] = program.execute(ctx) is True
+                if held is not True:
+                    held = None
+                    for member in members:
+                        applies[member[0]] = None
+            for index, condition, c in members:
+                if held is True:
+                    try:
+                        value = condition.execute(ctx)
+                    except Exception:  # noqa: BLE001 - the joined program below raises it
+                        value = None
+                    if value is True or value is False:
+                        out[index] = value
+                        continue
+                out[index] = c.program.execute(ctx) is True
         return out, applies
 
     def applies(self, ctx: Any) -> list[Any]:
@@ -263,8 +277,8 @@ class _Guarded:
                     held = _truth(guard.execute(ctx))
                 except Exception:  # noqa: BLE001 - e.g. `adapter` undefined: unknown
                     held = None
-            for index, _ in members:
-                applies[index] = held
+            for member in members:
+                applies[member[0]] = held
         return applies
 
 
@@ -274,28 +288,18 @@ def _truth(value: Any) -> Any:
     return value if value is True or value is False else None
 
 
-def _guard(when: str, guards: dict[str, Any]) -> Any:
-    """The compiled guard (compiled once per plan, shared by its scopes; ~50 us each)."""
-    if when not in guards:
-        try:
-            guards[when] = cel.compile(when)
-        except Exception:  # noqa: BLE001 - it compiled inside each rule's expression; no shortcut then
-            guards[when] = None
-    return guards[when]
-
-
 # Per plan (a plan lives as long as the rule set it was built for): each scope's guarded
-# programs, built when a check first needs that scope, and the compiled guards they share.
+# programs, built when a check first needs that scope.
 _GUARDED: "weakref.WeakKeyDictionary[Plan, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 
 def _scope(plan: Plan, name: str) -> "_Guarded | None":
     scopes = _GUARDED.get(plan)
     if scopes is None:
-        scopes = _GUARDED[plan] = {"guards": {}}
+        scopes = _GUARDED[plan] = {}
     if name not in scopes:
         rules = {"global": plan.global_rules, "adapter": plan.adapter_rules, "both": plan.global_rules + plan.adapter_rules}[name]
-        scopes[name] = _Guarded(rules, scopes["guards"]) if rules else None
+        scopes[name] = _Guarded(rules) if rules else None
     return scopes[name]
 
 

@@ -232,14 +232,23 @@ _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
 class CompiledRule:
     """A validated rule with its CEL programs compiled once."""
 
-    __slots__ = ("rule", "expression", "program", "param_programs", "file", "paths", "_versions")
+    __slots__ = ("rule", "expression", "when_program", "condition_program", "_program", "param_programs", "file", "paths", "_versions")
 
     def __init__(self, rule: Rule, file: str):
         self.rule = rule
         self.file = file
         self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
         self.expression = f"({rule.when}) && ({rule.condition})"
-        self.program = _compile(self.expression, file, "when/condition")
+        # `when` and `condition` are compiled apart: the engine runs the `when` once per guard
+        # group (engine/evaluate.py) and, where it held, the condition alone; CEL's compile
+        # grows faster than the text (the two parts: ~12 ms for the shipped rules, the joined
+        # expressions ~16 ms, the guards again at the first check ~6 ms). The joined program
+        # is compiled when first needed (a `when` that fails or is not a bool). Two parts that
+        # compile join into one that compiles, unless a `//` comment runs on into `) && (`:
+        # then the joined text is compiled here too, so a broken rule still fails at load.
+        self.when_program = _compile(rule.when.strip(), file, "when/condition")
+        self.condition_program = _compile(rule.condition, file, "when/condition")
+        self._program = _compile(self.expression, file, "when/condition") if "//" in self.expression else None
         self.param_programs = {name: _compile(expr, file, f"params.{name}") for name, expr in rule.params.items()}
         self.paths = set().union(referenced_paths(self.expression), *(referenced_paths(e) for e in rule.params.values()))
         for index, variant in enumerate(rule.variants):
@@ -248,6 +257,13 @@ class CompiledRule:
             compiled = CompiledRule(merged, f"{file} (variants[{index}])")
             for version in variant.sglang_versions:
                 self._versions[version] = compiled
+
+    @property
+    def program(self) -> Any:
+        """`(when) && (condition)` compiled: what the rule fires on."""
+        if self._program is None:
+            self._program = _compile(self.expression, self.file, "when/condition")
+        return self._program
 
     def for_version(self, version: str) -> "CompiledRule | None":
         """This rule as compiled for `version`: itself, a variant, or None (not in that version)."""
