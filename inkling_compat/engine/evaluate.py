@@ -134,7 +134,7 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[c
         scope_fired = global_fired if index < 0 else set(global_fired)
         for c, hit, app, block in zip(rules, scope_hits, scope_applies, blocks):
             rule = c.rule
-            if rule.after and not scope_fired.isdisjoint(rule.after):
+            if scope_fired and rule.after and not scope_fired.isdisjoint(rule.after):  # (none fired: the usual case)
                 codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
                 continue
             evaluated += 1
