@@ -18,8 +18,9 @@ from typing import Any, Iterator, Iterable
 from inkling_compat.engine import coverage
 from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
 from inkling_compat.engine.context import Contexts
+from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import Plan, plan as plan_for
-from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
+from inkling_compat.engine.rules import STAGES, CompiledRule, compile_expression, load_rules
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
@@ -223,36 +224,39 @@ class _Guarded:
     coverage needs to know whether its `when` held (not applicable) or its condition was
     false (checked)."""
 
-    __slots__ = ("size", "groups")
+    __slots__ = ("size", "groups", "guards")
 
     def __init__(self, rules: tuple[CompiledRule, ...]):
         by_when: dict[str, list[int]] = {}
         for index, c in enumerate(rules):
             by_when.setdefault(c.rule.when.strip(), []).append(index)
         self.size = len(rules)
-        # (the group's `when` program, None for `true`; per member: index, condition, rule)
-        self.groups = [
-            (rules[members[0]].when_program if when != "true" else None, [(i, rules[i].condition_program, rules[i]) for i in members])
-            for when, members in by_when.items()
-        ]
+        # Per group: its slot in `guards` (None for `true`); per member: index, condition, rule.
+        self.groups: list[tuple[int | None, list[tuple[int, Any, CompiledRule]]]] = []
+        programs = []
+        for when, members in by_when.items():
+            slot = None
+            if when != "true":
+                slot = len(programs)
+                programs.append(rules[members[0]].when_program)
+            self.groups.append((slot, [(i, rules[i].condition_program, rules[i]) for i in members]))
+        # The guards' values, computed together (engine/guards.py: shared conjuncts run once).
+        self.guards = Guards(programs, compile_expression)
 
     def execute(self, ctx: Any) -> tuple[list[bool], list[Any]]:
         """Each rule's `when && condition`, and its `when` (True, False, or None: unknown)."""
         out = [False] * self.size
         applies: list[Any] = [True] * self.size
-        for guard, members in self.groups:
+        values = self.guards.values(ctx)
+        for slot, members in self.groups:
             held: Any = True
-            if guard is not None:
-                try:
-                    held = guard.execute(ctx)
-                except Exception:  # noqa: BLE001 - the rules' own programs say what fails
-                    held = None
+            if slot is not None:
+                held = values[slot]
                 if held is False:
                     for member in members:
                         applies[member[0]] = False
                     continue
-                if held is not True:
-                    held = None
+                if held is None:
                     for member in members:
                         applies[member[0]] = None
             for index, condition, c in members:
@@ -270,22 +274,12 @@ class _Guarded:
     def applies(self, ctx: Any) -> list[Any]:
         """Each rule's `when` alone: True, False, or None when it cannot be evaluated here."""
         applies: list[Any] = [True] * self.size
-        for guard, members in self.groups:
-            held: Any = True
-            if guard is not None:
-                try:
-                    held = _truth(guard.execute(ctx))
-                except Exception:  # noqa: BLE001 - e.g. `adapter` undefined: unknown
-                    held = None
+        values = self.guards.values(ctx)  # (None where it fails, e.g. `adapter` undefined: unknown)
+        for slot, members in self.groups:
+            held = values[slot] if slot is not None else True
             for member in members:
                 applies[member[0]] = held
         return applies
-
-
-def _truth(value: Any) -> Any:
-    """A guard's value: True, False, or None for anything else (the rules' programs then run
-    and say what is wrong with it)."""
-    return value if value is True or value is False else None
 
 
 # Per plan (a plan lives as long as the rule set it was built for): each scope's guarded

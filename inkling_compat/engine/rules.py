@@ -288,6 +288,11 @@ def _program(expression: str) -> Any:
     return cel.compile(expression)
 
 
+def compile_expression(expression: str) -> Any:
+    """A CEL program for `expression`, shared with every other use of the same text."""
+    return _program(expression)
+
+
 @lru_cache(maxsize=512)
 def _pattern(text: str) -> "re.Pattern[str]":
     return re.compile(text)
