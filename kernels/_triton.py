@@ -44,6 +44,33 @@ torch, triton, tl = _import()
 
 # Decided once, like triton's own decorators: the kernels below were built in this mode.
 INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _fix_interpreter_index() -> None:
+    """Triton 3.6's interpreter holds each scalar kernel argument as a 1-element array and turns
+    it into a Python index with ``int(array)``, which NumPy >= 2.4 refuses ("only 0-dimensional
+    arrays can be converted to Python scalars"): every ``range()`` over an argument (each
+    kernel's K loop, the routing's chunk loop) then fails with an InterpreterError. Later
+    Tritons squeeze the array first (3.9: ``int(self.handle.data.squeeze())``); do the same
+    where the interpreter has the per-launch hook this wraps. Interpreter only."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - no interpreter in this triton
+        return
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_squeezed_index", False):
+        return
+
+    def patch_lang_tensor(tensor, scope, *args, **kwargs):
+        original(tensor, scope, *args, **kwargs)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    patch_lang_tensor._squeezed_index = True
+    interpreter._patch_lang_tensor = patch_lang_tensor
+
+
+if INTERPRET:
+    _fix_interpreter_index()
 # Opt-in autotuning over a few configs per kernel (GPU only; the benchmark turns it on).
 AUTOTUNE: bool = os.environ.get("INKLING_AUTOTUNE", "0") == "1" and not INTERPRET
 

@@ -96,12 +96,14 @@ def _down_proj_kernel(
                          mask=kb_mask[:, None] & n_mask[None, :], other=0.0)
             if UPCAST:
                 if ROUND:
-                    br = round_bf16_rne(br)
+                    bridge = round_bf16_rne(br)
+                else:
+                    bridge = br
                 bt = bt.to(tl.float32)
             else:
-                br = br.to(act_ptr.dtype.element_ty)
-                bt = bt.to(br.dtype)
-            acc += tl.dot(br, bt, input_precision=DOT_PREC)
+                bridge = br.to(act_ptr.dtype.element_ty)
+                bt = bt.to(bridge.dtype)
+            acc += tl.dot(bridge, bt, input_precision=DOT_PREC)
     elif HAS_LORA:
         row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
         g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
@@ -224,8 +226,11 @@ def down_proj(
         out.stride(0), out.stride(1),
         *lora_strides, *a_strides,
     )
-    # Fused: the whole bridge width in one block (the register bridge); else up to 64 per step.
-    block_kb = (next_pow2(KB) if fused else min(64, next_pow2(KB))) if has_lora else 16
+    # Fused: the whole bridge width in one block (the register bridge), at least 32 wide: at the
+    # T <= 16 tiles (16x32) a 16-wide bridge dot takes another x layout (sm_90 build: 74
+    # registers and 49 HMMA, against 63 and 18 at 32 wide; benchmarks/ops/compile_report.py).
+    # Unfused: up to 64 bridge columns per expand step.
+    block_kb = (next_pow2(KB, 32) if fused else min(64, next_pow2(KB))) if has_lora else 16
     flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out),
                  DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
     if _tuned is not None:

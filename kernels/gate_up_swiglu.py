@@ -86,13 +86,16 @@ def _gate_up_swiglu_kernel(
     if FUSED:
         # The tile's bridge (gate and up halves of this expert's 2R rank rows) accumulates
         # beside the GEMM from the same x tiles; a tile without an adapter masks the A loads off.
-        offs_r = tl.arange(0, BLOCK_R)
-        r_mask = offs_r < R
-        r_use = offs_r < R * (slot >= 0).to(tl.int32)  # no rank rows to load without an adapter
-        ag_base = a_ptr + slot.to(tl.int64) * stride_as + e * stride_ae + offs_r[None, :] * stride_ar
-        au_base = ag_base + R * stride_ar
-        br_g = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
-        br_u = tl.zeros((BLOCK_M, BLOCK_R), dtype=tl.float32)
+        # One [BLOCK_M, 2*BLOCK_R] bridge: columns [0, BLOCK_R) gate rank rows, [BLOCK_R, 2*BLOCK_R)
+        # up rank rows (A rows R + r). One dot per K step, at least 32 wide, so that it shares
+        # the x operand's register layout with the GEMM's dots (a 16-wide one did not: 255
+        # registers and a spill at 16x32x128 on sm_90, against 80 unfused).
+        offs_c = tl.arange(0, 2 * BLOCK_R)
+        is_up = offs_c >= BLOCK_R
+        rank_c = tl.where(is_up, offs_c - BLOCK_R, offs_c)
+        c_use = rank_c < R * (slot >= 0).to(tl.int32)  # no rank rows to load without an adapter
+        a_base = a_ptr + slot.to(tl.int64) * stride_as + e * stride_ae + (rank_c + tl.where(is_up, R, 0))[None, :] * stride_ar
+        br = tl.zeros((BLOCK_M, 2 * BLOCK_R), dtype=tl.float32)
     for k0 in range(0, H, BLOCK_K):
         k_mask = (k0 + offs_k) < H
         xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
@@ -106,38 +109,35 @@ def _gate_up_swiglu_kernel(
         acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
         acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
         if FUSED:
-            amask = k_mask[:, None] & r_use[None, :]
-            ag = tl.load(ag_base + (k0 + offs_k)[:, None] * stride_ak, mask=amask, other=0.0)
-            au = tl.load(au_base + (k0 + offs_k)[:, None] * stride_ak, mask=amask, other=0.0)
+            at = tl.load(a_base + (k0 + offs_k)[:, None] * stride_ak, mask=k_mask[:, None] & c_use[None, :], other=0.0)
             if UPCAST:
-                ag = ag.to(tl.float32)
-                au = au.to(tl.float32)
+                at = at.to(tl.float32)
             else:
-                ag = ag.to(xt.dtype)
-                au = au.to(xt.dtype)
-            br_g += tl.dot(xt, ag, input_precision=DOT_PREC)
-            br_u += tl.dot(xt, au, input_precision=DOT_PREC)
+                at = at.to(xt.dtype)
+            br += tl.dot(xt, at, input_precision=DOT_PREC)
 
     if FUSED:
         if slot >= 0:
             # The bridge is rounded to the storage dtype, as the separate shrink stores it.
-            b_base = b_ptr + slot.to(tl.int64) * stride_bs + e * stride_be
-            lmask = r_mask[:, None] & j_mask[None, :]
-            bg = tl.load(b_base + offs_j[None, :] * stride_bf + offs_r[:, None] * stride_br, mask=lmask, other=0.0)
-            bu = tl.load(b_base + (F + offs_j)[None, :] * stride_bf + offs_r[:, None] * stride_br, mask=lmask, other=0.0)
+            # B as two [2*BLOCK_R, BLOCK_N] operands, zero on the other half's rows: the gate
+            # delta reads only the gate columns of the bridge, the up delta only the up ones.
+            b_base = b_ptr + slot.to(tl.int64) * stride_bs + e * stride_be + rank_c[:, None] * stride_br
+            rows_ok = (rank_c < R)[:, None] & j_mask[None, :]
+            bg = tl.load(b_base + offs_j[None, :] * stride_bf, mask=rows_ok & ~is_up[:, None], other=0.0)
+            bu = tl.load(b_base + (F + offs_j)[None, :] * stride_bf, mask=rows_ok & is_up[:, None], other=0.0)
             if UPCAST:
                 if ROUND:
-                    br_g = round_bf16_rne(br_g)
-                    br_u = round_bf16_rne(br_u)
+                    bridge = round_bf16_rne(br)
+                else:
+                    bridge = br
                 bg = bg.to(tl.float32)
                 bu = bu.to(tl.float32)
             else:
-                br_g = br_g.to(x_ptr.dtype.element_ty)
-                br_u = br_u.to(x_ptr.dtype.element_ty)
-                bg = bg.to(br_g.dtype)
-                bu = bu.to(br_u.dtype)
-            acc_g += tl.dot(br_g, bg, input_precision=DOT_PREC)
-            acc_u += tl.dot(br_u, bu, input_precision=DOT_PREC)
+                bridge = br.to(x_ptr.dtype.element_ty)
+                bg = bg.to(bridge.dtype)
+                bu = bu.to(bridge.dtype)
+            acc_g += tl.dot(bridge, bg, input_precision=DOT_PREC)
+            acc_u += tl.dot(bridge, bu, input_precision=DOT_PREC)
     elif HAS_LORA:
         row_group = tl.load(row_group_ptr + offs_m, mask=m_mask, other=-1)
         g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)

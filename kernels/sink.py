@@ -10,9 +10,9 @@ One forward (spec sections 1.4 and 6), the split path::
 
 Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
 (``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
-reduced inside the shrink launch in a fixed order. The fused path (issue 11, up to
-``FUSED_MAX_T`` tokens) is three launches: the routing, then each GEMM with its shrink in its
-own K loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot. ``SinkOperands``
+reduced inside the shrink launch in a fixed order. The fused path (issue 11, few slot groups:
+:func:`use_fused`) is three launches: the routing, then each GEMM with its shrink in its own K
+loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot. ``SinkOperands``
 holds the base weights in their linearized views and the four pool buffers plus the two derived
 down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
@@ -123,17 +123,27 @@ def sink_forward_triton(
     return forward_split(ops, x_td, g_td, routing)
 
 
-# The fused path (shrinks inside the GEMMs' K loops) up to this many tokens; above it the split
-# path: its tiles may hold several slots, so no group-aligned partial tiles, and its shrinks
-# read each x tile once instead of once per N program (measured on the H200: docs/performance.md).
-FUSED_MAX_T = 1024
+# When the fused path (shrinks inside the GEMMs' K loops) is taken. NOT YET TIMED ON A GPU (the
+# session that wrote it had no device time left; docs/performance.md): the limits are predicted
+# from the traffic, to be set from the benchmark's forced-path rows (graph_us.triton_lora_fused /
+# _split). Each slot group gets tiles of its own, and every tile streams all the weights it
+# needs (from L2 after the first) and, per N program, its slot's A (2R x H for gate/up, R x n*F
+# for down: half the weight bytes of a 32-wide N tile). With one group (T = 1) that costs less
+# than the three launches it saves; with G groups the weights are read G times over instead of
+# cdiv(T, BLOCK_M) times, so the split path (several slots per tile, A read once per tile by
+# the split-K shrinks) wins once tokens spread over many slots, and at large T, where the
+# redundant A work is MMA time (2R / 2*BLOCK_N more) against ~15 % for the split shrinks.
+FUSED_MAX_GROUPS = 4  # the most slot groups a batch can have: min(T, S + 1)
+FUSED_MAX_T = 256
 # Register bridges up to this width (the gate/up half-bridge R, the down bridge R or n*R).
 FUSED_MAX_BRIDGE = 128
 
 
 def use_fused(ops: SinkOperands, tokens: int) -> bool:
     """Whether :func:`sink_forward_triton` takes the fused path for ``tokens`` tokens."""
-    return tokens <= FUSED_MAX_T and ops.rank <= 64 and ops._down_shrink_a.shape[1] <= FUSED_MAX_BRIDGE
+    groups = min(tokens, ops.slots + 1)
+    return (tokens <= FUSED_MAX_T and groups <= FUSED_MAX_GROUPS and ops.rank <= 64
+            and ops._down_shrink_a.shape[1] <= FUSED_MAX_BRIDGE)
 
 
 def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:

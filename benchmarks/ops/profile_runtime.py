@@ -82,16 +82,16 @@ def main(argv=None) -> int:
             w13_lin = p.w13.reshape(n * 2 * F, H)
             w2_lin = p.w2.permute(0, 2, 1).reshape(n * F, H).contiguous()
             ops = sink.SinkOperands(w13_lin, w2_lin, n, True, *p.pool).refresh()
-            # Both LoRA paths where the package has them (FUSED_MAX_T moved for the measurement).
-            variants = ("fused", "split") if hasattr(sink, "FUSED_MAX_T") else ("",)
+            # Both LoRA paths where the package has them (its dispatch forced for the measurement).
+            variants = ("fused", "split") if hasattr(sink, "use_fused") else ("",)
             for variant in variants:
                 if variant:
-                    saved, sink.FUSED_MAX_T = sink.FUSED_MAX_T, (1 << 30 if variant == "fused" else 0)
+                    saved, sink.use_fused = sink.use_fused, (lambda _ops, _t, fused=variant == "fused": fused)
                 try:
                     row = {"package": args.package, "path": variant, "H": H, "n": n, "F": F, "T": T, **profile(sink, ops, p, p.slot_ids)}
                 finally:
                     if variant:
-                        sink.FUSED_MAX_T = saved
+                        sink.use_fused = saved
                 rows.append(row)
                 parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["parts_us"].items()))
                 print(f"{args.package} {variant} ({H}, {n}, {F}) T={T}: GPU {row['gpu_us']:.1f} us in {row['kernels_per_forward']:.0f} kernels | {parts}", flush=True)
