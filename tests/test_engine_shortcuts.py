@@ -1,0 +1,150 @@
+"""The engine's shortcuts give exactly what the plain evaluation gives: the guards' shared
+conjuncts (engine/guards.py), a condition run alone behind a guard that held (the joined
+`(when) && (condition)` otherwise), and the built CEL contexts kept by their variables'
+content (engine/context.py). Each is compared with the plain form on every rule example."""
+
+from __future__ import annotations
+
+import pytest
+
+from inkling_compat import check
+from inkling_compat.engine import context as context_module
+from inkling_compat.engine import evaluate as evaluate_module
+from inkling_compat.engine.context import Contexts, shared_context
+from inkling_compat.engine.guards import Guards, conjuncts
+from inkling_compat.engine.plan import plan as plan_for
+from inkling_compat.engine.rules import CompiledRule, Rule, compile_expression, load_rules
+from inkling_compat.errors import InputError, RuleEvaluationError
+from inkling_compat.facts.derive import derive
+from inkling_compat.facts.inputs import load_inputs
+from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
+from inkling_compat.testing.scenarios import example_arguments
+
+RULES = load_rules()
+PLAN = plan_for(RULES, SGLANG_DEFAULT_VERSION)
+EXAMPLES = [ex.input for c in RULES for ex in (*c.rule.examples.fire, *c.rule.examples.pass_)]
+
+
+def _contexts():
+    """The global CEL context of every rule example (with and without adapters)."""
+    for given in EXAMPLES:
+        args = example_arguments(given)
+        try:
+            inputs = load_inputs(args["config"], args["adapter"], model=args["model"], platform=args["platform"])
+        except InputError:
+            continue
+        yield Contexts(inputs, derive(inputs), PLAN).shared
+
+
+CONTEXTS = list(_contexts())
+
+
+def _truth(value):
+    return value if value is True or value is False else None
+
+
+def _plain(program, ctx):
+    try:
+        return _truth(program.execute(ctx))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@pytest.mark.parametrize(
+    "text, parts",
+    [
+        ("a && b", ["a", "b"]),
+        ("a && (b || c)", ["a", "(b || c)"]),
+        ('"&&" && f(\'x && y\')', ['"&&"', "f('x && y')"]),
+        ("x\n  && y\n", ["x", "y"]),
+        ("(a && b)", ["(a && b)"]),
+        ("a || b && c", None),  # || binds looser than &&
+        ("a && b ? c : d", None),
+        ("a.?b && c", None),
+        ("a && b // note", None),
+        ('a && "\\"&&"', None),
+        ("a &&", None),
+        ("(a && b", None),
+    ],
+)
+def test_conjuncts(text, parts):
+    assert conjuncts(text) == parts
+
+
+def test_the_shipped_guards_split():
+    """Most guards are conjunctions: the shortcut is used, not only correct."""
+    whens = {c.rule.when.strip() for c in PLAN.ordered if c.rule.when.strip() != "true"}
+    split = [w for w in whens if (conjuncts(w) or [w]) != [w]]
+    assert len(split) > len(whens) / 2
+
+
+def test_guard_values_are_each_guards_own_value():
+    programs = list({c.rule.when.strip(): c.when_program for c in PLAN.ordered if c.rule.when.strip() != "true"}.values())
+    guards = Guards(programs, compile_expression)
+    seen = set()
+    for ctx in CONTEXTS:
+        values = guards.values(ctx)
+        assert values == [_plain(p, ctx) for p in programs]
+        seen.update(values)
+    assert seen == {True, False, None}  # every kind of guard value was compared
+
+
+@pytest.mark.parametrize("scope", ["global", "adapter", "both"])
+def test_guarded_evaluation_is_the_joined_programs(scope):
+    rules = {"global": PLAN.global_rules, "adapter": PLAN.adapter_rules, "both": PLAN.global_rules + PLAN.adapter_rules}[scope]
+    guarded = evaluate_module._scope(PLAN, scope)
+    for ctx in CONTEXTS:
+        expected_applies = [True if c.rule.when.strip() == "true" else _plain(c.when_program, ctx) for c in rules]
+        try:
+            expected = [c.program.execute(ctx) is True for c in rules]
+        except Exception:  # noqa: BLE001 - then the shortcut must fail too (the caller goes rule by rule)
+            with pytest.raises(Exception):  # noqa: B017
+                guarded.execute(ctx)
+            assert guarded.applies(ctx) == expected_applies
+            continue
+        assert guarded.execute(ctx) == (expected, expected_applies)
+
+
+def _rule(**changes):
+    data = RULES[0].rule.model_dump(by_alias=True, exclude_none=True)
+    data.update(variants=[], sglang_versions=None, after=[], **changes)
+    return Rule.model_validate(data)
+
+
+def test_a_condition_that_is_not_a_bool_is_what_the_joined_program_says():
+    """`true && 1` is an error in CEL, while `1` alone is no error; the rule must get the error."""
+    rule = CompiledRule(_rule(when="true", condition="1"), "x.yaml")
+    results, _ = evaluate_module._evaluate_all((rule,), evaluate_module._Guarded((rule,)), CONTEXTS[0])
+    assert isinstance(results[0], RuleEvaluationError)
+
+
+def test_a_comment_that_runs_into_the_joined_program_is_refused_at_load():
+    with pytest.raises(InputError) as info:
+        CompiledRule(_rule(when="facts.lora_enabled // applies with LoRA", condition="true"), "x.yaml")
+    assert info.value.field == "when/condition" and "CEL does not compile" in info.value.reason
+
+
+def test_built_contexts_are_kept_by_exact_content(monkeypatch):
+    monkeypatch.delenv("INKLING_COMPAT_NO_CACHE", raising=False)
+    monkeypatch.setattr(context_module, "_BUILT", {})
+    first = shared_context({"x": {"a": 1}})
+    assert shared_context({"x": {"a": 1}}) is first
+    for other in ({"x": {"a": True}}, {"x": {"a": 1.0}}, {"x": {"a": [1]}}, {"x": {"a": (1,)}}, {"x": {"b": 1}}):
+        assert shared_context(other) is not first
+    assert shared_context({"x": {"a": 1}}) is first
+    for n in range(100):
+        shared_context({"n": n})
+    assert len(context_module._BUILT) == context_module._BUILT_MAX_ENTRIES
+    monkeypatch.setenv("INKLING_COMPAT_NO_CACHE", "1")
+    assert shared_context({"n": 99}) is not shared_context({"n": 99})
+
+
+def test_a_check_after_another_of_other_inputs_gets_its_own_result():
+    """The context kept for one input is never the context of another."""
+    slots = {"config": {"lora_backend": "csgmv", "max_loras_per_batch": 4}}
+    args = example_arguments(slots)
+    ok = example_arguments({})
+    first = [p.rule_id for p in check(**args).problems]
+    assert first and not check(**ok).problems
+    assert [p.rule_id for p in check(**args).problems] == first
+    assert not check(**ok).problems
