@@ -394,9 +394,11 @@ def read_document(path: str | Path) -> dict[str, Any]:
     name = str(path)
     try:  # one open and one fstat: a check reads three of these
         # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (it is
-        # refused below, once fstat says what it is); regular files ignore the flag.
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-            info = os.fstat(handle.fileno())
+        # refused below, once fstat says what it is); regular files ignore the flag. The
+        # descriptor is read as it is (a file object around it: ~4 us more per file).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError
             if stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode):
@@ -408,11 +410,13 @@ def read_document(path: str | Path) -> dict[str, Any]:
             # A regular file: its size and one byte more (read(n) allocates n bytes first:
             # asking for the whole cap cost ~18 us per file), then the rest up to the cap only
             # if it grew meanwhile.
-            raw = handle.read(info.st_size + 1 if 0 < info.st_size else MAX_INPUT_BYTES + 1)
+            raw = _read_up_to(fd, info.st_size + 1 if 0 < info.st_size else MAX_INPUT_BYTES + 1)
             if 0 < info.st_size < len(raw):
-                raw += handle.read(MAX_INPUT_BYTES + 1 - len(raw))
+                raw += _read_up_to(fd, MAX_INPUT_BYTES + 1 - len(raw))
             if len(raw) > MAX_INPUT_BYTES:
                 raise InputError(name, "(file)", f"more than the {MAX_INPUT_BYTES}-byte limit (a device or a growing file?)")
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise InputError(name, "(file)", "no such file") from None
     except IsADirectoryError:
@@ -449,6 +453,18 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(name, "(root)", f"expected a mapping, got {type(data).__name__}")
     return data
+
+
+def _read_up_to(fd: int, size: int) -> bytes:
+    """`size` bytes of `fd`, fewer only at its end (a read may return less than it was asked)."""
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _JsonDuplicate(Exception):
