@@ -119,10 +119,11 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):
         fields = _fields(type(value))
         extra = value.__pydantic_extra__
+        attrs = value.__dict__  # where pydantic keeps a model's fields (getattr finds them there)
         out = {}
         for key, child in tree.items():
             if key in fields:
-                item = getattr(value, key)
+                item = attrs[key] if key in attrs else getattr(value, key)
                 # Most paths end at a scalar field: no call for those.
                 out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
             elif extra and key in extra:

@@ -593,7 +593,7 @@ def load_model_config(source: Any) -> ModelConfig:
         return source
     if source is None:
         return ModelConfig()
-    if isinstance(source, (str, Path)) and Path(source).is_dir():  # a Hugging Face model folder
+    if isinstance(source, (str, Path)) and os.path.isdir(source):  # a Hugging Face model folder (os.path: no Path object per check)
         if not (Path(source) / "config.json").is_file():
             raise InputError(str(source), "(file)", "is a directory without config.json (expected the model's config.json or its folder)")
         source = Path(source) / "config.json"
@@ -627,7 +627,7 @@ def load_adapter(
     directory (read by `adapter_reader`; `lora_paths` names it by its --lora-paths entry)."""
     if isinstance(source, (PoolManifest, PeftManifest)):
         return source, []
-    if isinstance(source, (str, Path)) and Path(source).is_dir():
+    if isinstance(source, (str, Path)) and os.path.isdir(source):
         from inkling_compat.inputs.adapter_dir import read_fleet
 
         return read_fleet([source], lora_paths=lora_paths)[0], []
