@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from .lora_shrink import t_bucket
-from .routing import SlotRouting, extra_tiles, group_tile
+from .routing import OneToken, SlotRouting, extra_tiles, group_tile, one_token_slot
 
 
 @triton.jit(do_not_specialize=["T", "TB"])
@@ -32,7 +32,7 @@ def _down_proj_kernel(
     stride_brm, stride_brk,
     stride_bs, stride_bh, stride_bk,
     stride_as, stride_ar, stride_ak_a,
-    HAS_LORA: tl.constexpr, FUSED: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr,
+    HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr,
     DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
@@ -46,7 +46,11 @@ def _down_proj_kernel(
     pid_m = first_m + (pid % group_size) % rows_in_group
     pid_n = (pid % group_size) // rows_in_group
 
-    if FUSED:  # group-aligned tiles (one slot per tile): the down shrink runs in the K loop
+    if ONE_TOKEN:  # T = 1 without a routing launch: row 0, the slot read and checked here
+        offs_m = tl.arange(0, BLOCK_M)
+        m_mask = offs_m < T
+        slot = one_token_slot(group_slot_ptr, group_start_ptr, N_GROUPS)
+    elif FUSED:  # group-aligned tiles (one slot per tile): the down shrink runs in the K loop
         grp, row0, row_end = group_tile(group_start_ptr, pid_m, T, N_GROUPS, BLOCK_M, BLOCK_G)
         if row_end <= row0:
             return
@@ -147,7 +151,7 @@ def _configs():
     ]
 
 
-_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA", "FUSED"])(_down_proj_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA", "FUSED", "ONE_TOKEN"])(_down_proj_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, K: int, H: int) -> dict:
@@ -167,7 +171,7 @@ def down_proj(
     act: torch.Tensor,
     w2_lin: torch.Tensor,
     *,
-    routing: SlotRouting | None = None,
+    routing: SlotRouting | OneToken | None = None,
     bridge: torch.Tensor | None = None,
     b: torch.Tensor | None = None,
     shrink_a: torch.Tensor | None = None,
@@ -195,7 +199,7 @@ def down_proj(
         raise ValueError("down_proj: LoRA needs a routing")
     if fused:
         rows, k_a = shrink_a.shape[1], shrink_a.shape[2]
-        if (routing.group_start is None or shrink_rank <= 0 or rows % shrink_rank
+        if (getattr(routing, 'group_start', 0) is None or shrink_rank <= 0 or rows % shrink_rank
                 or (k_a != K if shrink_window == 0 else (shrink_window != k_a or rows // shrink_rank * k_a > K))):
             raise ValueError(f"down_proj: shrink A {tuple(shrink_a.shape)} (rank {shrink_rank}, window {shrink_window}) does not fit {K} activations")
     check_device(act, w2_lin, bridge, b, shrink_a)
@@ -215,12 +219,19 @@ def down_proj(
         lora_strides = (0, 0, 0, 0, 0)
     a_strides = tuple(shrink_a.stride()) if fused else (0, 0, 0)
     S = routing.num_slots if routing is not None else 0
-    extra = extra_tiles(T, S) if fused else 0
-    routing_args = ((routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
-                    if routing is not None else (act, act, act, act))
+    single = isinstance(routing, OneToken)
+    if single and not (fused and T == 1):
+        raise ValueError("a OneToken routing is for the fused path (A given) of one token")
+    extra = extra_tiles(T, S) if fused and not single else 0
+    if single:  # the kernels read the token's slot id (as group_slot) and the active flags (as group_start)
+        routing_args = (routing.slot_ids, routing.slot_ids, routing.slot_ids, routing.active)
+    elif routing is not None:
+        routing_args = (routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
+    else:
+        routing_args = (act, act, act, act)
     args = (
         act, w2_lin, out, *lora_args, *routing_args,
-        T, K, H, KB, t_bucket(T), extra, S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,
+        T, K, H, KB, t_bucket(T), extra, S if single else S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,
         act.stride(0), act.stride(1),
         w2_lin.stride(0), w2_lin.stride(1),
         out.stride(0), out.stride(1),
@@ -231,7 +242,7 @@ def down_proj(
     # registers and 49 HMMA, against 63 and 18 at 32 wide; benchmarks/ops/compile_report.py).
     # Unfused: up to 64 bridge columns per expand step.
     block_kb = (next_pow2(KB, 32) if fused else min(64, next_pow2(KB))) if has_lora else 16
-    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None, UPCAST=INTERPRET, ROUND=round_flag(out),
+    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None and not single, ONE_TOKEN=single, UPCAST=INTERPRET, ROUND=round_flag(out),
                  DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
     if _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731

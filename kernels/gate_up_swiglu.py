@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from .lora_shrink import t_bucket
-from .routing import SlotRouting, extra_tiles, group_tile
+from .routing import OneToken, SlotRouting, extra_tiles, group_tile, one_token_slot
 
 
 @triton.jit(do_not_specialize=["T", "TB"])
@@ -37,7 +37,7 @@ def _gate_up_swiglu_kernel(
     stride_brm, stride_brn,
     stride_bs, stride_be, stride_bf, stride_br,
     stride_as, stride_ae, stride_ar, stride_ak,
-    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, FUSED: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr,
+    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr,
     ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
@@ -55,7 +55,11 @@ def _gate_up_swiglu_kernel(
     e = pid_n // n_per_expert
     jb = pid_n % n_per_expert
 
-    if FUSED:  # group-aligned tiles: one slot per tile, so the shrink can run in the K loop
+    if ONE_TOKEN:  # T = 1 without a routing launch: row 0, the slot read and checked here
+        offs_m = tl.arange(0, BLOCK_M)
+        m_mask = offs_m < T
+        slot = one_token_slot(group_slot_ptr, group_start_ptr, N_GROUPS)
+    elif FUSED:  # group-aligned tiles: one slot per tile, so the shrink can run in the K loop
         grp, row0, row_end = group_tile(group_start_ptr, pid_m, T, N_GROUPS, BLOCK_M, BLOCK_G)
         if row_end <= row0:
             return
@@ -187,7 +191,7 @@ def _configs():
     return out
 
 
-_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA", "FUSED"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
+_tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA", "FUSED", "ONE_TOKEN"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
 
 
 def _heuristic(T: int, H: int, F: int) -> dict:
@@ -210,7 +214,7 @@ def gate_up_swiglu(
     n_experts: int,
     *,
     interleaved: bool,
-    routing: SlotRouting | None = None,
+    routing: SlotRouting | OneToken | None = None,
     bridge: torch.Tensor | None = None,
     b_gu: torch.Tensor | None = None,
     bridge_expert_stride: int = 0,
@@ -237,7 +241,7 @@ def gate_up_swiglu(
     has_lora = bridge is not None or fused
     if has_lora and routing is None:
         raise ValueError("gate_up_swiglu: LoRA needs a routing")
-    if fused and (routing.group_start is None or a_gu.shape[0] != b_gu.shape[0] or a_gu.shape[3] != H
+    if fused and (getattr(routing, 'group_start', 0) is None or a_gu.shape[0] != b_gu.shape[0] or a_gu.shape[3] != H
                   or a_gu.shape[2] != 2 * b_gu.shape[3] or a_gu.shape[1] not in (1, n_experts)):
         raise ValueError(f"gate_up_swiglu: A {tuple(a_gu.shape)} / B {tuple(b_gu.shape)} do not fit H={H}, n={n_experts}")
     check_device(x, w13_lin, gammas, bridge, b_gu, a_gu)
@@ -259,19 +263,26 @@ def gate_up_swiglu(
     else:
         a_strides = (0, 0, 0, 0)
     S = routing.num_slots if routing is not None else 0
-    extra = extra_tiles(T, S) if fused else 0
-    routing_args = ((routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
-                    if routing is not None else (x, x, x, x))
+    single = isinstance(routing, OneToken)
+    if single and not (fused and T == 1):
+        raise ValueError("a OneToken routing is for the fused path (A given) of one token")
+    extra = extra_tiles(T, S) if fused and not single else 0
+    if single:  # the kernels read the token's slot id (as group_slot) and the active flags (as group_start)
+        routing_args = (routing.slot_ids, routing.slot_ids, routing.slot_ids, routing.active)
+    elif routing is not None:
+        routing_args = (routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
+    else:
+        routing_args = (x, x, x, x)
     args = (
         x, w13_lin, gammas, out, *lora_args, *routing_args,
-        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T), extra, S + 1,
+        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T), extra, S if single else S + 1,
         x.stride(0), x.stride(1),
         w13_lin.stride(0), w13_lin.stride(1),
         gammas.stride(0), gammas.stride(1),
         out.stride(0), out.stride(1),
         *lora_strides, *a_strides,
     )
-    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=routing is not None, UPCAST=INTERPRET,
+    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=routing is not None and not single, ONE_TOKEN=single, UPCAST=INTERPRET,
                  ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=next_pow2(R) if has_lora else 16,
                  BLOCK_G=next_pow2(S + 1, 2))
     if _tuned is not None:

@@ -108,6 +108,40 @@ def group_tile(group_start_ptr, pid_m, T, N_GROUPS, BLOCK_M: tl.constexpr, BLOCK
     return grp, row0, row_end
 
 
+@triton.jit
+def one_token_slot(slot_ptr, active_ptr, S):
+    """The slot of the single token of a :class:`OneToken` routing: its id if in [0, S) and the
+    slot is active, else -1 (the same rule as the sort keys above)."""
+    s = tl.load(slot_ptr).to(tl.int32)
+    ok = (s >= 0) & (s < S)
+    act = tl.load(active_ptr + tl.where(ok, s, 0))
+    return tl.where(ok & (act != 0), s, -1)
+
+
+@dataclass(frozen=True)
+class OneToken:
+    """The routing of a batch of one token, with no launch: sorted order is token order and
+    there is one group, whose slot the fused kernels read and check themselves."""
+
+    slot_ids: torch.Tensor  # [1] the token's slot id (any integer dtype)
+    active: torch.Tensor  # [S] uint8: slot holds an adapter
+    num_slots: int
+    num_tokens: int = 1
+
+
+def one_token(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Tensor | None = None) -> OneToken:
+    """:class:`OneToken` for ``slot_ids`` of one element (no kernel launch)."""
+    ids = slot_ids.reshape(-1)
+    if ids.numel() != 1:
+        raise ValueError(f"one_token: {ids.numel()} slot ids, not 1")
+    if slot_active is None:
+        active = torch.ones(num_slots, dtype=torch.uint8, device=ids.device)
+    else:
+        active = slot_active.to(ids.device)
+        active = (active.view(torch.uint8) if active.dtype == torch.bool else (active != 0).view(torch.uint8)).contiguous()
+    return OneToken(slot_ids=ids.contiguous(), active=active, num_slots=num_slots)
+
+
 def extra_tiles(T: int, num_slots: int) -> int:
     """Partial tiles the group-aligned tiling may add: one per group boundary (at most S of them,
     and fewer than T)."""

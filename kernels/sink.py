@@ -12,7 +12,8 @@ Five launches for a LoRA batch (the routing is one kernel), two for a base-only 
 (``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
 reduced inside the shrink launch in a fixed order. The fused path (issue 11, few slot groups:
 :func:`use_fused`) is three launches: the routing, then each GEMM with its shrink in its own K
-loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot. ``SinkOperands``
+loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot; for
+one token two launches (no routing: each kernel reads the token's slot, ``one_token``). ``SinkOperands``
 holds the base weights in their linearized views and the four pool buffers plus the two derived
 down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
@@ -26,7 +27,7 @@ from ._triton import torch
 from .down_proj import down_proj
 from .gate_up_swiglu import gate_up_swiglu
 from .lora_shrink import choose_split, counters_needed, lora_shrink
-from .routing import SlotRouting, build_routing
+from .routing import OneToken, SlotRouting, build_routing, one_token
 
 
 @dataclass
@@ -116,9 +117,12 @@ def sink_forward_triton(
         return down_proj(act, ops.w2_lin)
     if ops._down_shrink_a is None:
         ops.refresh()
+    T = x_td.shape[0]
+    if routing is None and T == 1 and use_fused(ops, 1):
+        return forward_fused(ops, x_td, g_td, one_token(slot_ids.to(x_td.device), ops.slots, ops.slot_active))
     if routing is None:
         routing = build_routing(slot_ids.to(x_td.device), ops.slots, ops.slot_active)
-    if use_fused(ops, x_td.shape[0]) and routing.group_start is not None:
+    if use_fused(ops, T) and routing.group_start is not None:
         return forward_fused(ops, x_td, g_td, routing)
     return forward_split(ops, x_td, g_td, routing)
 
@@ -146,9 +150,10 @@ def use_fused(ops: SinkOperands, tokens: int) -> bool:
             and ops._down_shrink_a.shape[1] <= FUSED_MAX_BRIDGE)
 
 
-def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
+def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | OneToken) -> torch.Tensor:
     """Three launches: routing, gate/up with the gate/up shrink in its K loop, down with the down
-    shrink in its K loop (group-aligned tiles, one slot each; no bridges in memory, no memset)."""
+    shrink in its K loop (group-aligned tiles, one slot each; no bridges in memory, no memset).
+    Two with a :class:`OneToken` routing (T = 1), as many as the base path."""
     window = 0 if ops.shared_outer else ops.f_local
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
                          b_gu=ops.gate_up_b, a_gu=ops.gate_up_a)

@@ -3,11 +3,12 @@
 Each fused kernel against its torch reference (NaN-poisoned outputs, so an element a kernel
 forgets to write fails), the routing's group starts that the tiling reads, and the whole fused
 forward against the float64 reference, against the split path, and (every token unassigned)
-against the base path. Runs in Triton's interpreter on a CPU-only machine, compiled on a GPU.
+against the base path; the one-token forward (no routing launch) likewise. Runs in Triton's interpreter on a CPU-only machine, compiled on a GPU.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -19,7 +20,7 @@ from inkling_compat.kernels.down_proj import down_proj, down_proj_reference
 from inkling_compat.kernels.gate_up_swiglu import gate_up_swiglu, gate_up_swiglu_reference
 from inkling_compat.kernels.lora_shrink import lora_shrink_reference
 from inkling_compat.kernels.reference import linearize, relative_error
-from inkling_compat.kernels.routing import build_routing, build_routing_torch, extra_tiles
+from inkling_compat.kernels.routing import build_routing, build_routing_torch, extra_tiles, one_token
 from sink_cases import DEVICE, Case, cases, make_problem, tolerance
 
 FAST = settings(max_examples=60, deadline=None)
@@ -155,6 +156,28 @@ def test_fused_forward_matches_reference_and_split_path(case):
     assert torch.equal(fused, sink.forward_fused(ops, x, g, routing))
     if sink.use_fused(ops, case.T):  # the default path is the fused one here
         assert torch.equal(fused, sink.sink_forward_triton(ops, p.x, p.gammas, p.slot_ids))
+
+
+@KERNEL
+@given(cases(), st.sampled_from(["slot", "slot", "minus-one", "out-of-range", "empty-slot"]))
+def test_one_token_forward_reads_its_slot_itself(case, which):
+    """T = 1 without a routing launch (OneToken): each kernel reads and checks the token's slot
+    id (-1, past S, or an empty slot: no adapter), giving the forward of the routed paths."""
+    case = dataclasses.replace(case, T=1, slot_mode="single")
+    p = make_problem(case)
+    ops = p.operands()
+    empty = [s for s, r in enumerate(case.ranks) if r == 0]
+    sid = {"slot": int(p.slot_ids[0]), "minus-one": -1, "out-of-range": case.S,
+           "empty-slot": empty[0] if empty else -1}[which]
+    ids = torch.tensor([sid], device=DEVICE)
+    x, g = p.x.reshape(1, case.H), p.gammas.reshape(1, case.n)
+    one = sink.forward_fused(ops, x, g, one_token(ids, case.S, ops.slot_active))
+    split = sink.forward_split(ops, x, g, build_routing(ids, case.S, ops.slot_active))
+    assert relative_error(one, split) <= tolerance(case)
+    ref = p.reference() if which == "slot" else p.reference(lora=False)
+    assert relative_error(one, ref) <= (p.bound() if which == "slot" else p.bound(lora=False))
+    if sink.use_fused(ops, 1):  # the default path at T = 1
+        assert torch.equal(one, sink.sink_forward_triton(ops, p.x, p.gammas, ids))
 
 
 @KERNEL

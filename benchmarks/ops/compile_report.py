@@ -78,11 +78,13 @@ def main(argv=None) -> int:
         for T in (int(t) for t in args.tokens.split(",")):
             x, g = torch.empty(T, H, dtype=bf), torch.empty(T, n, dtype=bf)
             ids = torch.zeros(T, dtype=torch.int64)
-            for path in ("base", "fused", "split"):
+            for path in ("base", "fused", "split") + (("one_token",) if T == 1 else ()):
                 compiled.clear()
                 rt = routing.build_routing(ids, S, ops.slot_active)
                 if path == "base":
                     sink.sink_forward_triton(ops, x, g, None)
+                elif path == "one_token":
+                    sink.forward_fused(ops, x, g, routing.one_token(ids, S, ops.slot_active))
                 else:
                     getattr(sink, f"forward_{path}")(ops, x, g, rt)
                 for name, cfg, kernel in compiled:
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
                         continue
                     row = {"H": H, "n": n, "F": F, "T": T, "path": path, "kernel": name, **cfg, **_resources(kernel, bin_dir)}
                     rows.append(row)
-                    print(f"({H}, {n}, {F}) T={T:<5} {path:<5} {name:<24} {cfg} regs {row['regs']} stack {row['stack']} "
+                    print(f"({H}, {n}, {F}) T={T:<5} {path:<9} {name:<24} {cfg} regs {row['regs']} stack {row['stack']} "
                           f"smem {row['shared']} {row['sass']}", flush=True)
     if args.output:
         with open(args.output, "w") as fh:
