@@ -13,8 +13,9 @@ and weights rotated across enough copies ("layers") to exceed 3x the 60 MB L2, a
 ``torch.mm`` shrink/expand per slot, segment bounds computed on the host before the capture);
 ``graph_us.triton_lora_all_unassigned`` the Triton LoRA path with every slot id -1;
 ``eager_us.triton_lora_captured`` a call of ``capture_forward`` (input copies + one replay);
-``graph_us.triton_lora_{fused,split}`` (and ``..._all_unassigned_{fused,split}``) each LoRA path
-forced (routing included), whichever ``sink_forward_triton`` takes at that T.
+``graph_us.triton_lora_{fused,split}`` (and ``..._all_unassigned_{fused,split}``) each routed LoRA
+path forced (routing launch included), whichever ``sink_forward_triton`` takes at that T (its
+choice: ``fused_default``; at T = 1 its fused path has no routing launch).
 Each configuration is checked against the float64 reference. Writes JSON row by row; never
 imports tests/ (problems come from benchmarks/ops/common.py).
 """
@@ -140,7 +141,8 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
     ref_base = p0.reference(lora=False)
     err_base = relative_error(sink_forward_triton(ops[0], p0.x, p0.gammas, None), ref_base)
     err_unassigned = relative_error(sink_forward_triton(ops[0], p0.x, p0.gammas, unassigned[0]), ref_base)
-    def forced(path, o, p, ids):  # one of the two LoRA paths, whatever sink_forward_triton would choose
+
+    def forced(path, o, p, ids):  # one of the two routed LoRA paths, whatever sink_forward_triton would choose
         return path(o, p.x, p.gammas, build_routing(ids, o.slots, o.slot_active))
 
     err_fused = relative_error(forced(forward_fused, ops[0], p0, p0.slot_ids), ref)
@@ -158,7 +160,7 @@ def bench_one(torch, H, n, F, T, shared, interleaved, layout, peak_tflops, copy_
         "triton_base": calls(lambda i: sink_forward_triton(ops[i], problems[i].x, problems[i].gammas, None)),
         "triton_lora": calls(lambda i: sink_forward_triton(ops[i], problems[i].x, problems[i].gammas, problems[i].slot_ids)),
         "triton_lora_all_unassigned": calls(lambda i: sink_forward_triton(ops[i], problems[i].x, problems[i].gammas, unassigned[i])),
-        # both LoRA paths forced, whichever the default takes at this T (FUSED_MAX_T)
+        # both routed LoRA paths forced, whichever the default takes here (sink.use_fused; T = 1: no routing)
         "triton_lora_fused": calls(lambda i: forced(forward_fused, ops[i], problems[i], problems[i].slot_ids)),
         "triton_lora_split": calls(lambda i: forced(forward_split, ops[i], problems[i], problems[i].slot_ids)),
         "triton_lora_all_unassigned_fused": calls(lambda i: forced(forward_fused, ops[i], problems[i], unassigned[i])),

@@ -6,7 +6,7 @@
 # PyYAML, torch, triton, safetensors, hypothesis and pytest are on the machine). For the "before"
 # profile carry .before/ too (a copy of an older kernels/ as package kernels_before). Logs to $OUT.
 #   usage: bash benchmarks/gpu_session.sh STAGE:SECONDS ...   (stages run in the order given)
-#   stages: smoke, test_kernels_gpu, test_kernels_sink, test_kernels_ops, test_runtime,
+#   stages: smoke, test_kernels_gpu, test_kernels_sink, test_kernels_ops, test_kernels_fused, test_runtime,
 #           profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all
 #   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u

@@ -1,6 +1,6 @@
 """A captured forward: the shared-sink forward for a fixed token count, replayed from a CUDA graph.
 
-Eager, one forward is five kernel launches plus Python; at T <= 64 the host side (argument
+Eager, one forward is two to five kernel launches plus Python; at T <= 64 the host side (argument
 packing, autotune cache lookups, launches) costs more than the GPU work (0.6-1.0 ms per eager
 forward on an H200, against tens of microseconds replayed; issue 11). :func:`capture_forward`
 runs the forward once outside the graph (compiling and, with ``INKLING_AUTOTUNE=1``, tuning every
