@@ -26,15 +26,19 @@ def run(name: str, bench_row, argv=None) -> int:
         print(f"{name}: needs a CUDA GPU", file=sys.stderr)
         return 2
     rows = []
-    print(f"| op | H | n | F | T | Triton us | torch reference us | torch / Triton |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| op | H | n | F | T | Triton us | torch reference us | torch / Triton | Triton fused us |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for H, n, F in SHAPES:
         for T in (int(t) for t in args.tokens.split(",")):
             row = {"op": name, "H": H, "n": n, "F": F, "T": T, **bench_row(H, n, F, T)}
             rows.append(row)
             print(f"| {name} | {H} | {n} | {F} | {T} | {row['triton_us']:.1f} | {row['torch_us']:.1f} | "
-                  f"{row['torch_us'] / row['triton_us']:.2f} |", flush=True)
+                  f"{row['torch_us'] / row['triton_us']:.2f} | {_opt(row.get('triton_fused_us'))} |", flush=True)
             torch.cuda.empty_cache()
     if args.output:
         Path(args.output).write_text(json.dumps(rows, indent=2) + "\n")
     return 0
+
+
+def _opt(value) -> str:
+    return "" if value is None else f"{value:.1f}"

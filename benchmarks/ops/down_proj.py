@@ -44,6 +44,10 @@ def bench_row(H, n, F, T, S=8, R=16):
         "triton_us": graph_us([triton_call(o, a, r, b) for o, a, r, b in zip(ops, acts, routes, bridges)]),
         "torch_us": graph_us([torch_call(o, a, b, s) for o, a, b, s in zip(ops, acts, bridges, segs)]),
         "triton_base_us": graph_us([triton_call(o, a, r, b, lora=False) for o, a, r, b in zip(ops, acts, routes, bridges)]),
+        # the fused path's kernel: the down shrink in its K loop too (no bridge input)
+        "triton_fused_us": graph_us([lambda o=o, a=a, r=r: down_proj(a, o.w2_lin, routing=r, b=o._down_expand_b, shrink_a=o._down_shrink_a,
+                                                                    shrink_rank=R, shrink_window=0)
+                                     for o, a, r in zip(ops, acts, routes)]),
         "weight_bytes": 2 * n * F * H,
     }
 

@@ -46,6 +46,10 @@ def bench_row(H, n, F, T, S=8, R=16):
         "triton_us": graph_us([triton_call(o, p, r, b) for o, p, r, b in zip(ops, probs, routes, bridges)]),
         "torch_us": graph_us([torch_call(o, p, b, s) for o, p, b, s in zip(ops, probs, bridges, segs)]),
         "triton_base_us": graph_us([triton_call(o, p, r, b, lora=False) for o, p, r, b in zip(ops, probs, routes, bridges)]),
+        # the fused path's kernel: the gate/up shrink in its K loop too (no bridge input)
+        "triton_fused_us": graph_us([lambda o=o, p=p, r=r: gate_up_swiglu(p.x, o.w13_lin, p.gammas, n, interleaved=True, routing=r,
+                                                                         b_gu=o.gate_up_b, a_gu=o.gate_up_a)
+                                     for o, p, r in zip(ops, probs, routes)]),
         "weight_bytes": 2 * n * 2 * F * H,
     }
 
