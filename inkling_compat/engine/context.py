@@ -186,7 +186,8 @@ class Contexts:
         # The CEL context re-converts *every* variable on the first evaluation after an update, so
         # the second and later adapters get a context of their own without the whole-fleet lists
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.
-        self.per_adapter = self.shared
+        # (`shared` may be a kept context, shared with other checks: it is never updated.)
+        self.per_adapter: Any = None
         if len(self.adapter_views) > 1:
             self.per_adapter = cel_context(self._variables(plan.adapter_global_tree, lists))
 
