@@ -5,10 +5,13 @@ Installed as `inkling_compat.kernels` (PyPI has a distribution named `kernels`);
 
 One operation per module, each with its torch reference beside it:
 
-* `routing.py`        token -> slot grouping, one Triton launch per forward (no host sync);
+* `routing.py`        token -> slot grouping, one Triton launch per forward (no host sync; none
+                      for one token), and the group-aligned tiles of the fused kernels;
 * `lora_shrink.py`    multi-slot LoRA shrink (gate/up and down sites, windowed per expert);
-* `gate_up_swiglu.py` base gate/up GEMM + per-slot LoRA expand + gamma-weighted SwiGLU epilogue;
-* `down_proj.py`      down GEMM + per-slot LoRA expand, rows scattered back to token order;
+* `gate_up_swiglu.py` base gate/up GEMM + per-slot LoRA expand + gamma-weighted SwiGLU epilogue
+                      (fused path: the gate/up shrink in its K loop as well);
+* `down_proj.py`      down GEMM + per-slot LoRA expand, rows scattered back to token order
+                      (fused path: the down shrink in its K loop as well);
 * `sink.py`           the composed forward (Triton) and the same forward in plain torch;
 * `capture.py`        the forward for a fixed T replayed from a CUDA graph (`sink.capture(T)`);
 * `reference.py`      float64 reference of the whole forward from the spec (torch only);
