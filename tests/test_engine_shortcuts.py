@@ -148,3 +148,35 @@ def test_a_check_after_another_of_other_inputs_gets_its_own_result():
     assert first and not check(**ok).problems
     assert [p.rule_id for p in check(**args).problems] == first
     assert not check(**ok).problems
+
+
+def _code(app, block):
+    """run_rules' code for a rule that did not fire, written out rule by rule."""
+    reason, untrusted = block
+    if app is False and not untrusted:
+        return "not_applicable"
+    if reason is not None:
+        return reason
+    return "not_applicable" if app is False else "checked"
+
+
+def test_the_quiet_codes_are_the_rule_by_rule_codes():
+    """When nothing fires, run_rules takes each rule's code from `Plan.quiet_codes`."""
+    from inkling_compat.engine import coverage
+
+    kinds = set()
+    for given in EXAMPLES:
+        args = example_arguments(given)
+        try:
+            inputs = load_inputs(args["config"], args["adapter"], model=args["model"], platform=args["platform"])
+        except InputError:
+            continue
+        facts = derive(inputs)
+        missing = coverage.global_missing(facts)
+        scopes = [("global", missing), ("adapter", missing)] + [("adapter", missing + coverage.adapter_missing(m, a.form)) for m, a in zip(inputs.adapters, facts.adapters)]
+        for scope, miss in scopes:
+            blocks, quiet = PLAN.blocks(scope, miss), PLAN.quiet_codes(scope, miss)
+            for app in (True, False, None):
+                assert [f if app is False else other for f, other in quiet] == [_code(app, b) for b in blocks]
+            kinds.update((reason is not None, untrusted) for reason, untrusted in blocks)
+    assert {(False, False), (True, False), (True, True)} <= kinds  # checked, not checked, and an untrusted false `when`

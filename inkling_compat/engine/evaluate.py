@@ -130,8 +130,19 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[c
         else:
             rules = plan.adapter_rules
             scope_hits, scope_applies = _evaluate_all(plan.adapter_rules, _scope(plan, "adapter"), ctx)
-        blocks = plan.blocks("global" if index < 0 else "adapter", missing[index + 1])
-        codes: list[str] = []
+        scope_name = "global" if index < 0 else "adapter"
+        if not global_fired and all(hit is False for hit in scope_hits):
+            # Nothing fired (the usual case): no rule is gated by `after`, each one's code is
+            # its block's (the loop below, written out per rule once per plan).
+            evaluated += len(rules)
+            codes = [f if app is False else other for app, (f, other) in zip(scope_applies, plan.quiet_codes(scope_name, missing[index + 1]))]
+            if index < 0:
+                tally.global_codes = codes
+            else:
+                tally.adapter_codes.append(codes)
+            continue
+        blocks = plan.blocks(scope_name, missing[index + 1])
+        codes = []
         scope_fired = global_fired if index < 0 else set(global_fired)
         for c, hit, app, block in zip(rules, scope_hits, scope_applies, blocks):
             rule = c.rule

@@ -52,7 +52,7 @@ class Plan:
             "global": tuple(coverage.rule_reads(c) for c in self.global_rules),
             "adapter": tuple(coverage.rule_reads(c) for c in self.adapter_rules),
         }
-        self._blocks: dict[tuple[str, coverage.Missing], Any] = {}
+        self._blocks: dict[tuple[Any, ...], Any] = {}
 
     def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool], ...]:
         """Per rule of `scope` ("global" / "adapter"): why it is not checked with these inputs
@@ -64,6 +64,26 @@ class Plan:
             if len(self._blocks) >= 64:
                 self._blocks.clear()
             row = self._blocks[key] = coverage.block_row(self.reads[scope], missing)
+        return row
+
+
+    def quiet_codes(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str, str], ...]:
+        """Per rule of `scope`: its coverage code when its `when && condition` is false, if its
+        `when` is false / otherwise (what `run_rules` writes for a rule that did not fire),
+        from `blocks` (engine/coverage.py: a false `when` is trusted unless it read a
+        placeholder). Cached with the blocks."""
+        key = ("codes", scope, missing)
+        row = self._blocks.get(key)
+        if row is None:
+            if len(self._blocks) >= 64:
+                self._blocks.clear()
+            row = self._blocks[key] = tuple(
+                (
+                    coverage.NOT_APPLICABLE if not untrusted or reason is None else reason,
+                    reason if reason is not None else coverage.CHECKED,
+                )
+                for reason, untrusted in self.blocks(scope, missing)
+            )
         return row
 
 
