@@ -229,6 +229,7 @@ def test_explain_on_hostile_text():
     import contextlib
     import io
     import time
+    from unittest import mock
 
     from inkling_compat import cli
 
@@ -236,7 +237,10 @@ def test_explain_on_hostile_text():
     for n, text in enumerate(_explain_texts(120)):
         out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
         t0 = time.process_time()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # ("--" before a text starting with "-": see test_explain_text_starting_with_dashes)
+        # ("--" before a text starting with "-": see test_explain_text_starting_with_dashes; the
+        # text "-" itself means "read stdin" (README), so it is given on stdin.)
+        stdin = io.TextIOWrapper(io.BytesIO(text.encode("utf-8", "surrogatepass")), encoding="utf-8") if text == "-" else sys.stdin
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), mock.patch("sys.stdin", stdin):
             code = cli.main(["explain", "--", text] if text.startswith("-") else ["explain", text])
         cpu = time.process_time() - t0
         err.flush()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 import uuid
 from typing import Any
 
@@ -84,13 +85,25 @@ def json_text(value: Any, limit: int = 40) -> str:
         small = len(value) <= 4 and all(not isinstance(v, (list, dict)) for v in (value.values() if isinstance(value, dict) else value))
         if not small:
             return f"a {type(value).__name__} of {len(value)} item(s)"
-    if not _is_json(value) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30):
-        return f"a {type(value).__name__}" if not isinstance(value, int) else f"an int of {len(str(abs(value)))} digits"
+    if isinstance(value, int) and not isinstance(value, bool):
+        # Every digit, never truncated: the input readers refuse more than 100 (inputs/limits.py),
+        # and a message that names an int must name the one the file holds.
+        return str(value) if abs(value) < 10**100 else f"an int of {int(value.bit_length() * 0.30103) + 1} digits"
+    if not _is_json(value):
+        return f"a {type(value).__name__}"
     try:
         text = json.dumps(value, ensure_ascii=True)
     except (TypeError, ValueError):
         text = f"a {type(value).__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def py_str(value: Any) -> str:
+    """A number as Python's str() prints it in sglang's f-strings (every digit of an int up to
+    the readers' 100, `True` for true); anything else as json_text."""
+    if type(value) in (bool, float) or (type(value) is int and abs(value) < 10**100):
+        return str(value)
+    return json_text(value)
 
 
 def scaling_failure(raw: dict[str, Any]) -> dict[str, str] | None:
@@ -114,15 +127,32 @@ def scaling_failure(raw: dict[str, Any]) -> dict[str, str] | None:
 
 
 def _not_finite(raw: dict[str, Any]) -> bool:
-    """lora_alpha / r computes (numbers, r not zero) and gives NaN or an infinity: json.load
-    reads NaN, Infinity and 1e999 as floats, and sglang scales lora_B by the result."""
+    """lora_alpha / r computes (numbers, r not zero) and gives NaN or an infinity, in Python
+    or once rounded to float32: json.load reads NaN, Infinity and 1e999 as floats, and sglang
+    scales lora_B by the result (a bf16 tensor times a Python float computes in float32) and
+    hands the backends a float32 `scalings` tensor."""
+    return scaling_not_finite_text(raw) is not None
+
+
+def scaling_not_finite_text(raw: dict[str, Any]) -> str | None:
+    """What the scaling is where it is not finite: "NaN", "an infinity", or the Python float
+    and that float32 cannot hold it; None where it is finite in float32 (or not computed)."""
     alpha, r = raw.get("lora_alpha"), raw.get("r")
     if not all(type(v) in (int, float, bool) for v in (alpha, r)) or not r:
-        return False
+        return None
     try:
-        return not math.isfinite(alpha / r)
+        scaling = alpha / r
     except (ArithmeticError, TypeError):
-        return False
+        return None
+    if math.isnan(scaling):
+        return "NaN"
+    if math.isinf(scaling):
+        return "an infinity"
+    try:
+        struct.pack("<f", scaling)  # OverflowError exactly when float32 rounding gives an infinity
+    except OverflowError:
+        return f"{scaling!r}, past float32's range (an infinity in float32 and the bf16 pool)"
+    return None
 
 
 def _first_non_string(items: Any) -> str | None:
@@ -244,7 +274,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         name, lid, template = known(raw_name) or _tensor_name(raw_name)
         if lid is not None:
             if lid >= model.num_hidden_layers and out_of_range is None:
-                out_of_range = {"name": name, "layer": lid, "num_layers": model.num_hidden_layers}
+                out_of_range = {"name": name, "layer": lid, "num_layers": model.num_hidden_layers, "layer_str": str(lid)}
             by_layer.setdefault(lid, {})[name] = (template, tuple(root[raw_name].shape))
         elif "embed_tokens" in name or "lm_head" in name:
             module = "embed_tokens" if "embed_tokens" in name else "lm_head"
@@ -301,8 +331,10 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "r": r,
         "r_type": _python_type_name(r_raw),
         "r_text": json_text(r_raw),
+        "r_str": py_str(r_raw),
         "scaling_failure": failure_of_scaling,
         "scaling_not_finite": _not_finite(raw) if failure_of_scaling is None else False,
+        "scaling_not_finite_text": scaling_not_finite_text(raw) if failure_of_scaling is None else None,
         "lora_alpha_text": json_text(raw.get("lora_alpha")),
         "config_type_mismatches": config_type_mismatches(raw),
         "rank_pattern_mismatch": sorted(k for k, v in pattern_ranks.items() if v != r),

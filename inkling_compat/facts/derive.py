@@ -127,7 +127,7 @@ def pool_facts(sink: SinkFacts, lora_paths: list[dict[str, Any]], own: list[dict
     pool = load_to_buffer.startup_pool({"sink": sink.model_dump(), "lora_paths": lora_paths}, own, model, config)
     if pool is None:
         return None
-    return PoolFacts(rank=pool["rank"], shared_outer=pool["shared_outer"], **pool["buffers"])
+    return PoolFacts(rank=pool["rank"], shared_outer=pool["shared_outer"], allocation=pool["allocation"], **pool["buffers"])
 
 
 # The model classes sglang 0.5.23 registers for Inkling (models/inkling.py EntryClass l.1991);
@@ -166,7 +166,8 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
     attention = attention_backends(config, inputs.platform)
     return Facts(
         lora_enabled=lora_on,
-        lora_paths=[LoraPath(**p) for p in lora_paths],
+        lora_paths=[LoraPath(name=p["name"], path=p["path"], pinned=p["pinned"]) for p in lora_paths],
+        pinned_int_failure=next(({"name": p["name"], "error": p["pinned_int_error"]} for p in lora_paths if p.get("pinned_int_error")), None),
         target_modules=targets,
         attention=attention,
         quant=quant,

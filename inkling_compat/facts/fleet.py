@@ -26,7 +26,8 @@ def startup_facts(lora_paths: list[dict[str, Any]], own: list[dict[str, Any]]) -
         targets.update(a["normalized_targets"])
         if "all" in a["normalized_targets"]:
             targets.update(INKLING_LORA_MODULES)
-    return StartupFacts(max_r=max(ranks) if ranks else None, targets=sorted(targets))
+    max_r = max(ranks) if ranks else None
+    return StartupFacts(max_r=max_r, max_r_str=None if max_r is None else str(max_r), targets=sorted(targets))
 
 
 def fleet_facts(lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own: list[dict[str, Any]], per_adapter: list[Any]) -> FleetFacts:

@@ -86,6 +86,7 @@ def _peft_form(own: dict[str, Any], sink: SinkFacts, pool: PoolFacts | None, tar
         "buffers": {k: getattr(pool, k) for k in ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")},
         "shared_outer": pool.shared_outer,
         "rank": pool.rank,
+        "allocation": None if pool.allocation is None else pool.allocation.model_dump(),
     }
     globals_ = {"target_modules": targets, "sink": {"lora_attached": sink.lora_attached,
                 "intermediate_size_per_partition": sink.intermediate_size_per_partition}}

@@ -43,10 +43,29 @@ def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
             name, sep, path = item.partition("=")
             entries.append({"name": name if sep else item, "path": path if sep else item, "pinned": False})
         elif isinstance(item, dict) and "lora_name" in item and "lora_path" in item:
+            pinned = item.get("pinned", False)
             entries.append(
-                {"name": str(item["lora_name"]), "path": str(item["lora_path"]), "pinned": bool(item.get("pinned", False))}
+                {"name": str(item["lora_name"]), "path": str(item["lora_path"]), "pinned": bool(pinned), "pinned_int_error": int_error(pinned)}
             )
     return entries
+
+
+# The value types a server config file (YAML/JSON) holds: only on these is calling int() the
+# faithful replay (a caller's dict may hold any object, whose __int__ could do anything).
+_DOCUMENT_TYPES = (type(None), bool, int, float, str, list, dict)
+
+
+def int_error(value: Any) -> str | None:
+    """What Python's `int(value)` raises (`lora_manager.py` l.319 `int(lora_ref.pinned)`), as
+    its text, or None. Python bounds the work itself: a str of more than 4,300 digits is
+    refused before it is converted, a list or dict without being walked."""
+    if type(value) not in _DOCUMENT_TYPES:
+        return None
+    try:
+        int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        return str(exc)
+    return None
 
 
 def _adapter_items(adapter: Any) -> list[Any]:

@@ -33,7 +33,17 @@ class LoraPath(_Facts):
 
     name: str = fact("Adapter name (`name=path` entries; a bare path is its own name).")
     path: str = fact("Adapter path as given.")
-    pinned: bool = fact("Pinned in a GPU slot (dict entries only).")
+    pinned: bool = fact(
+        "Pinned in a GPU slot (dict entries only): the truthiness of `pinned`, as validate_new_adapter tests it (a string \"false\" is pinned).",
+        "arg_groups/lora_hook.py l.97-106; lora/lora_manager.py l.341, l.378",
+    )
+
+
+class PinnedIntFailure(_Facts):
+    """The first --lora-paths entry whose `pinned` int() refuses."""
+
+    name: str = fact("The entry's lora_name.")
+    error: str = fact("What `int(pinned)` raises, Python's text (e.g. \"invalid literal for int() with base 10: 'false'\").")
 
 
 class AttentionFacts(_Facts):
@@ -111,6 +121,14 @@ class SinkFacts(_Facts):
     given: list[str] = fact("Sink facts stated in the server config's `sink:` (they override the derived values).")
 
 
+class PoolAllocation(_Facts):
+    """Allocating the pool fails: its rank sizes it past any GPU's memory."""
+
+    error_class: str = fact("What torch.zeros raises first: TypeError (a size past a 64-bit int), else RuntimeError (a storage size overflow, or torch.OutOfMemoryError).")
+    bytes_str: str = fact("Bytes of the four shared-sink buffers over every layer (bf16), every digit.")
+    rank_str: str = fact("R as Python prints it (every digit).")
+
+
 class PoolFacts(_Facts):
     """The shared-sink LoRA pool: R, the layout and the four buffer shapes of one TP rank."""
 
@@ -126,12 +144,18 @@ class PoolFacts(_Facts):
     gate_up_lora_b: list[int] = fact("[S, n, 2F, R]", "lora/mem_pool.py shared-sink buffers")
     down_lora_a: list[int] = fact("[S, n, R, F]", "lora/mem_pool.py shared-sink buffers")
     down_lora_b: list[int] = fact("[S, E_b, H, R]", "lora/mem_pool.py shared-sink buffers")
+    allocation: PoolAllocation | None = fact(
+        "Allocating the pool fails (None: it may fit): the four sink buffers over every layer take more than 1 TiB, past any GPU.",
+        "lora/mem_pool.py init_buffers l.606-700 (torch.zeros per target module and layer)",
+        default=None,
+    )
 
 
 class StartupFacts(_Facts):
     """What the --lora-paths (start-up) adapters decide for adapters loaded later."""
 
     max_r: int | None = fact("Largest r of the --lora-paths PEFT adapters (None: none has one).", "lora/lora_manager.py init_lora_shapes l.800-918")
+    max_r_str: str | None = fact("max_r as Python prints it (every digit; max_r past 64 bits reaches CEL as a double), for messages.", default=None)
     targets: list[str] = fact(
         "Union of the --lora-paths PEFT adapters' normalized targets (`all` expanded to Inkling's modules).",
         "lora/utils.py get_normalized_target_modules l.277-327",
@@ -239,6 +263,7 @@ class LayerOutOfRange(_Facts):
     name: str
     layer: int
     num_layers: int
+    layer_str: str = fact("The layer number as the tensor name writes it (every digit; `layer` past 64 bits reaches CEL as a double).", default="")
 
 
 class ReshapeFailure(_Facts):
@@ -328,12 +353,24 @@ class PeftAdapterFacts(_Facts):
     lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
     r: int | None = fact("adapter_config `r` (None: absent or not an int; a boolean is the int Python makes of it, true 1, false 0).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
     r_type: str = fact("Python type name of adapter_config `r` as json.load gives it (`NoneType` when null or absent).", "lora/lora_config.py l.43")
-    r_text: str = fact("adapter_config `r` as JSON (at most 40 characters), for messages.")
+    r_text: str = fact("adapter_config `r` as JSON (at most 40 characters; an int in full, up to the 100 digits an input may have), for messages.")
+    r_str: str = fact(
+        "adapter_config `r` as sglang's f-strings print it: Python's str() of a number (every digit of an int, `True` for true), else as r_text. "
+        "For messages: `adapter_facts.r` is a CEL int, and an int past 64 bits reaches CEL as a double (`1e+50`).",
+        "lora/lora_manager.py l.371-373",
+        default="",
+    )
     scaling_failure: ScalingFailure | None = fact(
         "What `self.scaling = lora_alpha / r` raises on these values (None: it computes).", "lora/lora.py LoRAAdapter.__init__ l.71"
     )
     scaling_not_finite: bool = fact(
-        "lora_alpha / r computes but is NaN or infinite (json.load reads NaN, Infinity and 1e999 as floats).", "lora/lora.py LoRAAdapter.__init__ l.71"
+        "lora_alpha / r computes but is NaN or infinite, in Python or once rounded to float32 (json.load reads NaN, Infinity and 1e999 as floats; "
+        "lora_B * scaling on a bf16 tensor computes in float32, and the backends keep scalings in float32).",
+        "lora/lora.py LoRAAdapter.__init__ l.71; lora/mem_pool.py l.1307-1361; lora/backend/chunked_backend.py l.240",
+    )
+    scaling_not_finite_text: str | None = fact(
+        "The scaling where scaling_not_finite: \"NaN\", \"an infinity\", or the Python float and that float32 cannot hold it; for messages.",
+        default=None,
     )
     lora_alpha_text: str = fact("adapter_config `lora_alpha` as JSON (at most 40 characters), for messages.")
     config_type_mismatches: list[str] = fact(
@@ -415,6 +452,12 @@ class Facts(_Facts):
 
     lora_enabled: bool = fact("LoRA is on: --enable-lora, else --lora-paths given.", "arg_groups/lora_hook.py check_lora_server_args l.33-182")
     lora_paths: list[LoraPath] = fact("--lora-paths as parsed into LoRARef entries.", "lora/lora_registry.py LoRARef l.28-")
+    pinned_int_failure: PinnedIntFailure | None = fact(
+        "The first --lora-paths entry whose `int(pinned)` raises (None: every entry's converts): _load_lora_adapter counts pinned adapters with it "
+        "after loading the weights, and LoRARef (a msgspec.Struct) does not check that `pinned` is a bool.",
+        "lora/lora_manager.py _load_lora_adapter l.319, init_lora_adapters l.756-762; arg_groups/lora_hook.py l.97-106",
+        default=None,
+    )
     target_modules: list[str] = fact(
         "The pool's target modules: --lora-target-modules (`all` resolved), else the union of the adapters' normalized targets.",
         "lora/lora_manager.py init_lora_shapes l.800-918; models/inkling.py supported_lora_modules l.955",
@@ -442,6 +485,7 @@ class Facts(_Facts):
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "facts.lora_enabled": ("config",),
     "facts.lora_paths": ("config",),
+    "facts.pinned_int_failure": ("config",),
     "facts.target_modules": ("config",),
     "facts.attention": ("config", "platform"),
     "facts.quant": ("model",),

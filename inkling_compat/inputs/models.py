@@ -99,7 +99,7 @@ _PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one
 _INT64_WHY = "a 64-bit int: torch and the checker's rules compute in int64"
 _INT64 = _bounded(-(1 << 63), (1 << 63) - 1, _INT64_WHY, _INT64_WHY, strict=False)
 _SLOTS = _bounded(-(1 << 63), 1 << 16, _INT64_WHY, "real servers batch at most a few hundred adapters; the checker replays every slot", strict=False)
-_DIM = _bounded(0, None, "a tensor's dimension is never negative: torch and safetensors refuse it")
+_DIM = _bounded(0, (1 << 63) - 1, "a tensor's dimension is never negative: torch and safetensors refuse it", "torch sizes are 64-bit signed ints; a larger one would reach the rules as a double")
 _RANK = _bounded(-(1 << 63), 1 << 16, _INT64_WHY, "LoRA ranks are below the hidden size [real: 8-1024]", strict=False)
 
 

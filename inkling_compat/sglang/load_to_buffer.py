@@ -206,7 +206,9 @@ def startup_pool(facts: dict[str, Any], adapter_facts_list: list[dict[str, Any]]
     sink = facts.get("sink") or {}
     startup_names = {p["name"] for p in facts.get("lora_paths") or []}
     startup = [a for a in adapter_facts_list if a.get("form") == "pool" or (a.get("form") == "peft" and a.get("name") in startup_names)]
-    rank = config.max_lora_rank if config.max_lora_rank else max((a["rank"] for a in startup if isinstance(a.get("rank"), int)), default=None)
+    # lora_manager.py l.893: `if max_lora_rank is not None` keeps a given 0 (a rank-0 pool;
+    # the argparse-level assertion that tests its truthiness is lora_hook.py l.152's).
+    rank = config.max_lora_rank if config.max_lora_rank is not None else max((a["rank"] for a in startup if isinstance(a.get("rank"), int)), default=None)
     if config.experts_shared_outer_loras is not None:
         shared_outer = bool(config.experts_shared_outer_loras)
     else:
@@ -220,7 +222,45 @@ def startup_pool(facts: dict[str, Any], adapter_facts_list: list[dict[str, Any]]
         int(sink.get("intermediate_size_per_partition") or 0),
         shared_outer,
     )
-    return None if pool is None else {"buffers": pool, "shared_outer": shared_outer, "rank": rank}
+    if pool is None:
+        return None
+    return {"buffers": pool, "shared_outer": shared_outer, "rank": rank, "allocation": allocation_failure(pool, rank, getattr(model, "num_hidden_layers", 0))}
+
+
+# The bytes past which no GPU holds the pool: 1 TiB, several times the largest GPU memory
+# (H200 141 GB, B200 180 GB, B300 288 GB), so a pool this large fails on every platform.
+GPU_BYTES_BOUND = 1 << 40
+_INT64_MAX = (1 << 63) - 1
+
+
+def allocation_failure(buffers: dict[str, list[int]], rank: int, num_layers: int) -> dict[str, str] | None:
+    """What allocating the pool raises, for a rank that sizes it past any GPU (None: it may fit).
+
+    mem_pool.py init_buffers (l.606-700) allocates, for every target module and each of the
+    model's num_layer layers, `torch.zeros(shape, dtype=bf16)` with the rank (times the
+    module's stack count) in the shape: the four shared-sink buffers alone take
+    num_layers x their elements x 2 bytes. torch refuses a size past a 64-bit int while it
+    parses the shape (TypeError "Overflow when unpacking long"), a storage of more than 2**63
+    bytes (RuntimeError "Storage size calculation overflowed") and memory the device does not
+    have (torch.OutOfMemoryError, a RuntimeError). A negative rank is the other failure
+    (lora-pool-rank-negative); ranks of real adapters (<= 2**16) never come near this."""
+    if rank is None or rank < 0:
+        return None
+    total = max(num_layers, 1) * 2 * sum(_numel(shape) for shape in buffers.values())
+    if total <= GPU_BYTES_BOUND:
+        return None
+    if max(d for shape in buffers.values() for d in shape) > _INT64_MAX:
+        error = "TypeError"
+    else:
+        error = "RuntimeError"
+    return {"error_class": error, "bytes_str": str(total), "rank_str": str(rank)}
+
+
+def _numel(shape: list[int]) -> int:
+    out = 1
+    for d in shape:
+        out *= max(d, 0)
+    return out
 
 
 def derive(
@@ -268,6 +308,7 @@ def derive(
     r = adapter_facts.get("r")
     if (
         pool is None
+        or pool.get("allocation") is not None  # start-up failed allocating the pool: nothing is copied
         or not sink.get("lora_attached")
         or not isinstance(r, int)
         or r <= 0

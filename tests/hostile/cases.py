@@ -772,10 +772,17 @@ def _bad_positive_int(value: Any) -> bool:
     return type(value) is not int or value <= 0 or value >= ABSURD
 
 
+# The least magnitude float32 rounds to an infinity (FLT_MAX plus half an ulp): sglang scales
+# bf16 lora_B by lora_alpha / r in float32 (issue 10 finding R50: lora_alpha 1e300 was ok).
+F32_OVERFLOW = 3.4028235677973366e38
+
+
 def _bad_number(value: Any) -> bool:
     if isinstance(value, dict) and "$digits" in value:
         return False  # a huge alpha is a number (the scaling is computed from it)
-    return type(value) not in (int, float) or (isinstance(value, float) and math.isnan(value))
+    if type(value) not in (int, float):
+        return True
+    return math.isnan(value) or abs(value) >= F32_OVERFLOW  # (r is 1 in the examples)
 
 
 def silent_ok_fields(r: dict[str, Any]) -> list[str]:
@@ -838,6 +845,12 @@ ISSUE_CASES: list[tuple[str, str, str, list[dict[str, Any]]]] = [
     ("num_hidden_layers-2**31", "sizes", "adapter_dir", [_put("model", ["num_hidden_layers"], 2**31)]),
     *[(f"zero-byte-shape-{n}", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_shape", "shape": shape, "relay": True, "rand": 0}]) for n, shape in (("2**62,0,2**62", [2**62, 0, 2**62]), ("10**8,0,1", [10**8, 0, 1]))],
     ("many-legal-tensors", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_many_tensors", "count": 30_000, "zero": True, "rand": 0}]),
+    # issue 10's findings left open by its first session (tests/test_leftover_findings.py)
+    ("n_routed_experts-0", "sizes", "adapter_dir", [_put("model", ["n_routed_experts"], 0)]),
+    ("r-10**50", "sizes", "adapter_dir", [_put("adapter:adapter_config", ["r"], 10**50)]),
+    ("lora_alpha-1e300", "sizes", "adapter_dir", [_put("adapter:adapter_config", ["lora_alpha"], 1e300)]),
+    ("layer-id-10**100", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_layer_id", "layer": "1" + "0" * 100, "rand": 0}]),
+    ("pinned-string-false", "type", "adapter_dir", [_put("config", ["lora_paths"], [{"lora_name": "a", "lora_path": "/adapters/a", "pinned": "false"}])]),
     # the same, one adapter of a fleet: a problem of that adapter, the others still checked
     *[(f"fleet-{name}", "fleet", "fleet", [dict(m, target=m["target"].replace("adapter:", "fleet/a1:"))]) for name, m in (
         ("r-sixteen", _put("adapter:adapter_config", ["r"], "sixteen")),

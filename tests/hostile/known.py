@@ -17,9 +17,9 @@ def _entry(id: str, area: str, family: str, index: int, pattern: str, what: str,
 
 # `ops`: the entry matches only cases whose recipe uses one of these mutations (a hang or a
 # memory blow-up says nothing about its cause otherwise).
-KNOWN: list[dict[str, Any]] = [
-    _entry("F10-zero-routed-experts", "H1 types", "sizes", 12185, r"^silent-ok:model\.n_routed_experts", "config.json n_routed_experts 0 (an Inkling MoE without routed experts): plain ok"),
-]
+# (Empty: F10, config.json `n_routed_experts: 0`, was the last; fixed by the rule
+# inkling-moe-no-routed-experts, its reproducer is tests/test_leftover_findings.py.)
+KNOWN: list[dict[str, Any]] = []
 
 
 def match(result: dict[str, Any], recipe: dict[str, Any]) -> str | None:

@@ -1,0 +1,252 @@
+"""Issue 10's findings its first session left open (F10, M0, P1, R50, I64), each with what
+sglang 0.5.23 does, read from its source, and a reproducer that failed before the fix:
+
+- F10 config.json `n_routed_experts: 0` with MoE layers was a plain ok (fuzz seed 1 case 12185):
+  sglang builds FusedMoE(num_experts=0) and routes over zero experts (inkling-moe-no-routed-experts).
+- M0  `max_lora_rank: 0` was read as "not given"; init_lora_shapes keeps any value that is not None
+  (lora_manager.py l.893): a rank-0 pool (adapter-incompatible-with-pool, the pool replay).
+- P1  a --lora-paths entry with `"pinned": "false"` was ok; LoRARef does not check the type and
+  `int(lora_ref.pinned)` (lora_manager.py l.319) fails start-up (lora-paths-pinned-not-int).
+- R50 `r: 10**50` sized a pool nobody can allocate, reported as a shape mismatch; `lora_alpha:
+  1e300` was ok although its scaling is an infinity in float32 (lora-pool-too-large,
+  adapter-scaling-not-finite).
+- I64 ints past 64 bits reached messages as CEL doubles (`rank 1e+50`, `index 1e+100`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostile import runner
+from inkling_compat import check
+from inkling_compat.api import evaluate
+from inkling_compat.errors import InputError
+from inkling_compat.inputs.adapter_dir import read_adapter_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SERVE = {
+    "enable_lora": True,
+    "lora_backend": "triton",
+    "max_loras_per_batch": 4,
+    "max_lora_rank": 16,
+    "lora_target_modules": ["gate_up_proj", "down_proj"],
+    "experts_shared_outer_loras": True,
+    "dtype": "bfloat16",
+}
+MODEL = json.loads((EXAMPLES / "config.json").read_text())
+CONFIG = json.loads((EXAMPLES / "adapter" / "adapter_config.json").read_text())
+TENSORS = {k: {"shape": list(v.shape), "dtype": v.dtype} for k, v in read_adapter_dir(str(EXAMPLES / "adapter")).tensors.root.items()}
+# A float's text in a message: what an int past 64 bits became in CEL.
+FLOAT_TEXT = re.compile(r"\d\.?\d*e[+-]\d+")
+
+
+def manifest(name: str = "ad", tensors: dict[str, Any] | None = None, **config: Any) -> dict[str, Any]:
+    """examples/adapter as a PEFT manifest, with adapter_config.json keys replaced."""
+    return {"name": name, "adapter_config": dict(CONFIG, **config), "tensors": TENSORS if tensors is None else tensors}
+
+
+def by_rule(report: Any) -> dict[str, Any]:
+    return {p.rule_id: p for p in report.problems}
+
+
+# --- F10 ---------------------------------------------------------------------------------
+
+
+def test_f10_fuzz_reproducer_is_no_longer_a_silent_ok() -> None:
+    """The fuzz case that found it (seed 1, case 12185): config.json n_routed_experts 0."""
+    (result,) = runner.run_cases(1, range(12185, 12186), jobs=1)
+    assert result["kind"] != "failure", result
+    assert "inkling-moe-no-routed-experts" in result["detail"]
+
+
+def test_f10_moe_layers_without_routed_experts() -> None:
+    report = check(SERVE, str(EXAMPLES / "adapter"), model=dict(MODEL, n_routed_experts=0))
+    problem = by_rule(report)["inkling-moe-no-routed-experts"]
+    assert not report.ok and (problem.origin, problem.severity, problem.stage) == ("derived", "runtime", "first_forward")
+    assert problem.message.startswith("config.json has n_routed_experts 0 but layers 0 to 15 are MoE layers")
+    assert "model.n_routed_experts" in problem.field_paths
+
+
+def test_f10_an_all_dense_model_and_no_model_are_not_reported() -> None:
+    """dense_mlp_idx = num_hidden_layers: no InklingMoE is built. Without --model the
+    placeholder model (n_routed_experts 0 by InklingModelConfig's default) is not checked."""
+    dense = check(SERVE, str(EXAMPLES / "adapter"), model=dict(MODEL, n_routed_experts=0, dense_mlp_idx=MODEL["num_hidden_layers"]))
+    assert "inkling-moe-no-routed-experts" not in by_rule(dense)
+    assert "inkling-moe-no-routed-experts" not in by_rule(check(SERVE, str(EXAMPLES / "adapter")))
+
+
+# --- M0 ----------------------------------------------------------------------------------
+
+
+def test_m0_max_lora_rank_zero_is_a_rank_zero_pool() -> None:
+    """init_lora_shapes keeps --max-lora-rank 0 (`is not None`): the pool has rank 0, so a
+    run-time adapter of rank 8 does not fit it although the start-up adapter has rank 16, and
+    the start-up adapter's factors do not fit their rank-0 slot."""
+    config = dict(SERVE, max_lora_rank=0, lora_paths=["boot"])
+    checked = evaluate(config, [manifest("boot", r=16, tensors={}), manifest("late", r=8, tensors={})], model=MODEL)
+    assert checked.facts.pool is not None and checked.facts.pool.rank == 0
+    problems = [(p.rule_id, p.adapter) for p in checked.report.problems]
+    assert ("adapter-incompatible-with-pool", "late") in problems
+    assert ("adapter-incompatible-with-pool", "boot") not in problems  # start-up adapters are not admitted by can_support
+
+    startup = check(dict(SERVE, max_lora_rank=0, lora_paths=["ad"]), manifest("ad"), model=MODEL)
+    mismatch = by_rule(startup)["adapter-pool-shape-mismatch"]
+    assert mismatch.message == "LoRA buffer shape torch.Size([0, 1536]) does not match weight shape torch.Size([2, 1536])."
+
+
+# --- P1 ----------------------------------------------------------------------------------
+
+
+def _pythons_int_error(value: Any) -> str:
+    try:
+        int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        return str(exc)
+    raise AssertionError(f"int({value!r}) converts")
+
+
+@pytest.mark.parametrize("pinned", ["false", "true", "yes", None, [], {}, float("nan"), float("inf")])
+def test_p1_pinned_that_int_refuses_fails_start_up(pinned: Any) -> None:
+    """LoRARef(pinned=...) keeps the value (a msgspec.Struct's init checks no type); after the
+    adapter loaded, `self.num_pinned_loras += int(lora_ref.pinned)` raises and init_lora_adapters
+    raises RuntimeError("Failed to load LoRA adapter a: " + int()'s message)."""
+    config = dict(SERVE, lora_paths=["ok=/adapters/ok", {"lora_name": "a", "lora_path": "/adapters/a", "pinned": pinned}])
+    report = check(config, None, model=MODEL)
+    problem = by_rule(report)["lora-paths-pinned-not-int"]
+    assert (problem.origin, problem.error_class) == ("sglang", "RuntimeError")
+    assert problem.message == f"Failed to load LoRA adapter a: {_pythons_int_error(pinned)}"
+    assert report.first is problem
+
+
+def test_p1_the_string_false_counts_as_pinned() -> None:
+    """validate_new_adapter tests the truthiness: "false" is pinned (lora_manager.py l.341, l.378)."""
+    checked = evaluate(dict(SERVE, lora_paths=[{"lora_name": "a", "lora_path": "/a", "pinned": "false"}]), None, model=MODEL)
+    (entry,) = checked.facts.lora_paths
+    assert entry.pinned is True
+    assert checked.facts.pinned_int_failure.model_dump() == {"name": "a", "error": "invalid literal for int() with base 10: 'false'"}
+
+
+@pytest.mark.parametrize("pinned", [True, False, 1, 0, "1", " 0 ", 1.5])
+def test_p1_pinned_that_int_converts_is_no_problem(pinned: Any) -> None:
+    config = dict(SERVE, lora_paths=[{"lora_name": "a", "lora_path": "/adapters/a", "pinned": pinned}])
+    assert "lora-paths-pinned-not-int" not in by_rule(check(config, None, model=MODEL))
+
+
+def test_p1_from_a_yaml_file_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inkling_compat import cli
+
+    serve = tmp_path / "serve.yaml"
+    serve.write_text((EXAMPLES / "serve.yaml").read_text() + 'lora_paths:\n  - {lora_name: a, lora_path: /adapters/a, pinned: "false"}\n')
+    code = cli.main(["check", "--config", str(serve), "--model", str(EXAMPLES / "config.json"), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["first"]["message"] == "Failed to load LoRA adapter a: invalid literal for int() with base 10: 'false'"
+
+
+# --- R50 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("r", "error_class"), [(10**50, "TypeError"), (2**30, "RuntimeError")])
+def test_r50_a_huge_start_up_rank_fails_allocating_the_pool(r: int, error_class: str) -> None:
+    """Without --max-lora-rank the pool's rank is the start-up adapters' largest r; torch.zeros
+    of the buffers fails (TypeError past int64, else a storage overflow or OutOfMemoryError):
+    start-up stops there, no adapter is copied (no shape-mismatch report)."""
+    report = check(dict(SERVE, max_lora_rank=None, lora_paths=["ad"]), manifest(r=r), model=MODEL)
+    problems = by_rule(report)
+    problem = problems["lora-pool-too-large"]
+    assert (problem.origin, problem.error_class, problem.stage) == ("derived", error_class, "lora_modules")
+    assert problem.message.startswith(f"The LoRA memory pool's rank is {r} (the largest r of the --lora-paths adapters)")
+    assert "adapter-pool-shape-mismatch" not in problems
+    assert not FLOAT_TEXT.search(problem.message)
+
+
+def test_r50_the_torch_errors_the_rule_names() -> None:
+    """The classes come from torch: a size past int64 cannot be parsed, a storage past 2**63
+    bytes overflows (meta tensors: nothing is allocated)."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="Overflow when unpacking long"):
+        torch.zeros((4, 2, 10**50, 1536), dtype=torch.bfloat16, device="meta")
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        torch.zeros((4, 2, 2**62, 1536), dtype=torch.bfloat16, device="meta")
+
+
+def test_r50_a_pool_of_real_size_is_no_problem() -> None:
+    report = check(dict(SERVE, max_lora_rank=None, lora_paths=["ad"]), manifest(r=1024), model=MODEL)
+    assert "lora-pool-too-large" not in by_rule(report)
+
+
+@pytest.mark.parametrize(("alpha", "r"), [(1e300, 1), (3.5e38, 1), (10**60, 10**20)])
+def test_r50_a_scaling_float32_cannot_hold(alpha: float, r: int) -> None:
+    """lora_alpha / r is finite for Python but not for float32: bf16 lora_B * scaling is
+    computed in float32 (mem_pool.py l.1307-1361), the backends' scalings are float32."""
+    with pytest.raises(OverflowError):
+        struct.pack("<f", alpha / r)
+    report = check(SERVE, manifest(lora_alpha=alpha, r=r), model=MODEL)
+    problem = by_rule(report)["adapter-scaling-not-finite"]
+    assert f"= {alpha / r!r}, past float32's range" in problem.message and not report.ok
+
+
+def test_r50_a_large_scaling_float32_holds_is_no_problem() -> None:
+    struct.pack("<f", 3.0e38)
+    assert "adapter-scaling-not-finite" not in by_rule(check(SERVE, manifest(lora_alpha=3.0e38, r=1), model=MODEL))
+
+
+# --- I64 ---------------------------------------------------------------------------------
+
+BIG = 10**50
+
+
+@pytest.mark.parametrize(
+    ("config", "adapter", "rule", "text"),
+    [
+        ({}, {"r": BIG}, "adapter-incompatible-with-pool", f"with rank {BIG} is incompatible"),
+        ({}, {"r": -BIG}, "adapter-rank-negative", f"has r {-BIG}:"),
+        ({"lora_paths": ["ad"], "max_lora_rank": None}, {"r": -BIG}, "lora-pool-rank-negative", f"rank is {-BIG} (the largest r"),
+        ({"lora_paths": ["ad"]}, {"r": BIG, "tensors": {}}, "adapter-rank-above-max-lora-rank", f"has rank {BIG} but --max-lora-rank is 16"),
+        ({}, {"r": BIG, "rank_pattern": {"down_proj": 4}}, "adapter-rank-pattern-ignored", f"different from r={BIG};"),
+        ({"lora_paths": ["ad"], "max_lora_rank": 0}, {"r": BIG, "tensors": {}}, "lora-max-lora-rank-zero", f"have ranks up to {BIG}:"),
+    ],
+    ids=["incompatible", "negative", "pool-negative", "above-max", "rank-pattern", "max-rank-zero"],
+)
+def test_i64_messages_name_the_int_as_written(config: dict[str, Any], adapter: dict[str, Any], rule: str, text: str) -> None:
+    adapter = dict(adapter)
+    tensors = adapter.pop("tensors", None)
+    report = check(dict(SERVE, **config), manifest(tensors=tensors, **adapter), model=MODEL)
+    problem = by_rule(report)[rule]
+    assert text in problem.message, problem.message
+    assert not FLOAT_TEXT.search(problem.message), problem.message
+
+
+def test_i64_a_layer_number_past_64_bits(tmp_path: Path) -> None:
+    """A tensor name's layer number is an int of any length (sglang's get_layer_id int()):
+    torch's IndexError names it in full."""
+    layer = "1" + "0" * 100
+    tensors = {k.replace("layers.0.", f"layers.{layer}."): v for k, v in TENSORS.items()}
+    problem = by_rule(check(SERVE, manifest(tensors=tensors), model=MODEL))["adapter-layer-out-of-range"]
+    assert problem.message == f"index {layer} is out of range"
+
+
+def test_i64_a_manifest_dimension_past_64_bits_is_an_input_error() -> None:
+    """torch sizes are int64: a hand-written manifest's larger dimension is refused at the edge,
+    naming the tensor and the axis (the directory reader refuses > 64-bit shapes itself)."""
+    name = next(iter(TENSORS))
+    tensors = dict(TENSORS, **{name: {"shape": [2**63, 1536], "dtype": "bfloat16"}})
+    with pytest.raises(InputError, match=rf"tensors\.{re.escape(name)}\.shape\.0: must be at most 9223372036854775807"):
+        check(SERVE, manifest(tensors=tensors), model=MODEL)
+
+
+def test_i64_an_adapter_directory_with_r_past_64_bits(tmp_path: Path) -> None:
+    """The same through adapter_config.json, as the fuzz writes it."""
+    target = tmp_path / "ad"
+    shutil.copytree(EXAMPLES / "adapter", target)
+    (target / "adapter_config.json").write_text(json.dumps(dict(CONFIG, r=BIG)))
+    problem = by_rule(check(SERVE, str(target), model=MODEL))["adapter-incompatible-with-pool"]
+    assert f"LoRA adapter ad with rank {BIG} is incompatible" in problem.message
