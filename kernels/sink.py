@@ -127,18 +127,19 @@ def sink_forward_triton(
     return forward_split(ops, x_td, g_td, routing)
 
 
-# When the fused path (shrinks inside the GEMMs' K loops) is taken. NOT YET TIMED ON A GPU (the
-# session that wrote it had no device time left; docs/performance.md): the limits are predicted
-# from the traffic, to be set from the benchmark's forced-path rows (graph_us.triton_lora_fused /
-# _split). Each slot group gets tiles of its own, and every tile streams all the weights it
+# When the fused path (shrinks inside the GEMMs' K loops) is taken: at T = 1 only. Measured on one
+# H200 at edf358a (bench_runtime, heuristic configs, CUDA-graph medians, S = 8, shared-interleaved):
+# T = 1 fused 1.44x / 1.22x base against split 1.78x / 1.32x at (1536, 4, 768) / (7168, 2, 2048);
+# T = 4 fused 2.39x / 2.51x against split 2.30x / 1.44x; T = 64 fused 3.72x / 7.82x against 1.91x /
+# 1.42x. Each slot group gets tiles of its own, and every tile streams all the weights it
 # needs (from L2 after the first) and, per N program, its slot's A (2R x H for gate/up, R x n*F
 # for down: half the weight bytes of a 32-wide N tile). With one group (T = 1) that costs less
 # than the three launches it saves; with G groups the weights are read G times over instead of
 # cdiv(T, BLOCK_M) times, so the split path (several slots per tile, A read once per tile by
 # the split-K shrinks) wins once tokens spread over many slots, and at large T, where the
 # redundant A work is MMA time (2R / 2*BLOCK_N more) against ~15 % for the split shrinks.
-FUSED_MAX_GROUPS = 4  # the most slot groups a batch can have: min(T, S + 1)
-FUSED_MAX_T = 256
+FUSED_MAX_GROUPS = 1  # the most slot groups a batch can have: min(T, S + 1)
+FUSED_MAX_T = 1
 # Register bridges up to this width (the gate/up half-bridge R, the down bridge R or n*R).
 FUSED_MAX_BRIDGE = 128
 
