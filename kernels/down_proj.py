@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from .lora_shrink import t_bucket
-from .routing import OneToken, SlotRouting, extra_tiles, group_tile, one_token_slot
+from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
 @triton.jit(do_not_specialize=["T", "TB"])
@@ -223,17 +223,7 @@ def down_proj(
         lora_args = (act, act, act)
         lora_strides = (0, 0, 0, 0, 0)
     a_strides = tuple(shrink_a.stride()) if fused else (0, 0, 0)
-    S = routing.num_slots if routing is not None else 0
-    single = isinstance(routing, OneToken)
-    if single and not (fused and T == 1):
-        raise ValueError("a OneToken routing is for the fused path (A given) of one token")
-    extra = extra_tiles(T, S) if fused and not single else 0
-    if single:  # the kernels read the token's slot id (as group_slot) and the active flags (as group_start)
-        routing_args = (routing.slot_ids, routing.slot_ids, routing.slot_ids, routing.active)
-    elif routing is not None:
-        routing_args = (routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
-    else:
-        routing_args = (act, act, act, act)
+    S, single, extra, routing_args = kernel_routing(routing, fused=fused, tokens=T, filler=act)
     args = (
         act, w2_lin, out, *lora_args, *routing_args,
         T, K, H, KB, t_bucket(T), extra, S if single else S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,

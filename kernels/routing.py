@@ -148,6 +148,25 @@ def extra_tiles(T: int, num_slots: int) -> int:
     return max(0, min(num_slots, T - 1))
 
 
+def kernel_routing(routing: SlotRouting | OneToken | None, *, fused: bool, tokens: int,
+                   filler: torch.Tensor) -> tuple[int, bool, int, tuple[torch.Tensor, ...]]:
+    """What a GEMM wrapper passes its kernel for ``routing``: (slots S, one token?, extra tiles
+    of the group-aligned grid, the four routing pointers: order, row group, group slot, group
+    start). ``filler`` stands in for pointers a kernel never reads (no routing)."""
+    S = routing.num_slots if routing is not None else 0
+    single = isinstance(routing, OneToken)
+    if single and not (fused and tokens == 1):
+        raise ValueError("a OneToken routing is for the fused path (A given) of one token")
+    extra = extra_tiles(tokens, S) if fused and not single else 0
+    if single:  # the kernels read the token's slot id (as group_slot) and the active flags (as group_start)
+        pointers = (routing.slot_ids, routing.slot_ids, routing.slot_ids, routing.active)
+    elif routing is not None:
+        pointers = (routing.order, routing.row_group, routing.group_slot, routing.group_start if fused else routing.order)
+    else:
+        pointers = (filler,) * 4
+    return S, single, extra, pointers
+
+
 def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Tensor | None = None) -> SlotRouting:
     """Group tokens by slot. ``slot_ids`` [T] holds a slot in [0, S) or -1 (no adapter).
 

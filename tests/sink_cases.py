@@ -8,6 +8,7 @@ tolerance (tests assert that share).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -150,3 +151,19 @@ def tolerance(case: Case) -> float:
     if case.dtype == "bfloat16":
         return 1e-2
     return 1e-5
+
+
+# Rows in the routing's sorted order and back, and NaN-poisoned outputs (a kernel that leaves a
+# row unwritten then fails its comparison), for the per-op kernel tests.
+def sorted_rows(t: torch.Tensor, routing) -> torch.Tensor:
+    return t[routing.order.long()]
+
+
+def unsorted_rows(t: torch.Tensor, routing) -> torch.Tensor:
+    out = torch.empty_like(t)
+    out[routing.order.long()] = t
+    return out
+
+
+def nan_filled(shape, dtype, device=DEVICE) -> torch.Tensor:
+    return torch.full(shape, math.nan, dtype=dtype, device=device)

@@ -9,7 +9,6 @@ against the base path; the one-token forward (no routing launch) likewise. Runs 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 from hypothesis import HealthCheck, example, given, settings
@@ -22,24 +21,11 @@ from inkling_compat.kernels.lora_shrink import lora_shrink_reference
 from inkling_compat.kernels.reference import linearize, relative_error
 from inkling_compat.kernels.routing import build_routing, build_routing_torch, extra_tiles, one_token
 from sink_cases import DEVICE, Case, cases, make_problem, tolerance
+from sink_cases import nan_filled as _nan, sorted_rows as _sorted, unsorted_rows as _unsort
 
 FAST = settings(max_examples=60, deadline=None)
 KERNEL = settings(max_examples=20 if DEVICE.type == "cpu" else 25, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-def _sorted(t: torch.Tensor, routing) -> torch.Tensor:
-    return t[routing.order.long()]
-
-
-def _unsort(t: torch.Tensor, routing) -> torch.Tensor:
-    out = torch.empty_like(t)
-    out[routing.order.long()] = t
-    return out
-
-
-def _nan(shape, dtype):
-    return torch.full(shape, math.nan, dtype=dtype, device=DEVICE)
 
 
 def _routing(p):

@@ -3,7 +3,6 @@ element a kernel forgets to write fails the test; plus the routing it shares."""
 
 from __future__ import annotations
 
-import math
 
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -15,23 +14,10 @@ from inkling_compat.kernels.lora_shrink import lora_shrink, lora_shrink_referenc
 from inkling_compat.kernels.reference import linearize, relative_error
 from inkling_compat.kernels.routing import build_routing, build_routing_torch, routing_reference
 from sink_cases import DEVICE, Case, cases, make_problem, tolerance
+from sink_cases import nan_filled as _nan, sorted_rows as _sorted, unsorted_rows as _unsort
 
 FAST = settings(max_examples=200, deadline=None)
 KERNEL = settings(max_examples=20 if DEVICE.type == "cpu" else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _sorted(t: torch.Tensor, routing) -> torch.Tensor:
-    return t[routing.order.long()]
-
-
-def _unsort(t: torch.Tensor, routing) -> torch.Tensor:
-    out = torch.empty_like(t)
-    out[routing.order.long()] = t
-    return out
-
-
-def _nan(shape, dtype, device=DEVICE):
-    return torch.full(shape, math.nan, dtype=dtype, device=device)
 
 
 # --- routing -----------------------------------------------------------------------------------
