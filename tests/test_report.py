@@ -243,3 +243,19 @@ def test_raised_exception_survives_pickle():
     assert str(again) == str(exc) and again.problem == exc.problem and again.sglang_class == "ValueError"
     plain = pickle.loads(pickle.dumps(SglangWouldRaise("own finding")))
     assert type(plain) is SglangWouldRaise and str(plain) == "own finding"
+
+
+def test_a_prediction_of_silent_misbehaviour_names_no_class(tmp_path):
+    """error_class "none" (nothing is raised, results are wrong: n_routed_experts 0 with MoE
+    layers) is printed as its text alone, never "none: ...", in text and SARIF alike."""
+    model = json.loads((EXAMPLES / "config.json").read_text())
+    model["n_routed_experts"] = 0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(model))
+    base = ("check", "--config", EXAMPLES / "serve.yaml", "--model", path, "--adapter", EXAMPLES / "adapter")
+    text = run_cli(*base)
+    assert text.returncode == 1 and "inkling-moe-no-routed-experts" in text.stdout
+    assert "sglang accepts this and then: config.json has n_routed_experts 0" in text.stdout
+    assert "none:" not in text.stdout
+    sarif = json.loads(run_cli(*base, "--format", "sarif").stdout)
+    assert [r["message"]["text"] for r in sarif["runs"][0]["results"]][0].startswith("config.json has n_routed_experts 0")

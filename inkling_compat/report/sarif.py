@@ -105,7 +105,7 @@ def _exit_code(report: Report) -> int:
 
 def _message(data: dict[str, Any]) -> str:
     text = data.get("message", "")
-    if data.get("origin") != "inkling-compat" and data.get("error_class"):
+    if data.get("origin") != "inkling-compat" and data.get("error_class") not in (None, "", "none"):
         text = f"{data['error_class']}: {text}"
     if data.get("adapter"):
         text = f"[{data['adapter']}] {text}"

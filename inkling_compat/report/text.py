@@ -67,7 +67,8 @@ def render_text(report: Report, color: bool = False) -> str:
         lines.append(_paint(head, problem.severity, color))
         key = (problem.adapter, problem.message)
         if key in seen_messages:
-            lines.append(f"  same {problem.error_class} as above; this part: {problem.fragment}")
+            what = "problem" if _raises_nothing(problem) else problem.error_class
+            lines.append(f"  same {what} as above; this part: {problem.fragment}")
         else:
             lines.append(f"  {_prefix(problem)}{_said(problem)}")
             seen_messages.add(key)
@@ -104,9 +105,15 @@ def _places(locations, indent: str) -> list[str]:
 def _said(problem) -> str:
     """A problem's text as the summary gives it: with the class sglang or torch raises; an
     inkling-compat finding, which nothing in sglang raises, without one."""
-    if problem.origin == "inkling-compat":
+    if problem.origin == "inkling-compat" or _raises_nothing(problem):
         return problem.message
     return f"{problem.error_class}: {problem.message}"
+
+
+def _raises_nothing(problem) -> bool:
+    """A derived prediction of silent misbehaviour (error_class "none": nothing is raised, the
+    results are wrong): no class to name before its text."""
+    return problem.error_class in (None, "none")
 
 
 def render_by_adapter(report: Report, color: bool = False) -> str:
@@ -122,7 +129,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
             head = f"{indent}{problem.severity} {problem.rule_id} ({problem.origin}, {problem.stage})"
             lines.append(_paint(head, problem.severity, color))
             if problem.message in seen:
-                lines.append(f"{indent}  same {problem.error_class} as above; this part: {problem.fragment}")
+                lines.append(f"{indent}  same {'problem' if _raises_nothing(problem) else problem.error_class} as above; this part: {problem.fragment}")
             else:
                 lines.append(f"{indent}  {_prefix(problem)}{_said(problem)}")
                 seen.add(problem.message)
