@@ -133,6 +133,8 @@ def test_the_real_command(index, tmp_path):
 
 
 def _reproducer_params():
+    if not known.KNOWN:  # said as such, rather than pytest's "empty parameter set"
+        return [pytest.param(0, 0, id="none-open", marks=pytest.mark.skip(reason="no known hostile-input finding is open (tests/hostile/known.py is empty)"))]
     return [
         pytest.param(entry["seed"], entry["index"], id=entry["id"], marks=pytest.mark.xfail(strict=True, reason=f"{entry['id']} ({entry['area']}): {entry['what']}"))
         for entry in known.KNOWN

@@ -3,7 +3,7 @@
 Each entry: an id, the area that owns the fix, a regular expression over a failure's
 signature + detail, and one reproducer (seed, index) that tests/test_hostile_inputs.py runs
 as xfail(strict=True): when the fix lands the reproducer passes, the test turns red, and the
-entry is to be deleted here. Findings are written up in /tmp/brief/fuzz_findings.md.
+entry is to be deleted here. Findings, open and fixed, are written up in docs/fuzz.md.
 """
 
 from __future__ import annotations
