@@ -31,7 +31,7 @@ from typing import Any
 
 MAX_DEPTH = 64
 MAX_NUMBER_DIGITS = 100
-_MAX_INT_BITS = 333  # 10**100 < 2**333: a Python int of more than 100 digits has more bits
+MAX_INT_BITS = 333  # 10**100 < 2**333: a Python int of more than 100 digits has more bits
 
 # A JSON string token (escapes included); quotes and backslashes are ASCII, so this works on
 # UTF-8 bytes as it does on text.
@@ -235,7 +235,7 @@ def check_data(data: Any, *, count_limit: int = 1_000_000) -> int:
             if bad_text(item):
                 raise LimitExceeded(path or "(root)", surrogate_reason(item))
         elif kind is int:
-            if item.bit_length() > _MAX_INT_BITS:
+            if item.bit_length() > MAX_INT_BITS:
                 raise LimitExceeded(path or "(root)", f"an integer of more than {MAX_NUMBER_DIGITS} digits")
         elif isinstance(item, dict):
             if depth >= MAX_DEPTH:

@@ -22,8 +22,10 @@ from pydantic import BaseModel, ValidationError
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.limits import (
     MAX_DEPTH,
+    MAX_INT_BITS,
     MAX_NUMBER_DIGITS,
     LimitExceeded,
+    bad_text,
     check_data,
     long_layer_reason,
     long_number_reason,
@@ -235,12 +237,15 @@ def _graph_limits(root: yaml.Node, max_depth: int | None) -> None:
 _NOT_PLAIN = object()
 
 
-def _plain_tree(root: yaml.Node, max_depth: int | None = None) -> Any:
+def _plain_tree(root: yaml.Node, max_depth: int | None = None, checked: bool = False) -> Any:
     """The data of a node graph that is a plain tree (no aliases, merge keys or tags beyond
     str/int/float/bool/null/map/seq, scalar keys), the way SafeConstructor builds it, or
     _NOT_PLAIN. Iterative (1,000 nesting levels are more than Python's recursion allows).
     Raises `LimitExceeded` for a long integer, or a container nested deeper than `max_depth`,
-    before converting it."""
+    before converting it. `checked`: also _NOT_PLAIN for anything `duplicate_key` or
+    `check_data` could object to (two keys of one mapping that construct equal, a float key:
+    `.nan` twice is a duplicate that no dict sees; a str with a lone surrogate, an int over the
+    digit limit), so that data it returns needs neither walk."""
     seen: set[int] = set()
     scalar = _SCALAR
     limit = max_depth if max_depth is not None else 1 << 30
@@ -251,7 +256,12 @@ def _plain_tree(root: yaml.Node, max_depth: int | None = None) -> Any:
             return _NOT_PLAIN
         if node.tag == _INT and len(node.value) > MAX_NUMBER_DIGITS and _long_int(node):
             return _NOT_PLAIN  # refused with its path by _graph_limits
-        return make(node)
+        value = make(node)
+        if checked:
+            kind = type(value)
+            if (kind is str and bad_text(value)) or (kind is int and value.bit_length() > MAX_INT_BITS):
+                return _NOT_PLAIN  # (hex or base 60 build long ints from short text)
+        return value
 
     def container(node: yaml.Node) -> Any:
         tag = node.tag
@@ -282,7 +292,7 @@ def _plain_tree(root: yaml.Node, max_depth: int | None = None) -> Any:
                 seen.add(id(value_node))
                 key = leaf(key_node)
                 value = leaf(value_node) if isinstance(value_node, yaml.ScalarNode) else container(value_node)
-                if key is _NOT_PLAIN or value is _NOT_PLAIN:
+                if key is _NOT_PLAIN or value is _NOT_PLAIN or (checked and (key in out or type(key) is float)):
                     return _NOT_PLAIN
                 out[key] = value
                 if not isinstance(value_node, yaml.ScalarNode):
@@ -354,6 +364,17 @@ def _json_data(raw: bytes, text: str) -> Any:
 
 
 def _parse_yaml(text: str) -> Any:
+    if _LIBYAML:
+        # The usual document (a plain tree, no duplicate key, nothing over a limit) in one
+        # walk of its nodes instead of three (duplicate keys, the data, the limits on the data:
+        # ~60 -> ~25 us of a pool manifest); anything else takes the path below, which finds
+        # and words the problem.
+        root = compose(text)
+        if root is None:
+            return None
+        data = _plain_tree(root, MAX_DEPTH, checked=True)
+        if data is not _NOT_PLAIN:
+            return data
     data, _ = load_yaml(text, MAX_DEPTH)
     # Lone surrogates and the value cap on the data (YAML's count is applied to its nodes,
     # aliases expanded; here twice the cap, so that only a recursive alias, endless once
