@@ -90,11 +90,22 @@ _TAG = "tag:yaml.org,2002:"
 _MAP, _SEQ, _STR, _NULL, _BOOL = (_TAG + t for t in ("map", "seq", "str", "null", "bool"))
 _INT = _TAG + "int"
 _SAFE = yaml.constructor.SafeConstructor()  # only its scalar methods (stateless) are used
+
+
+def _yaml_int(node: yaml.ScalarNode) -> int:
+    """SafeConstructor's int: a plain decimal (most ints of a config) without its Python
+    parser of signs, `_`, `0x`, `0b`, octal and base 60 (~1 us less per int)."""
+    text = node.value
+    if text.isascii() and text.isdigit() and (text[0] != "0" or text == "0"):
+        return int(text)
+    return _SAFE.construct_yaml_int(node)
+
+
 _SCALAR = {
     _STR: lambda node: node.value,
     _NULL: lambda node: None,
     _BOOL: lambda node: _SAFE.bool_values[node.value.lower()],
-    _INT: _SAFE.construct_yaml_int,
+    _INT: _yaml_int,
     _TAG + "float": _SAFE.construct_yaml_float,
 }
 
