@@ -83,6 +83,10 @@ CHANGED = {
     "adapter-rank-above-max-lora-rank": _EXACT_INT,
     "adapter-rank-pattern-ignored": _EXACT_INT,
     "adapter-layer-out-of-range": _EXACT_INT,
+    "adapter-pool-shape-mismatch": "the shapes read the facts' text (pool_fit.buffer_text, weight_text): every digit",
+    "adapter-shared-outer-unexpected-format": "the shape reads pool_fit.weight_text: every digit",
+    "lora-max-lora-rank-zero": "yields to the copy replay's own assertion (adapter-pool-shape-mismatch) where the copy is replayed: one report",
+    "adapter-pin-all-slots": "counts int(pinned) as sglang does (lora_manager.py l.319): \"pinned\": 2 counts twice, \"0\" is pinned but counts zero",
 }
 
 

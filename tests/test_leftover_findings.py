@@ -11,6 +11,17 @@ sglang 0.5.23 does, read from its source, and a reproducer that failed before th
   1e300` was ok although its scaling is an infinity in float32 (lora-pool-too-large,
   adapter-scaling-not-finite).
 - I64 ints past 64 bits reached messages as CEL doubles (`rank 1e+50`, `index 1e+100`).
+
+What the session after it found left (PC, M0b, I64b):
+
+- PC  sglang decides "pinned" by truthiness but counts `int(lora_ref.pinned)` (lora_manager.py
+  l.319, l.378): `"pinned": 2` counts twice, `"pinned": "0"` is pinned but counts zero; the rule
+  counted truthy entries (adapter-pin-all-slots, facts.fleet.pin_refusal).
+- M0b `max_lora_rank: 0` with a start-up adapter was reported twice, the derived prediction and
+  the replayed assertion it predicts; the replay's assertion is the one report now.
+- I64b a safetensors header may hold u64 dimensions; torch sizes are int64, so a dimension past
+  2**63 - 1 is refused naming the file and the tensor (it was a shape-mismatch message holding
+  a double once the loader doubled it); the shapes of the copy replay's messages are texts.
 """
 
 from __future__ import annotations
@@ -151,6 +162,83 @@ def test_p1_from_a_yaml_file_through_the_cli(tmp_path: Path, capsys: pytest.Capt
     assert out["first"]["message"] == "Failed to load LoRA adapter a: invalid literal for int() with base 10: 'false'"
 
 
+# --- PC: what sglang counts as pinned -----------------------------------------------------
+
+PIN_MESSAGE = (
+    "Failed to load LoRA adapter {name} as a pinned adapter. It is not allowed to pin all slots in the LoRA memory pool to avoid "
+    "starvation for unpinned adapters and base models. Please increase your `--max-loras-per-batch` or load it as unpinned LoRA adapters."
+)
+
+
+def _entries(*pinned: Any) -> list[dict[str, Any]]:
+    return [{"lora_name": f"p{i}", "lora_path": f"/a/{i}", "pinned": value} for i, value in enumerate(pinned)]
+
+
+def _pin_refusal(report: Any) -> str | None:
+    problem = by_rule(report).get("adapter-pin-all-slots")
+    return None if problem is None else problem.message
+
+
+@pytest.mark.parametrize(
+    ("pinned", "refused"),
+    [
+        ((2, True, True), "p2"),  # int(2) counts twice: p2 finds 3 of 4 slots pinned
+        ((True, 2), None),  # p1 finds one pinned (the check is before its own count)
+        (("2", True, True), "p2"),  # int("2") is 2
+        ((2.9, True, True), "p2"),  # int(2.9) is 2
+        (("0", True, True, True), None),  # "0" is pinned (checked) but counts zero
+        ((True, True, "1", "0"), "p3"),  # "0" is checked as pinned: three counted before it
+        ((True, True, True, False), None),  # false: not checked, counts zero
+        ((-1, True, True, True), None),  # int(-1) takes one off: p3 finds two
+        ((True, True, True, True), "p3"),
+    ],
+)
+def test_pc_start_up_pins_count_int_of_pinned(pinned: tuple[Any, ...], refused: str | None) -> None:
+    """validate_new_adapter tests the truthiness of `pinned` (l.378); _load_lora_adapter adds
+    `int(lora_ref.pinned)` after the load (l.319)."""
+    report = check(dict(SERVE, lora_paths=_entries(*pinned)), None, model=MODEL)
+    expected = None if refused is None else f"Failed to load LoRA adapter {refused}: " + PIN_MESSAGE.format(name=refused)
+    assert _pin_refusal(report) == expected
+
+
+def test_pc_the_replay_of_the_counter() -> None:
+    from inkling_compat.facts.fleet import startup_pin_stop
+    from inkling_compat.facts.inputs import lora_path_entries
+    from inkling_compat.inputs.models import ServerConfig
+
+    entries = lora_path_entries(ServerConfig(lora_paths=_entries(2, "0", True, "false")))
+    assert [e["pinned_count"] for e in entries] == [2, 0, 1, None]
+    assert [e["pinned"] for e in entries] == [True, True, True, True]
+    # 2 + 0 + 1 counted: the fourth ("false", pinned by truthiness) finds 3 >= 4 - 1 and is refused
+    # before its int() is reached; with 5 slots it loads and its int() raises.
+    assert startup_pin_stop(entries, 4) == ("refused", 3)
+    assert startup_pin_stop(entries, 5) == ("int", 3)
+    assert startup_pin_stop(entries[:3], 5) is None
+
+
+def test_pc_a_refused_pin_is_reported_once_not_also_its_int_failure() -> None:
+    """An entry refused by the pin check never reaches `int(lora_ref.pinned)`: start-up stops at
+    the ValueError, so lora-paths-pinned-not-int is not reported for it (it was, beside it)."""
+    report = check(dict(SERVE, lora_paths=_entries(True, True, True, "false")), None, model=MODEL)
+    problems = by_rule(report)
+    assert "lora-paths-pinned-not-int" not in problems
+    assert report.first is problems["adapter-pin-all-slots"]
+    assert report.first.message == "Failed to load LoRA adapter p3: " + PIN_MESSAGE.format(name="p3")
+    five = check(dict(SERVE, max_loras_per_batch=5, lora_paths=_entries(True, True, True, "false")), None, model=MODEL)
+    assert "adapter-pin-all-slots" not in by_rule(five)
+    assert by_rule(five)["lora-paths-pinned-not-int"].message == "Failed to load LoRA adapter p3: invalid literal for int() with base 10: 'false'"
+
+
+def test_pc_run_time_pins_count_after_the_start_up_count() -> None:
+    """A start-up "pinned": 2 leaves one pinned run-time load in four slots (each adds int(True)):
+    the second one is refused, without the start-up prefix."""
+    config = dict(SERVE, lora_paths=_entries(2))
+    late = [dict(manifest(name), pinned=True) for name in ("r1", "r2")]
+    report = check(config, [manifest("p0"), *late], model=MODEL)
+    assert _pin_refusal(report) == PIN_MESSAGE.format(name="r2")
+    assert _pin_refusal(check(dict(SERVE, lora_paths=_entries(True)), [manifest("p0"), *late], model=MODEL)) is None
+
+
 # --- R50 ---------------------------------------------------------------------------------
 
 
@@ -250,3 +338,85 @@ def test_i64_an_adapter_directory_with_r_past_64_bits(tmp_path: Path) -> None:
     (target / "adapter_config.json").write_text(json.dumps(dict(CONFIG, r=BIG)))
     problem = by_rule(check(SERVE, str(target), model=MODEL))["adapter-incompatible-with-pool"]
     assert f"LoRA adapter ad with rank {BIG} is incompatible" in problem.message
+
+
+# --- M0b: --max-lora-rank 0 with a start-up adapter, reported once ----------------------------
+
+
+def test_m0b_max_lora_rank_zero_is_reported_once_as_sglang_raises_it() -> None:
+    """Start-up does not compare the ranks with a rank-0 pool; the first request's copy fails
+    the shape assertion (mem_pool.py l.908). Where the copy is replayed, that assertion is the
+    one report (sglang's text, `first`), not also lora-max-lora-rank-zero predicting it."""
+    report = check(dict(SERVE, max_lora_rank=0, lora_paths=["ad"]), manifest("ad"), model=MODEL)
+    about_it = [p for p in report.problems if p.rule_id in ("lora-max-lora-rank-zero", "adapter-pool-shape-mismatch")]
+    assert [p.rule_id for p in about_it] == ["adapter-pool-shape-mismatch"]
+    assert report.first is about_it[0] and about_it[0].error_class == "AssertionError"
+
+
+def test_m0b_without_weights_the_derived_rule_says_it() -> None:
+    """No tensors (or no model): the copy cannot be replayed, the derived rule predicts it."""
+    report = check(dict(SERVE, max_lora_rank=0, lora_paths=["ad"]), manifest("ad", tensors={}), model=MODEL)
+    problems = by_rule(report)
+    assert "adapter-pool-shape-mismatch" not in problems
+    assert problems["lora-max-lora-rank-zero"].message.startswith("--max-lora-rank 0 sizes the LoRA memory pool with rank 0")
+
+
+# --- I64b: safetensors dimensions past int64 -------------------------------------------------
+
+
+def _with_header_shape(tmp_path: Path, tensor: str, shape: list[int]) -> Path:
+    """examples/adapter with one tensor's header entry given `shape` (zero elements: no data)."""
+    target = tmp_path / "ad"
+    shutil.copytree(EXAMPLES / "adapter", target)
+    raw = (target / "adapter_model.safetensors").read_bytes()
+    (size,) = struct.unpack("<Q", raw[:8])
+    header, data = json.loads(raw[8 : 8 + size]), raw[8 + size :]
+    entries = [(k, v) for k, v in header.items() if k != "__metadata__"]
+    out, new = b"", {}
+    for name, entry in entries:
+        begin, end = entry["data_offsets"]
+        chunk = b"" if name == tensor else data[begin:end]
+        new[name] = dict(entry, shape=shape if name == tensor else entry["shape"], data_offsets=[len(out), len(out) + len(chunk)])
+        out += chunk
+    text = json.dumps(new).encode()
+    (target / "adapter_model.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + out)
+    return target
+
+
+GATE_UP_A = "base_model.model.llm.layers.0.mlp.shared_experts.gate_up_proj.lora_A.weight"
+
+
+@pytest.mark.parametrize("shape", [[2**63, 0], [0, 2**64 - 1], [2**63 + 5, 0, 3]])
+def test_i64b_a_header_dimension_torch_cannot_hold_is_refused(tmp_path: Path, shape: list[int]) -> None:
+    """The lora_A of gate_up is repeated twice by the loader: [2**63, 0] was reported as a weight
+    shape of `1.8446744073709552e+19`. torch sizes are int64 (torch.empty((2**63, 0)) raises
+    TypeError), so the file is refused, naming it, the tensor and the bound."""
+    target = _with_header_shape(tmp_path, GATE_UP_A, shape)
+    for config in (SERVE, dict(SERVE, lora_paths=["ad"])):
+        report = check(config, str(target), model=MODEL)
+        problem = by_rule(report)["adapter-file-unreadable"]
+        axis = next(i for i, d in enumerate(shape) if d >= 2**63)
+        assert problem.message.endswith(
+            f"adapter_model.safetensors: tensor {GATE_UP_A!r}: dimension {shape[axis]} (axis {axis}) of shape {json.dumps(shape)} "
+            "is past torch's int64 sizes (at most 9223372036854775807): torch cannot build this tensor"
+        ), problem.message
+        assert "\n" not in problem.message
+        assert not any(FLOAT_TEXT.search(p.message) for p in report.problems)
+
+
+def test_i64b_a_header_dimension_torch_holds_is_read(tmp_path: Path) -> None:
+    """A dimension torch holds is read, and no message shows it as a double. (The loader's
+    repeat of this lora_A makes an axis of 2**63, where torch raises RuntimeError; the replay
+    still models that as a copy's shape mismatch: docs/fuzz.md, open.)"""
+    target = _with_header_shape(tmp_path, GATE_UP_A, [2**62, 0])
+    for config in (SERVE, dict(SERVE, lora_paths=["ad"])):
+        report = check(config, str(target), model=MODEL)
+        assert "adapter-file-unreadable" not in by_rule(report)
+        assert report.problems and not any(FLOAT_TEXT.search(p.message) for p in report.problems)
+
+
+def test_i64b_the_copy_replay_shapes_are_texts() -> None:
+    from inkling_compat.facts.types import PoolFit
+
+    fit = PoolFit(kind="shape_mismatch", weight=[2**64 + 1, 0], buffer=[2, 1536])
+    assert (fit.weight_text, fit.buffer_text) == (f"[{2**64 + 1}, 0]", "[2, 1536]")

@@ -328,11 +328,14 @@ def test_the_cli_exits_2_on_an_impossible_model_value(tmp_path: Path, value: int
 
 
 def test_zero_max_lora_rank_with_lora_paths_is_a_derived_copy_failure(tmp_path: Path) -> None:
-    """With --lora-paths, sglang's assertion lets 0 through and init_lora_shapes keeps it."""
+    """With --lora-paths, sglang's assertion lets 0 through and init_lora_shapes keeps it: the
+    copy fails. With the weights read, the replayed assertion is the report (once); the derived
+    prediction stands in where the copy cannot be replayed (tests/test_leftover_findings.py M0b)."""
     directory = adapter_dir(tmp_path, r=1)
     report = check(dict(SERVE, max_lora_rank=0, lora_paths=[f"ad={directory}"]), str(directory), model=MODEL)
-    problem = problems(report)["lora-max-lora-rank-zero"]
-    assert (problem.origin, problem.error_class, problem.severity) == ("derived", "AssertionError", "runtime")
+    problem = problems(report)["adapter-pool-shape-mismatch"]
+    assert (problem.origin, problem.error_class, problem.severity) == ("sglang", "AssertionError", "runtime")
+    assert "lora-max-lora-rank-zero" not in problems(report)
     assert not report.ok
 
 

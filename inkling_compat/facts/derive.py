@@ -151,6 +151,16 @@ def inputs_given(inputs: Inputs) -> InputsGiven:
     )
 
 
+def pinned_int_failure(lora_paths: list[dict[str, Any]], max_loras_per_batch: int) -> dict[str, str] | None:
+    """The entry whose `int(pinned)` ends start-up, if start-up gets that far: an entry refused
+    as a pinned adapter before it (adapter-pin-all-slots) never reaches l.319."""
+    stop = fleet_mod.startup_pin_stop(lora_paths, max_loras_per_batch)
+    if stop is None or stop[0] != "int":
+        return None
+    entry = lora_paths[stop[1]]
+    return {"name": entry["name"], "error": entry["pinned_int_error"]}
+
+
 def derive(inputs: Inputs, memo: bool = True) -> Facts:
     """All facts of one check: global ones and, in `adapters`, one per adapter. `memo=False`
     derives every adapter on its own (the memo must not change the result)."""
@@ -167,7 +177,7 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
     return Facts(
         lora_enabled=lora_on,
         lora_paths=[LoraPath(name=p["name"], path=p["path"], pinned=p["pinned"]) for p in lora_paths],
-        pinned_int_failure=next(({"name": p["name"], "error": p["pinned_int_error"]} for p in lora_paths if p.get("pinned_int_error")), None),
+        pinned_int_failure=pinned_int_failure(lora_paths, config.max_loras_per_batch),
         target_modules=targets,
         attention=attention,
         quant=quant,
@@ -175,7 +185,7 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
         pool=pool,
         startup=fleet_mod.startup_facts(lora_paths, own),
         model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention),
-        fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter),
+        fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter, config.max_loras_per_batch),
         inputs_given=inputs_given(inputs),
         adapters=per_adapter,
     )

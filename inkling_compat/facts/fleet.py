@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from inkling_compat.facts.types import FleetFacts, StartupFacts
+from inkling_compat.facts.types import FleetFacts, PinRefusal, StartupFacts
 
 # models/inkling.py `supported_lora_modules`
 INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")
@@ -30,7 +30,47 @@ def startup_facts(lora_paths: list[dict[str, Any]], own: list[dict[str, Any]]) -
     return StartupFacts(max_r=max_r, max_r_str=None if max_r is None else str(max_r), targets=sorted(targets))
 
 
-def fleet_facts(lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own: list[dict[str, Any]], per_adapter: list[Any]) -> FleetFacts:
+def startup_pin_stop(lora_paths: list[dict[str, Any]], max_loras_per_batch: int) -> tuple[str, int] | None:
+    """Where sglang's pinned-adapter counter stops start-up: ("refused", i) where entry i is
+    refused as a pinned adapter, ("int", i) where `int(pinned)` of entry i raises (None: at
+    neither). validate_new_adapter tests `lora_ref.pinned`'s truthiness against
+    `num_pinned_loras >= max_loras_per_batch - 1` (lora_manager.py l.378) before the entry
+    loads; after it loaded the counter grows by `int(lora_ref.pinned)` (l.319): "pinned": 2
+    counts twice, "0" is checked but counts zero, -1 takes one off. Either failure ends
+    init_lora_adapters, so nothing after it is loaded (or counted)."""
+    count = 0
+    for i, entry in enumerate(lora_paths):
+        # max_loras_per_batch <= 0 is another rule's finding (adapter-pin-all-slots' `when`).
+        if entry["pinned"] and max_loras_per_batch > 0 and count >= max_loras_per_batch - 1:
+            return ("refused", i)
+        if entry.get("pinned_count") is None:
+            return ("int", i)
+        count += entry["pinned_count"]
+    return None
+
+
+def _startup_pinned_count(lora_paths: list[dict[str, Any]]) -> int:
+    return sum(entry["pinned_count"] for entry in lora_paths)
+
+
+def pin_refusal(lora_paths: list[dict[str, Any]], runtime_pinned: list[str], max_loras_per_batch: int) -> PinRefusal | None:
+    """The first load validate_new_adapter refuses as a pinned adapter: a --lora-paths entry
+    (startup_pin_stop), else a pinned run-time load (a bool: each adds 1) after a start-up
+    that completed."""
+    stop = startup_pin_stop(lora_paths, max_loras_per_batch)
+    if stop is not None:
+        return PinRefusal(name=lora_paths[stop[1]]["name"], startup=True) if stop[0] == "refused" else None
+    count = _startup_pinned_count(lora_paths)
+    for name in runtime_pinned:
+        if count >= max_loras_per_batch - 1:
+            return PinRefusal(name=name, startup=False)
+        count += 1
+    return None
+
+
+def fleet_facts(
+    lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own: list[dict[str, Any]], per_adapter: list[Any], max_loras_per_batch: int = 8
+) -> FleetFacts:
     """The cross-adapter aggregates, computed in one pass.
 
     The CEL library's `filter` and `map` macros take time quadratic in the list length
@@ -69,6 +109,12 @@ def fleet_facts(lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own:
         runtime_unpinned_names=[d["name"] for d in runtime if not d["pinned"]],
         # ... && a.pinned
         runtime_pinned_names=[d["name"] for d in runtime if d["pinned"]],
+        # adapter-pin-all-slots: sglang's counter (int(pinned)), which CEL cannot fold.
+        # lora-max-lora-rank-zero yields to the copy replay's own failure (the same assertion).
+        startup_copy_failure=next(
+            (a.name for a in per_adapter if getattr(a, "form", None) == "peft" and a.name in startup and getattr(a, "pool_fit", None) is not None), None
+        ),
+        pin_refusal=pin_refusal(lora_paths, [d["name"] for d in runtime if d["pinned"]], max_loras_per_batch),
         # adapters.filter(a, !facts.lora_paths.exists(p, p.name == a.name)
         #   && adapters.filter(b, b.name == a.name).size() > 1).map(a, a.name)
         duplicate_runtime_names=[d["name"] for d in docs if d["name"] not in startup and counts[d["name"]] > 1],

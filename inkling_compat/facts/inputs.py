@@ -35,17 +35,26 @@ def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
     paths = config.lora_paths
     entries: list[dict[str, Any]] = []
     if isinstance(paths, dict):
-        return [{"name": str(k), "path": str(v), "pinned": False} for k, v in paths.items()]
+        return [{"name": str(k), "path": str(v), "pinned": False, "pinned_count": 0} for k, v in paths.items()]
     if not isinstance(paths, list):
         return entries
     for item in paths:
         if isinstance(item, str):
             name, sep, path = item.partition("=")
-            entries.append({"name": name if sep else item, "path": path if sep else item, "pinned": False})
+            entries.append({"name": name if sep else item, "path": path if sep else item, "pinned": False, "pinned_count": 0})
         elif isinstance(item, dict) and "lora_name" in item and "lora_path" in item:
             pinned = item.get("pinned", False)
+            error = int_error(pinned)
             entries.append(
-                {"name": str(item["lora_name"]), "path": str(item["lora_path"]), "pinned": bool(pinned), "pinned_int_error": int_error(pinned)}
+                {
+                    "name": str(item["lora_name"]),
+                    "path": str(item["lora_path"]),
+                    "pinned": bool(pinned),
+                    "pinned_int_error": error,
+                    # What `num_pinned_loras += int(lora_ref.pinned)` adds (l.319): 2 counts
+                    # twice, "0" (pinned by truthiness) counts zero; None where int() raises.
+                    "pinned_count": None if error is not None else pinned_count(pinned),
+                }
             )
     return entries
 
@@ -66,6 +75,13 @@ def int_error(value: Any) -> str | None:
     except (TypeError, ValueError, OverflowError) as exc:
         return str(exc)
     return None
+
+
+def pinned_count(value: Any) -> int:
+    """`int(value)` for a value int() converts (`int_error` is None): a document's value is
+    converted as sglang does; a caller's object of another type counts as its truthiness, its
+    own __int__ is not run."""
+    return int(value) if type(value) in _DOCUMENT_TYPES else int(bool(value))
 
 
 def _adapter_items(adapter: Any) -> list[Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def fact(description: str, sglang: str | None = None, **kwargs: Any) -> Any:
@@ -199,6 +199,13 @@ class ModelFacts(_Facts):
     is_pd_decode: bool = fact("--disaggregation-mode decode.", "server_args.py")
 
 
+class PinRefusal(_Facts):
+    """The load validate_new_adapter refuses as a pinned adapter (adapter-pin-all-slots)."""
+
+    name: str = fact("The adapter's name.")
+    startup: bool = fact("A --lora-paths entry (init_lora_adapters wraps the message: \"Failed to load LoRA adapter <name>: ...\"); else a run-time load.")
+
+
 class FleetFacts(_Facts):
     """Cross-adapter aggregates (one pass, instead of CEL filter/map over `adapters`)."""
 
@@ -206,6 +213,18 @@ class FleetFacts(_Facts):
     runtime_unpinned_names: list[str] = fact("... of those, the unpinned ones.")
     runtime_pinned_names: list[str] = fact("... of those, the pinned ones.")
     duplicate_runtime_names: list[str] = fact("Adapters not in --lora-paths whose name occurs more than once.")
+    startup_copy_failure: str | None = fact(
+        "The first --lora-paths adapter whose copy into its pool slot fails in the replay (adapter_facts.pool_fit; None: none, or not replayed: "
+        "no model or no weights).",
+        "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111",
+        default=None,
+    )
+    pin_refusal: PinRefusal | None = fact(
+        "The first load refused because pinned adapters would fill every slot: start-up entries in order, then pinned run-time loads; the check tests "
+        "`pinned`'s truthiness, the count adds `int(pinned)` (2 counts twice, \"0\" counts zero) (None: no load is refused).",
+        "lora/lora_manager.py validate_new_adapter l.377-383, _load_lora_adapter l.319",
+        default=None,
+    )
     startup_outer_reference: bool | None = fact(
         "Shared-outer layout of the first --lora-paths adapter that has one (None: no such adapter).",
         "lora/lora_manager.py _detect_shared_outer_loras l.764-799",
@@ -315,12 +334,27 @@ class PoolFit(_Facts):
     module: str | None = None
     value: int | None = None
     weight: list[int] | None = None
+    # The shapes as torch.Size prints their list, every digit: a dimension of 2**64 or more
+    # (a zero-element tensor's axis repeated or concatenated by the loader) is a double in CEL.
+    weight_text: str | None = fact("`weight` as Python prints the list (every digit).", default=None)
     expert: int | None = None
     buffer: list[int] | None = None
+    buffer_text: str | None = fact("`buffer` as Python prints the list (every digit).", default=None)
     layer: int | None = None
     tp_rank: int | None = None
     site: str | None = None
     name: str | None = None
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _texts(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            for key in ("weight", "buffer"):
+                if data.get(key) is not None and data.get(f"{key}_text") is None:
+                    data[f"{key}_text"] = str(list(data[key]))
+        return data
 
 
 class PoolPartial(_Facts):

@@ -54,6 +54,9 @@ MAX_TENSORS = 100_000
 # adapter_config.json / added_tokens.json: the loader's cap on input documents.
 MAX_JSON_BYTES = 16 * 1024 * 1024
 _U64_MAX = 2**64 - 1
+# A safetensors header may hold any u64 dimension, but torch sizes are int64: torch cannot
+# build a tensor with a larger axis (even one of zero elements), so neither can sglang's loader.
+_I64_MAX = 2**63 - 1
 CONFIG_NAME = "adapter_config.json"
 ADDED_TOKENS_NAME = "added_tokens.json"
 # model_loader/weight_utils.filter_files_not_needed_for_inference
@@ -405,7 +408,7 @@ def parse_header(raw: bytes, data_size: int, label: str = "header") -> dict[str,
                 raise ValueError
             numel = 1
             for d in shape:
-                if type(d) is not int or d < 0 or d > _U64_MAX:  # (a 0 dim would hide a huge one)
+                if type(d) is not int or d < 0 or d > _I64_MAX:  # (a 0 dim would hide a huge one)
                     raise ValueError
                 numel *= d
             size = numel * bits_of[dtype]
@@ -451,6 +454,12 @@ def _entry_error(name: str, entry: Any) -> str:
         return f"tensor {name!r}: unknown dtype {_short(dtype)}"
     if not isinstance(shape, list) or not all(type(d) is int and 0 <= d <= _U64_MAX for d in shape):
         return f"tensor {name!r}: shape {_short(shape)} is not a list of non-negative 64-bit integers"
+    past = next(((axis, d) for axis, d in enumerate(shape) if d > _I64_MAX), None)
+    if past is not None:
+        return (
+            f"tensor {name!r}: dimension {past[1]} (axis {past[0]}) of shape {_short(shape)} is past torch's int64 sizes "
+            f"(at most {_I64_MAX}): torch cannot build this tensor"
+        )
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int and 0 <= o <= _U64_MAX for o in offsets):
         return f"tensor {name!r}: data_offsets {_short(offsets)} is not two non-negative 64-bit integers"
     begin, end = offsets
