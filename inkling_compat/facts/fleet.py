@@ -107,8 +107,6 @@ def fleet_facts(
         runtime_names=[d["name"] for d in runtime],
         # ... && !a.pinned
         runtime_unpinned_names=[d["name"] for d in runtime if not d["pinned"]],
-        # ... && a.pinned
-        runtime_pinned_names=[d["name"] for d in runtime if d["pinned"]],
         # adapter-pin-all-slots: sglang's counter (int(pinned)), which CEL cannot fold.
         # lora-max-lora-rank-zero yields to the copy replay's own failure (the same assertion).
         startup_copy_failure=next(

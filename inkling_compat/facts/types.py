@@ -211,7 +211,6 @@ class FleetFacts(_Facts):
 
     runtime_names: list[str] = fact("PEFT adapters not in --lora-paths (loaded at run time), in order.")
     runtime_unpinned_names: list[str] = fact("... of those, the unpinned ones.")
-    runtime_pinned_names: list[str] = fact("... of those, the pinned ones.")
     duplicate_runtime_names: list[str] = fact("Adapters not in --lora-paths whose name occurs more than once.")
     startup_copy_failure: str | None = fact(
         "The first --lora-paths adapter whose copy into its pool slot fails in the replay (adapter_facts.pool_fit; None: none, or not replayed: "
