@@ -327,7 +327,7 @@ def test_the_cli_exits_2_on_an_impossible_model_value(tmp_path: Path, value: int
     assert "hidden_size" in result.stderr and str(path) in result.stderr and "Traceback" not in result.stderr
 
 
-def test_zero_max_lora_rank_with_lora_paths_is_a_derived_copy_failure(tmp_path: Path) -> None:
+def test_zero_max_lora_rank_with_lora_paths_is_a_copy_failure(tmp_path: Path) -> None:
     """With --lora-paths, sglang's assertion lets 0 through and init_lora_shapes keeps it: the
     copy fails. With the weights read, the replayed assertion is the report (once); the derived
     prediction stands in where the copy cannot be replayed (tests/test_leftover_findings.py M0b)."""
