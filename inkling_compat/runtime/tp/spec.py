@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-TOLERANCE = 1e-2  # as `inkling-compat run` on one rank
+from inkling_compat.kernels.accuracy import TOLERANCE  # as `inkling-compat run` (plain numbers, no torch)
 
 FaultKind = Literal["raise", "hang", "mis-slice"]
 
@@ -102,7 +102,7 @@ class TPResult:
 
     @property
     def accuracy(self) -> Any:
-        from inkling_compat.kernels.reference import Accuracy
+        from inkling_compat.kernels.accuracy import Accuracy  # plain numbers, no torch
 
         return Accuracy(self.max_relative_error, self.norm_relative_error, self.storage_max_error,
                         self.storage_norm_error, self.tolerance)
