@@ -332,3 +332,54 @@ def test_fleet_text_names_an_adapter_that_is_ok_but_not_fully_checked():
     assert unchecked > 0
     assert f"adapter a: ok ({unchecked} not checked: no tensors stated)" in lines
     assert "not checked (no tensors stated)" in lines[-1]
+
+
+# --- a rule that was not checked cannot fire -------------------------------------------------
+
+
+def test_a_non_inkling_model_fires_no_inkling_rule():
+    """Llama's 32 heads over TP 5: InklingAttention is never built for a Llama model, so its
+    head-divisibility assert is not checked, and does not fire on the Inkling defaults that
+    stand in for the fields Llama's config.json lacks."""
+    llama = dict(LLAMA, num_attention_heads=32, num_key_value_heads=8)
+    report = check({"enable_lora": True, "tp_size": 5, "lora_backend": "triton", "max_lora_rank": 16}, model=llama)
+    ids = [p.rule_id for p in report.problems]
+    assert "inkling-attn-heads-divisible-by-tp" not in ids
+    assert "model-not-inkling" in ids
+    assert report.coverage.status["inkling-attn-heads-divisible-by-tp"] == "not_checked"
+    # The same setup on an Inkling model does fire (12 heads over TP 5).
+    inkling = check({"enable_lora": True, "tp_size": 5, "lora_backend": "triton", "max_lora_rank": 16}, model=MODEL)
+    assert "inkling-attn-heads-divisible-by-tp" in [p.rule_id for p in inkling.problems]
+
+
+def _gated(rule_id: str, missing: coverage.Missing, scope: str) -> str | None:
+    p = the_plan()
+    rules = p.global_rules if scope == "global" else p.adapter_rules
+    index = [c.rule.id for c in rules].index(rule_id)
+    return p.blocks(scope, missing)[index][2]
+
+
+@pytest.mark.parametrize("rule_index", range(len(load_rules())))
+def test_no_rule_fires_on_a_placeholder(rule_index):
+    """Over every rule's examples: a problem's rule read (in `when` or `condition`) no input that
+    was replaced by a placeholder (no --model, a non-Inkling or empty config.json, an
+    unreadable adapter, weights not read)."""
+    from inkling_compat.facts.derive import derive
+    from inkling_compat.facts.inputs import load_inputs
+    from inkling_compat.errors import InputError
+
+    rule = load_rules()[rule_index].rule
+    for example in [*rule.examples.fire, *rule.examples.pass_]:
+        args = example_arguments(example.input)
+        try:
+            inputs = load_inputs(args["config"], args["adapter"], model=args["model"], platform=args["platform"])
+        except InputError:
+            continue
+        facts = derive(inputs)
+        missing = coverage.global_missing(facts)
+        per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
+        report = check(**args)
+        for problem in report.problems:
+            scope = "adapter" if any(c.rule.id == problem.rule_id for c in the_plan().adapter_rules) else "global"
+            miss = per_adapter[problem.adapter_index] if scope == "adapter" else missing
+            assert _gated(problem.rule_id, miss, scope) is None, f"{problem.rule_id} fired on a placeholder ({example.description})"

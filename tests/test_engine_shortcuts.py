@@ -152,7 +152,7 @@ def test_a_check_after_another_of_other_inputs_gets_its_own_result():
 
 def _code(app, block):
     """run_rules' code for a rule that did not fire, written out rule by rule."""
-    reason, untrusted = block
+    reason, untrusted, _ = block
     if app is False and not untrusted:
         return "not_applicable"
     if reason is not None:
@@ -178,5 +178,5 @@ def test_the_quiet_codes_are_the_rule_by_rule_codes():
             blocks, quiet = PLAN.blocks(scope, miss), PLAN.quiet_codes(scope, miss)
             for app in (True, False, None):
                 assert [f if app is False else other for f, other in quiet] == [_code(app, b) for b in blocks]
-            kinds.update((reason is not None, untrusted) for reason, untrusted in blocks)
+            kinds.update((reason is not None, untrusted) for reason, untrusted, _ in blocks)
     assert {(False, False), (True, False), (True, True)} <= kinds  # checked, not checked, and an untrusted false `when`

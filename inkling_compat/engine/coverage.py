@@ -25,7 +25,9 @@ from inkling_compat.report.model import Coverage
 CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked"
 # A rule's code in one scope: CHECKED, NOT_APPLICABLE, or the reason it was not checked (a str).
 # The order in which a rule's missing inputs are named (the first one is its reason).
-INPUTS = ("config", "model", "adapter", "weights", "platform")
+# "inkling": the model config is an Inkling one (every rule that reads the model needs it,
+# except those marked `any_model`).
+INPUTS = ("config", "model", "inkling", "adapter", "weights", "platform")
 _ROOTS: dict[str, tuple[str, ...]] = {
     "config": ("config",),
     "env": ("config",),
@@ -59,12 +61,25 @@ def path_inputs(path: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def inputs_read(paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
-    return frozenset(name for path in paths for name in path_inputs(path))
+    names = frozenset(name for path in paths for name in path_inputs(path))
+    return names | {"inkling"} if "model" in names else names
 
 
-def rule_reads(compiled: Any) -> tuple[frozenset[str], frozenset[str]]:
-    """(inputs the rule reads, inputs its `when` reads)."""
-    return inputs_read(compiled.paths), _when_reads(compiled.rule.when)
+def rule_reads(compiled: Any) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(inputs the rule reads, inputs its `when` reads, inputs that gate it).
+
+    The gate is what `when` and `condition` read (not the message's params): a rule whose
+    test read a placeholder for a missing input decided nothing about the deployment, so it
+    must not fire. The checker's own findings about its inputs (origin inkling-compat: an
+    unreadable file, a non-Inkling model, an unknown key) are about that missing input and
+    are never gated.
+    """
+    rule = compiled.rule
+    needs, when_needs = inputs_read(compiled.paths), _when_reads(rule.when)
+    gate = frozenset() if rule.origin == "inkling-compat" else when_needs | _when_reads(rule.condition)
+    if rule.any_model:
+        needs, when_needs, gate = (s - {"inkling"} for s in (needs, when_needs, gate))
+    return needs, when_needs, gate
 
 
 @lru_cache(maxsize=1024)
@@ -75,15 +90,20 @@ def _when_reads(when: str) -> frozenset[str]:
     return inputs_read(referenced_paths(when))
 
 
-def block_row(reads: tuple[tuple[frozenset[str], frozenset[str]], ...], missing: Missing) -> tuple[tuple[str | None, bool], ...]:
-    """Per rule: the reason it is not checked (None: nothing it reads is missing) and whether a
-    false `when` is untrusted (it reads a placeholder)."""
+def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...], missing: Missing) -> tuple[tuple[str | None, bool, str | None], ...]:
+    """Per rule: the reason it is not checked (None: nothing it reads is missing), whether a
+    false `when` is untrusted (it reads a placeholder), and the reason it may not fire (its
+    `when` or `condition` read a placeholder; None: it may)."""
     reason_of = {name: reason for name, reason, _ in missing}
     placeholders = frozenset(name for name, _, placeholder in missing if placeholder)
     order = [name for name in INPUTS if name in reason_of]
     return tuple(
-        (next((reason_of[name] for name in order if name in needs), None), not placeholders.isdisjoint(when_needs))
-        for needs, when_needs in reads
+        (
+            next((reason_of[name] for name in order if name in needs), None),
+            not placeholders.isdisjoint(when_needs),
+            next((reason_of[name] for name in order if name in gate and name in placeholders), None),
+        )
+        for needs, when_needs, gate in reads
     )
 
 
@@ -99,7 +119,7 @@ def global_missing(facts: Any) -> Missing:
     elif given.model_architecture is None:
         out.append(("model", "model config is empty", True))
     elif not given.model_is_inkling:
-        out.append(("model", f"model is not Inkling ({given.model_architecture})", True))
+        out.append(("inkling", f"model is not Inkling ({given.model_architecture})", True))
     if not facts.adapters:
         out += [("adapter", "no adapter", False), ("weights", "no adapter", False)]
     return tuple(out)

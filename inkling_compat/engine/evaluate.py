@@ -150,14 +150,17 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[c
                 codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
                 continue
             evaluated += 1
+            reason, untrusted, gated = block
             if hit is False:  # (engine/coverage.py: a false `when` is trusted unless it read a placeholder)
-                reason, untrusted = block
                 if app is False and not untrusted:
                     codes.append(NOT_APPLICABLE)
                 elif reason is not None:
                     codes.append(reason)
                 else:
                     codes.append(NOT_APPLICABLE if app is False else CHECKED)
+                continue
+            if gated is not None:  # it tested a placeholder for a missing input: it decided nothing
+                codes.append(gated)
                 continue
             if isinstance(hit, RuleEvaluationError):
                 raise hit
@@ -174,7 +177,7 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[c
         applies = _scope(plan, "adapter").applies(contexts.shared)  # type: ignore[union-attr]
         tally.absent_codes = [
             (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
-            for app, (reason, untrusted) in zip(applies, absent)
+            for app, (reason, untrusted, _) in zip(applies, absent)
         ]
     return fired, evaluated, tally
 

@@ -47,16 +47,17 @@ class Plan:
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
         self.global_ids = tuple(c.rule.id for c in self.global_rules)
         self.adapter_ids = tuple(c.rule.id for c in self.adapter_rules)
-        # Per rule of each scope: (inputs it reads, inputs its `when` reads), for coverage.
+        # Per rule of each scope: (inputs it reads, inputs its `when` reads, inputs that gate it).
         self.reads = {
             "global": tuple(coverage.rule_reads(c) for c in self.global_rules),
             "adapter": tuple(coverage.rule_reads(c) for c in self.adapter_rules),
         }
         self._blocks: dict[tuple[Any, ...], Any] = {}
 
-    def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool], ...]:
+    def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool, str | None], ...]:
         """Per rule of `scope` ("global" / "adapter"): why it is not checked with these inputs
-        missing (None: nothing it reads is), and whether a false `when` is untrusted. Computed
+        missing (None: nothing it reads is), whether a false `when` is untrusted, and why it may
+        not fire (None: it may; engine/coverage.block_row). Computed
         once per distinct set of missing inputs (a handful: their reasons are generic)."""
         key = (scope, missing)
         row = self._blocks.get(key)
@@ -82,7 +83,7 @@ class Plan:
                     coverage.NOT_APPLICABLE if not untrusted or reason is None else reason,
                     reason if reason is not None else coverage.CHECKED,
                 )
-                for reason, untrusted in self.blocks(scope, missing)
+                for reason, untrusted, _ in self.blocks(scope, missing)
             )
         return row
 

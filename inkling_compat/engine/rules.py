@@ -131,6 +131,11 @@ class Rule(BaseModel):
     order: int = 0
     scope: Literal["global", "adapter", "fleet"] = "global"
     after: list[str] = Field(default_factory=list, description="Evaluated only if these did not fire")
+    any_model: bool = Field(
+        False,
+        description="The raise site is reached on a base config sglang does not recognize as Inkling, "
+        "and the rule reads only fields that config states: it is checked on such a model too",
+    )
     when: str = Field("true", description="CEL: when the check applies")
     condition: str = Field(description="CEL: true when the problem is present")
     field_paths: list[str] = Field(default_factory=list)
