@@ -323,7 +323,7 @@ def _weights(sites: dict) -> dict[str, list[int]]:
 @given(routed_layer(), st.integers(1, 40), st.sampled_from([1, 2, 3, 5, 8, 16]), st.sampled_from([1, 2]), st.booleans(), st.sampled_from([1, 2, 4]))
 def test_rank_classes_give_the_first_failure_of_every_rank(sites, tp, f_local, n, outer, r):
     """The pool replay over one rank per class equals the replay over all TP ranks."""
-    from inkling_compat.facts.derive import expected_pool_shapes
+    from inkling_compat.sglang.pool_shapes import expected_pool_shapes
     from inkling_compat.sglang.load_to_buffer import _Fit
 
     weights = _weights(sites)

@@ -258,7 +258,7 @@ def test_layer_memo_equals_plain_normalization(case, inkling):
 @settings(max_examples=200, deadline=None)
 @given(layer_weights(), st.sampled_from([1, 2]), st.booleans())
 def test_pool_fit_layer_memo_equals_plain_replay(case, tp, outer):
-    from inkling_compat.facts.derive import expected_pool_shapes
+    from inkling_compat.sglang.pool_shapes import expected_pool_shapes
     from inkling_compat.sglang.load_to_buffer import _Fit
 
     layer, weights, r, n = case

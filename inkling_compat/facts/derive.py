@@ -70,21 +70,6 @@ def resolved_target_modules(config: ServerConfig, adapter_targets: list[list[str
     return sorted(union)
 
 
-def expected_pool_shapes(
-    slots: int, n: int, rank: int | None, hidden: int, f_local: int, shared_outer: bool
-) -> dict[str, list[int]] | None:
-    """mem_pool shapes of the four shared-sink buffers on one TP rank (spec section 3)."""
-    if rank is None or n <= 0:
-        return None
-    outer = 1 if shared_outer else n
-    return {
-        "gate_up_lora_a": [slots, outer, 2 * rank, hidden],
-        "gate_up_lora_b": [slots, n, 2 * f_local, rank],
-        "down_lora_a": [slots, n, rank, f_local],
-        "down_lora_b": [slots, outer, hidden, rank],
-    }
-
-
 def sink_facts(config: ServerConfig, model: ModelConfig, serves_fp4: bool, lora_on: bool, targets: list[str]) -> SinkFacts:
     """The shared-sink module sglang builds and the LoRA state it will be in."""
     kind = sink_kind(model, config, serves_fp4, lora_on)

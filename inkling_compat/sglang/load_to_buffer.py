@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from inkling_compat.sglang import slicing
+from inkling_compat.sglang.pool_shapes import expected_pool_shapes
 from inkling_compat.sglang.adapter_loader import layer_id, layer_name, layer_template
 _EXPERT = re.compile(r"experts\.(\d+)\.")
 STOP = object()  # sglang fails here with something this module does not report
@@ -201,8 +202,6 @@ def startup_pool(facts: dict[str, Any], adapter_facts_list: list[dict[str, Any]]
     only (init_lora_shapes, _detect_shared_outer_loras; nothing detected means per-expert).
     Adapters loaded at run time never change the pool. Pool-form manifests state a pool and
     count as start-up adapters."""
-    from inkling_compat.facts.derive import expected_pool_shapes
-
     sink = facts.get("sink") or {}
     startup_names = {p["name"] for p in facts.get("lora_paths") or []}
     startup = [a for a in adapter_facts_list if a.get("form") == "pool" or (a.get("form") == "peft" and a.get("name") in startup_names)]

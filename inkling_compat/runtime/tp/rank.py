@@ -32,14 +32,7 @@ import traceback
 from datetime import timedelta
 from typing import Any
 
-from inkling_compat.runtime.tp.spec import RankTimes, TPResult, TPSpec
-
-RESULT_FILE = "result.pkl"
-
-
-def error_file(directory: str, rank: int) -> str:
-    return os.path.join(directory, f"rank{rank}.error.json")
-
+from inkling_compat.runtime.tp.spec import RESULT_FILE, RankTimes, TPResult, TPSpec, error_file
 
 class CollectiveTimeout(RuntimeError):
     """A collective did not complete in time: some rank never took part."""

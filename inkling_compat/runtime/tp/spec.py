@@ -7,12 +7,20 @@ temporary folder, or printed itself when `torchrun` started the world).
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from inkling_compat.kernels.accuracy import TOLERANCE  # as `inkling-compat run` (plain numbers, no torch)
 
 FaultKind = Literal["raise", "hang", "mis-slice"]
+
+# Where rank 0 leaves its result and each rank its one-line failure, in the world's folder.
+RESULT_FILE = "result.pkl"
+
+
+def error_file(directory: str, rank: int) -> str:
+    return os.path.join(directory, f"rank{rank}.error.json")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import Any
 
 from inkling_compat.errors import InputError
 from inkling_compat.runtime.load import RuntimeRefused
-from inkling_compat.runtime.tp.spec import TPResult, TPSpec
+from inkling_compat.runtime.tp.spec import RESULT_FILE, TPResult, TPSpec, error_file
 
 MAX_TP = 64  # a sanity bound on processes started from one command line
 
@@ -134,8 +134,6 @@ def _kill(proc: subprocess.Popen) -> None:
 def _failure(directory: str, rank: int, code: int, killed: bool) -> dict[str, Any] | None:
     """The rank's own one-line record, else what its exit says (a signal, its log's last line);
     None for a rank that succeeded or that the launcher killed before it recorded anything."""
-    from inkling_compat.runtime.tp.rank import error_file
-
     try:
         with open(error_file(directory, rank)) as handle:
             return json.load(handle)
@@ -162,7 +160,6 @@ def _failure(directory: str, rank: int, code: int, killed: bool) -> dict[str, An
 
 def launch(spec: TPSpec, *, poll_s: float = 0.05) -> TPResult:
     """Check the world, run it, return rank 0's result (see the module doc)."""
-    from inkling_compat.runtime.tp.rank import RESULT_FILE
 
     check_world(spec)
     directory = tempfile.mkdtemp(prefix="inkling-tp-")
