@@ -141,8 +141,3 @@ def check_device(*tensors: "torch.Tensor") -> None:
 def next_pow2(value: int, minimum: int = 16) -> int:
     """Triton block sizes are powers of two; tl.dot needs every dimension >= 16."""
     return max(minimum, triton.next_power_of_2(max(int(value), 1)))
-
-
-def dot_dtype_flag() -> bool:
-    """The UPCAST constexpr: upcast dot operands to float32 when interpreting."""
-    return INTERPRET

@@ -497,14 +497,14 @@ def test_a_defect_checking_one_adapter_is_that_adapters_problem(tmp_path, monkey
     fleet = tmp_path / "fleet"
     adapter(fleet / "good")
     adapter(fleet / "bad", config=json.dumps(dict(ADAPTER_CONFIG, base_model_name_or_path="explode")))
-    real = facts_adapter.derive
+    real = facts_adapter.own_facts
 
-    def derive(manifest, *args, **kwargs):
+    def own_facts(manifest, *args, **kwargs):
         if getattr(manifest, "adapter_config", {}).get("base_model_name_or_path") == "explode":
             raise ValueError("boom")
         return real(manifest, *args, **kwargs)
 
-    monkeypatch.setattr(facts_adapter, "derive", derive)
+    monkeypatch.setattr(facts_adapter, "own_facts", own_facts)
     report = check_fleet(EXAMPLES / "serve.yaml", [fleet], model=EXAMPLES / "config.json")
     message = unreadable_reason(report, "bad")
     assert "a defect: please report it" in message and "ValueError: boom" in message

@@ -368,7 +368,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "normalizes_shared_sink": normalizes,
         # name -> shape once normalized (what the pool copies); pool_fit reads it.
         "normalized_shapes": {} if failure else {n_: s for _, w in layers for n_, s in w.items()},
-        # The same by layer, and each layer as template pairs (sglang.load_to_buffer.derive reads
+        # The same by layer, and each layer as template pairs (sglang.load_to_buffer.replay_load reads
         # them instead of grouping and templating the names again).
         "normalized_layers": None if failure else layers,
         "normalized_templates": None if failure else templates,
@@ -388,7 +388,7 @@ def _without_kind(failure: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in failure.items() if k != "kind"}
 
 
-def derive(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[str, Any]:
+def own_facts(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[str, Any]:
     """The adapter's own facts (a new dict; read-only once returned)."""
     if isinstance(manifest, PoolManifest):
         return pool_facts(manifest)

@@ -1,10 +1,10 @@
 """Per-adapter facts of one check, in two steps (own facts, then the adapter in the pool), each computed once per distinct adapter.
 
-1. `own_facts`: what an adapter alone decides (`inkling_compat.facts.adapter.derive`: rank,
+1. `own_facts`: what an adapter alone decides (`inkling_compat.facts.adapter.own_facts`: rank,
    normalized targets and shapes, shared-outer layout, ...), needed by the global facts.
 2. `complete`: with the sink and the pool known, the typed `AdapterFacts` of each adapter:
    what set_lora_info does with a pool manifest (`sglang.set_lora_info.simulate`) and what
-   load_lora_weight_to_buffer does with a PEFT adapter (`sglang.load_to_buffer.derive`).
+   load_lora_weight_to_buffer does with a PEFT adapter (`sglang.load_to_buffer.replay_load`).
 
 A fleet trained with one recipe has the same tensor names and shapes in every adapter; the
 adapter reader interns tensor tables by content, so alike adapters hold the *same* table
@@ -51,7 +51,7 @@ def _content_key(manifest: Any) -> Any:
 
 
 def own_facts(manifests: Sequence[Any], model: Any, memo: bool = True) -> list[dict[str, Any]]:
-    """`adapter.derive` for every manifest, once per distinct content: an alike adapter gets a
+    """`adapter.own_facts` for every manifest, once per distinct content: an alike adapter gets a
     shallow copy with its own name, path and lora_id (the other values are shared, read-only)."""
     seen: dict[Any, dict[str, Any]] = {}
     out = []
@@ -60,7 +60,7 @@ def own_facts(manifests: Sequence[Any], model: Any, memo: bool = True) -> list[d
         key = _content_key(manifest) if memo else None
         cached = seen.get(key) if key is not None else None
         if cached is None:
-            facts = adapter_mod.derive(manifest, model)
+            facts = adapter_mod.own_facts(manifest, model)
             if key is not None:
                 seen[key] = facts
         else:
@@ -90,7 +90,7 @@ def _peft_form(own: dict[str, Any], sink: SinkFacts, pool: PoolFacts | None, tar
     }
     globals_ = {"target_modules": targets, "sink": {"lora_attached": sink.lora_attached,
                 "intermediate_size_per_partition": sink.intermediate_size_per_partition}}
-    fit = load_to_buffer.derive(own, globals_, model, config, replay_pool)
+    fit = load_to_buffer.replay_load(own, globals_, model, config, replay_pool)
     return PeftAdapterFacts(
         form="peft", name=own["name"], lora_id=own["lora_id"], **{k: own[k] for k in _PEFT_OWN},
         unmatched_weight_names=fit["unmatched_weight_names"], target_failure=fit["target_failure"],

@@ -262,7 +262,7 @@ def _numel(shape: list[int]) -> int:
     return out
 
 
-def derive(
+def replay_load(
     adapter_facts: dict[str, Any],
     facts: dict[str, Any],
     model: Any,

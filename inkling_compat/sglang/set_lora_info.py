@@ -272,15 +272,3 @@ def simulate(
                 return fail("slots", "torch", "IndexError", f"index {slot} is out of bounds for dimension 0 with size {size}")
         done["slots"] = True
     return result
-
-
-_BUFFERS = ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")
-
-
-def derive(manifest: dict[str, Any], sink_class: str | None, n: int) -> dict[str, Any] | None:
-    """`adapter_facts.binding` for a pool-form manifest (as dumped), or None without a LoRA sink."""
-    if sink_class not in ("legacy", "v2") or manifest.get("pool") is None:
-        return None
-    pool = [manifest["pool"][b]["shape"] for b in _BUFFERS]
-    rebind = [manifest["rebind"][b]["shape"] for b in _BUFFERS] if manifest.get("rebind") else None
-    return simulate(sink_class, n, pool, rebind, manifest.get("updated_slots"))
