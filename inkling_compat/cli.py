@@ -99,6 +99,9 @@ def _run_check(args: argparse.Namespace) -> int:
     from inkling_compat.engine.selection import apply
     from inkling_compat.report.outputs import render
 
+    from inkling_compat.engine.suppress import apply_inline
+
+    report = apply_inline(report, [args.config, args.platform, *args.adapter])  # `# inkling-compat: ignore[...]`
     report = gated(apply(report, selection), args.fail_on, args.strict)  # (Report.passes)
     color = args.output is None and use_color(args.color, sys.stdout.isatty())
     _emit(render(args.format, report, load_rules(), fleet=bool(args.adapter_dir), color=color), args.output)
