@@ -63,9 +63,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from inkling_compat.report.gate import exit_status, use_color
+    from inkling_compat.report.outputs import render
+
+    report, rules = check_report(args)
+    color = args.output is None and use_color(args.color, sys.stdout.isatty())
+    _emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=color), args.output)
+    return exit_status(report, args.exit_zero)
+
+
+def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
+    """(the report, the rules) of `check` for parsed arguments, before any output: the
+    GitHub Action renders one check several ways (inkling_compat/ci/action.py)."""
     from inkling_compat.engine.evaluate import check
-    from inkling_compat.report.gate import check_words, exit_status, gated, use_color
     from inkling_compat.engine.rules import load_rules
+    from inkling_compat.report.gate import check_words, gated
 
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
     check_words(args.platform, args.adapter, args.config)
@@ -97,15 +109,10 @@ def _run_check(args: argparse.Namespace) -> int:
             sglang_version=args.sglang_version,
         )
     from inkling_compat.engine.selection import apply
-    from inkling_compat.report.outputs import render
-
     from inkling_compat.engine.suppress import apply_inline
 
     report = apply_inline(report, [args.config, args.platform, *args.adapter])  # `# inkling-compat: ignore[...]`
-    report = gated(apply(report, selection), args.fail_on, args.strict)  # (Report.passes)
-    color = args.output is None and use_color(args.color, sys.stdout.isatty())
-    _emit(render(args.format, report, load_rules(), fleet=bool(args.adapter_dir), color=color), args.output)
-    return exit_status(report, args.exit_zero)
+    return gated(apply(report, selection), args.fail_on, args.strict), load_rules()  # (Report.passes)
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:
