@@ -288,7 +288,7 @@ def test_the_job_summary_has_the_counts_and_the_first_problems(tmp_path):
     summary = (tmp_path / "step_summary").read_text(encoding="utf-8")
     assert done.returncode == 1 and summary.startswith("### inkling-compat: failed\n")
     assert "4 error(s), 0 warning(s), 0 ignored; exit 1." in summary
-    rows = [line for line in summary.splitlines() if line.startswith("| error |")]
+    rows = [line for line in summary.splitlines() if line.startswith(("| error |", "| runtime |"))]
     assert len(rows) == 4 and "`examples/broken/serve.yaml:5:1`" in rows[0] and "unknown-config-key" in rows[0]
 
 
