@@ -406,6 +406,8 @@ def test_the_pre_commit_snippets_name_the_hook_and_valid_checks(tmp_path):
 def test_the_readme_line_for_ci_uses_the_action():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = yaml.safe_load(readme.split("## In CI", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0])
-    (step,) = block
-    assert step["uses"].startswith("inkling-compat/inkling-compat@") and set(step["with"]) <= set(ACTION["inputs"])
+    job = block["jobs"]["inkling-compat"]
+    assert job["permissions"]["security-events"] == "write"
+    (step,) = [s for s in job["steps"] if s.get("uses", "").startswith("inkling-compat/inkling-compat@")]
+    assert set(step["with"]) <= set(ACTION["inputs"])
     assert "config" in step["with"]
