@@ -16,7 +16,6 @@ from typing import Mapping, Sequence
 from inkling_compat.errors import InputError
 from inkling_compat.report.model import Report
 
-FAIL_ON = ("error", "warning", "not-checked")
 COMMAND_LINE = "(command line)"
 
 
