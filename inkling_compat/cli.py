@@ -17,7 +17,7 @@ from typing import Sequence
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-FAIL_ON = ("error", "warning", "not-checked")  # (report/gate.py: kept here so --help stays light)
+FAIL_ON = ("error", "warning", "not-checked")  # levels of the gate (report/gate.py)
 
 
 class UsageError(Exception):
