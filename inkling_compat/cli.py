@@ -1,4 +1,4 @@
-"""The `inkling-compat` command: `check`, `rules` and `explain`.
+"""The `inkling-compat` command: `check`, `rules`, `explain` and `run`.
 
 Exit codes: 0 no errors (warnings allowed), 1 errors found, 2 unusable input (one line
 naming the file and field), 3 a defect in the tool or a rule file. Never a traceback.
@@ -17,6 +17,7 @@ from typing import Sequence
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+FAIL_ON = ("error", "warning", "not-checked")  # levels of the gate (report/gate.py)
 
 
 class UsageError(Exception):
@@ -29,29 +30,32 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="inkling-compat", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
     parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND")
     chk = sub.add_parser("check", help="check a server config, model config and adapters")
-    chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
+    chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names); - reads it from standard input")
     chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
-    chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON) or PEFT adapter directory; repeatable")
+    chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON; - reads it from standard input) or PEFT adapter directory; repeatable")
     chk.add_argument("--adapter-dir", action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")
-    chk.add_argument("--strict", action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read)")
-    chk.add_argument("--format", choices=("text", "json", "sarif", "junit", "github"), default="text", help="text (default), json, sarif (SARIF 2.1.0), junit (JUnit XML), github (workflow annotations)")
+    chk.add_argument("--strict", action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read); the same as --fail-on not-checked")
+    chk.add_argument("--fail-on", choices=FAIL_ON, default="error", help="what exits 1: error (default), warning (errors and warnings), not-checked (also any rule not checked: --strict)")
+    chk.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found (2 and 3 still mean the check could not run)")
+    chk.add_argument("--format", choices=("text", "json", "sarif", "junit", "github", "concise"), default="text", help="text (default), json, sarif (SARIF 2.1.0), junit (JUnit XML), github (workflow annotations), concise (path:line:col: rule-id message, one line per problem)")
     chk.add_argument("--output", metavar="FILE", help="write the report (any format) to FILE instead of standard output")
     chk.add_argument("--select", action="append", default=[], metavar="RULES", help="report only these rules: ids or prefixes, comma-separated; repeatable (replaces the settings' select)")
     chk.add_argument("--ignore", action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")
     chk.add_argument("--settings", metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")
     chk.add_argument("--isolated", action="store_true", help="use no settings file")
     chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
-    chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    chk.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="color the text output: auto (default: on a terminal, unless NO_COLOR is set), always, never")
     rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
     rules.add_argument("id", nargs="?", help="a rule id: print its page (docs/rules/<id>.md)")
     rules.add_argument("--format", choices=("text", "json"), default="text")
     explain = sub.add_parser("explain", help="explain an error message copied from a log")
     explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
+    explain.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json (each error found and the rules matching it)")
     from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
 
     add_run_parser(sub)
@@ -59,12 +63,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    import dataclasses
+    from inkling_compat.report.gate import exit_status, use_color
+    from inkling_compat.report.outputs import render
 
+    report, rules = check_report(args)
+    color = args.output is None and use_color(args.color, sys.stdout.isatty())
+    _emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=color), args.output)
+    return exit_status(report, args.exit_zero)
+
+
+def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
+    """(the report, the rules) of `check` for parsed arguments, before any output: the
+    GitHub Action renders one check several ways (inkling_compat/ci/action.py)."""
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
+    from inkling_compat.report.gate import check_words, gated
 
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
+    check_words(args.platform, args.adapter, args.config)
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _started()
 
@@ -93,14 +109,10 @@ def _run_check(args: argparse.Namespace) -> int:
             sglang_version=args.sglang_version,
         )
     from inkling_compat.engine.selection import apply
-    from inkling_compat.report.outputs import render
+    from inkling_compat.engine.suppress import apply_inline
 
-    report = apply(report, selection)
-    if args.strict:  # warnings and rules not checked fail too (Report.strict_failures)
-        report = dataclasses.replace(report, strict=True)
-    color = args.output is None and (args.color == "always" or (args.color == "auto" and sys.stdout.isatty()))
-    _emit(render(args.format, report, load_rules(), fleet=bool(args.adapter_dir), color=color), args.output)
-    return EXIT_OK if report.passes() else EXIT_PROBLEMS
+    report = apply_inline(report, [args.config, args.platform, *args.adapter])  # `# inkling-compat: ignore[...]`
+    return gated(apply(report, selection), args.fail_on, args.strict), load_rules()  # (Report.passes)
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:
@@ -202,6 +214,11 @@ def _run_explain(args: argparse.Namespace) -> int:
 
     text = read_text(args.text, sys.stdin)
     found = findings(text)
+    if args.format == "json":
+        from inkling_compat.report.explain_json import explain_document
+
+        print(json.dumps({"ok": bool(found), "findings": explain_document(found)}, indent=2))
+        return EXIT_OK if found else EXIT_PROBLEMS
     if not found:
         print("no rule matches this text; `inkling-compat rules` lists what is covered")
         return EXIT_PROBLEMS

@@ -208,18 +208,25 @@ def _step(step_id: str) -> dict:
     return next(s for s in ACTION["runs"]["steps"] if s.get("id") == step_id)
 
 
-def _run_check_step(inputs: dict[str, str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
+
+
+def _run_check_step(inputs: dict[str, str], tmp_path: Path, fork: str = "") -> tuple[subprocess.CompletedProcess, dict[str, str]]:
     """action.yml's check step as a runner runs it: its `env:` with `${{ inputs.* }}` filled in
-    (given or default), `run:` under bash in the workspace, GITHUB_OUTPUT and RUNNER_TEMP set."""
+    (given or default), the install step's Python (this one), the event's fork flag, `run:`
+    under bash in the workspace, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY and RUNNER_TEMP set."""
     step = _step("check")
     values = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()} | inputs
-    env = {key: INPUT.sub(lambda m: values[m.group(1)], value) for key, value in step["env"].items()}
+    context = {f"inputs.{name}": value for name, value in values.items()}
+    context |= {"steps.install.outputs.python": sys.executable, "github.event.pull_request.head.repo.fork": fork}
+    env = {key: EXPRESSION.sub(lambda m: context[m.group(1)], value) for key, value in step["env"].items()}
     output = tmp_path / "github_output"
     output.touch()
+    (tmp_path / "step_summary").touch()
     (tmp_path / "runner_temp").mkdir(exist_ok=True)
     env = dict(
         os.environ, **env, GITHUB_OUTPUT=str(output), RUNNER_TEMP=str(tmp_path / "runner_temp"),
-        GITHUB_ACTION_PATH=str(ROOT), GITHUB_WORKSPACE=str(ROOT), GITHUB_ACTIONS="true",
+        GITHUB_ACTION_PATH=str(ROOT), GITHUB_WORKSPACE=str(ROOT), GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(tmp_path / "step_summary"),
         PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     )
     assert step["shell"] == "bash"
@@ -236,6 +243,67 @@ def test_the_action_is_a_composite_that_installs_checks_and_uploads():
     upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == "${{ steps.check.outputs.sarif }}"
     assert "always()" in upload["if"] and "inputs.upload-sarif == 'true'" in upload["if"]
+    assert "steps.check.outputs.upload == 'true'" in upload["if"]
+
+
+def test_every_action_the_action_uses_is_pinned_by_commit():
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    uses = [s["uses"] for s in ACTION["runs"]["steps"] if "uses" in s]
+    assert len(uses) == 3 and len(re.findall(r"^\s*-?\s*uses:", text, re.M)) == 3
+    for ref in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), ref
+        line = next(line for line in text.splitlines() if ref in line)
+        assert re.search(r"#\s*v\d+\.\d+\.\d+$", line), line  # the release the commit is
+
+
+def test_the_action_keeps_the_callers_python_and_caches_pip():
+    setup = ACTION["runs"]["steps"][0]
+    assert setup["with"]["update-environment"] is False
+    install = _step("install")
+    assert "-m venv" in install["run"] and install["env"]["PIP_CACHE_DIR"] == "${{ runner.temp }}/inkling-compat-pip"
+    assert "${{ steps.python.outputs.python-path }}" == install["env"]["INKLING_BASE_PYTHON"]
+    cache = next(s for s in ACTION["runs"]["steps"] if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"]["path"] == install["env"]["PIP_CACHE_DIR"]
+    assert _step("check")["env"]["INKLING_PYTHON"] == "${{ steps.install.outputs.python }}"
+    assert _step("check")["run"].startswith('"$INKLING_PYTHON" -m inkling_compat.ci.action')
+
+
+def test_a_forks_pull_request_skips_the_upload_with_a_notice(tmp_path):
+    args = {"config": "examples/serve.yaml", "model": "examples/config.json", "adapter": "examples/adapter"}
+    done, outputs = _run_check_step(args, tmp_path, fork="true")
+    assert done.returncode == 0 and outputs["upload"] == "false" and Path(outputs["sarif"]).is_file()
+    assert "::notice title=inkling-compat::SARIF upload skipped: a pull request from a fork" in done.stdout
+    assert "SARIF upload skipped" in (tmp_path / "step_summary").read_text(encoding="utf-8")
+    (tmp_path / "own").mkdir()
+    done, outputs = _run_check_step(args, tmp_path / "own", fork="false")
+    assert outputs["upload"] == "true" and "::notice" not in done.stdout
+    done, outputs = _run_check_step({**args, "upload-sarif": "false"}, tmp_path / "own")
+    assert outputs["upload"] == "false"
+
+
+def test_the_job_summary_has_the_counts_and_the_first_problems(tmp_path):
+    done, outputs = _run_check_step(
+        {"config": "examples/broken/serve.yaml", "model": "examples/config.json", "adapter": "examples/broken/adapter_pool.yaml"}, tmp_path
+    )
+    summary = (tmp_path / "step_summary").read_text(encoding="utf-8")
+    assert done.returncode == 1 and summary.startswith("### inkling-compat: failed\n")
+    assert "4 error(s), 0 warning(s), 0 ignored; exit 1." in summary
+    rows = [line for line in summary.splitlines() if line.startswith(("| error |", "| runtime |"))]
+    assert len(rows) == 4 and "`examples/broken/serve.yaml:5:1`" in rows[0] and "unknown-config-key" in rows[0]
+
+
+def test_the_action_checks_once(tmp_path, monkeypatch, capsys):
+    from inkling_compat import cli
+    from inkling_compat.ci import action
+
+    calls = []
+    real = cli.check_report
+    monkeypatch.setattr(cli, "check_report", lambda args: calls.append(args) or real(args))
+    env = {"INKLING_CONFIG": "examples/broken/serve.yaml", "INKLING_MODEL": "examples/config.json", "RUNNER_TEMP": str(tmp_path)}
+    monkeypatch.chdir(ROOT)
+    assert action.run(env) == 1
+    assert len(calls) == 1
+    assert capsys.readouterr().out.count("::error ") >= 2 and (tmp_path / "inkling-compat.sarif").is_file()
     for name in ("config", "model", "adapter", "adapter-dir", "args"):
         assert name in ACTION["inputs"], name
     used = set(INPUT.findall((ROOT / "action.yml").read_text(encoding="utf-8")))
@@ -338,6 +406,8 @@ def test_the_pre_commit_snippets_name_the_hook_and_valid_checks(tmp_path):
 def test_the_readme_line_for_ci_uses_the_action():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = yaml.safe_load(readme.split("## In CI", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0])
-    (step,) = block
-    assert step["uses"].startswith("inkling-compat/inkling-compat@") and set(step["with"]) <= set(ACTION["inputs"])
+    job = block["jobs"]["inkling-compat"]
+    assert job["permissions"]["security-events"] == "write"
+    (step,) = [s for s in job["steps"] if s.get("uses", "").startswith("inkling-compat/inkling-compat@")]
+    assert set(step["with"]) <= set(ACTION["inputs"])
     assert "config" in step["with"]

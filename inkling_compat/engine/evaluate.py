@@ -51,13 +51,31 @@ def check(
     platform: Any = None,
     sglang_version: str = SGLANG_DEFAULT_VERSION,
     rules: Iterable[CompiledRule] | None = None,
+    select: str | Iterable[str] = (),
+    ignore: str | Iterable[str] = (),
+    settings: Any = None,
 ) -> Report:
     """Check a serving setup against every rule; never raises for problems it finds.
 
     `config`, `model`, `platform` and each adapter may be a path (YAML/JSON), a dict or
     the typed model. `adapter` may also be a list. Unusable input raises `InputError`.
+    `select` / `ignore` (rule ids or prefixes, as `check --select/--ignore`) and `settings` (a
+    settings file: .inkling-compat.yaml or pyproject.toml; none is looked for by default) move
+    problems to `report.ignored`, each with its reason, as the command does.
     """
-    return evaluate(config, adapter, model=model, platform=platform, sglang_version=sglang_version, rules=rules).report
+    if rules is not None:
+        rules = tuple(rules)
+    report = evaluate(config, adapter, model=model, platform=platform, sglang_version=sglang_version, rules=rules).report
+    if select or ignore or settings is not None:
+        from inkling_compat.engine.selection import apply, build_selection
+
+        ids = (c.rule.id for c in (rules if rules is not None else load_rules()))
+        report = apply(report, build_selection(ids, select=_words(select), ignore=_words(ignore), settings_file=settings))
+    return report
+
+
+def _words(value: str | Iterable[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def evaluate(

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs import stdin
 from inkling_compat.inputs.limits import (
     MAX_DEPTH,
     MAX_INT_BITS,
@@ -428,6 +429,8 @@ def _cached(text: str, is_json: bool, parse: Any) -> Any:
 
 def read_document(path: str | Path) -> dict[str, Any]:
     """A YAML or JSON file as a mapping, or an InputError naming the file."""
+    if stdin.is_stdin(path):  # `--config -`: the same parsing and limits, YAML (JSON is YAML)
+        return parse_document(stdin.read_bytes(MAX_INPUT_BYTES), stdin.NAME, is_json=False)
     path = Path(path)
     name = str(path)
     try:  # one open and one fstat: a check reads three of these
@@ -461,6 +464,11 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file") from None
     except OSError as exc:
         raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
+    return parse_document(raw, name, is_json=path.suffix == ".json")
+
+
+def parse_document(raw: bytes, name: str, is_json: bool) -> dict[str, Any]:
+    """A document's bytes (read under the byte cap) as a mapping, or an InputError naming `name`."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -468,7 +476,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if "\r" in text:  # as read_text's universal newlines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        data = _json_data(raw, text) if path.suffix == ".json" else _yaml_data(text)
+        data = _json_data(raw, text) if is_json else _yaml_data(text)
     except LimitExceeded as exc:
         if exc.reason.startswith("more than"):
             raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)") from None

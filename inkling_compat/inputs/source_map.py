@@ -159,6 +159,11 @@ _CACHE_MAX_TEXT = 64 * 1024
 
 
 def _read_positions(file: str) -> dict[str, Position]:
+    from inkling_compat.inputs import stdin
+
+    if stdin.is_stdin(file):  # `--config -`: the bytes the check read
+        raw = stdin.already_read()
+        return {} if raw is None else _positions_of(raw)
     try:  # never blocks: only a regular file is read (a FIFO is opened non-blocking, then left)
         fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
@@ -173,6 +178,10 @@ def _read_positions(file: str) -> dict[str, Position]:
         return {}
     finally:
         os.close(fd)
+    return _positions_of(raw)
+
+
+def _positions_of(raw: bytes) -> dict[str, Position]:
     if len(raw) > _MAX_TEXT:
         return {}
     cacheable = len(raw) <= _CACHE_MAX_TEXT and os.environ.get("INKLING_COMPAT_NO_CACHE", "") in ("", "0")

@@ -4,8 +4,9 @@ Test suites: `setup` (the server config with model and platform: global and flee
 one per adapter (the adapter rules). A case is a failure when its rule fired as an error
 (or a predicted crash), passes with the text in <system-out> when it fired as a warning (a
 failure of type "warning" with --strict, where warnings fail the gate), and
-is skipped when the rule was not checked: ignored (--ignore, project settings), or not
-checked as the report's coverage says (engine/coverage.py: an input it reads was not given
+is skipped when the rule was not checked: ignored (--ignore, project settings), not
+applicable (its `when` is false for these inputs: nothing was tested), or not checked as the
+report's coverage says (engine/coverage.py: an input it reads was not given
 or not readable, or sglang stops at an earlier rule first), or, in a report without
 coverage, not reached (a rule in its `after` fired first) or reading an input not given.
 Adapter rules without any adapter are one skipped suite.
@@ -24,7 +25,10 @@ from inkling_compat.report.outputs import primary, rules_by_id, said, shown_path
 _NOT_GIVEN = {"model": "model.", "platform": "platform."}
 
 
-def _status(rule: Any, fired: dict[str, Any], ignored: dict[str, dict[str, Any]], not_given: list[str], why_not: dict[str, str] | None = None) -> tuple[str, Any]:
+NOT_APPLICABLE = "not applicable: its condition does not hold for these inputs"
+
+
+def _status(rule: Any, fired: dict[str, Any], ignored: dict[str, dict[str, Any]], not_given: list[str], why_not: dict[str, str] | None = None, not_applicable: frozenset[str] = frozenset()) -> tuple[str, Any]:
     """(status, detail): failure / warning (detail: the Problem), skipped (detail: why), passed.
     `why_not`: the report's coverage (rule id -> why it was not checked) when it has one."""
     if rule.id in ignored:
@@ -32,6 +36,8 @@ def _status(rule: Any, fired: dict[str, Any], ignored: dict[str, dict[str, Any]]
     if rule.id in fired:
         problem = fired[rule.id]
         return ("warning" if problem.severity == "warning" else "failure"), problem
+    if rule.id in not_applicable:
+        return "skipped", NOT_APPLICABLE
     if why_not is not None:  # engine/coverage.py said which rules were not checked, and why
         if rule.id not in why_not:
             return "passed", None
@@ -92,9 +98,10 @@ def junit_tree(report: Report, rules: Iterable[Any] = ()) -> ET.Element:
     coverage = getattr(report, "coverage", None)
     strict = bool(getattr(report, "strict", False))
     why_not = {rule_id: reason for reason, ids in coverage.reasons.items() for rule_id in ids} if coverage is not None and coverage.status else None
+    inapplicable = frozenset(rule_id for rule_id, status in coverage.status.items() if status == "not_applicable") if why_not is not None else frozenset()
     for rule in known:
         if rule.scope != "adapter":
-            _case(setup, "setup", rule, *_status(rule, {**any_fired, **global_fired}, {**any_ignored, **global_ignored}, report.not_given, why_not), strict=strict)
+            _case(setup, "setup", rule, *_status(rule, {**any_fired, **global_fired}, {**any_ignored, **global_ignored}, report.not_given, why_not, inapplicable), strict=strict)
     adapter_rules = [rule for rule in known if rule.scope == "adapter"]
     for index, adapter in enumerate(report.adapters):
         name = f"adapter {adapter.get('name')}" + (f" ({shown_path(adapter['path'])})" if adapter.get("path") else "")
@@ -108,7 +115,7 @@ def junit_tree(report: Report, rules: Iterable[Any] = ()) -> ET.Element:
         why_not_here = why_not if why_not is None or here is None else {k: r for k, r in why_not.items() if r in here}
         for rule in adapter_rules:
             own = fired_by.get(index, {})
-            status, detail = _status(rule, fired, ignored, report.not_given, why_not_here)
+            status, detail = _status(rule, fired, ignored, report.not_given, why_not_here, inapplicable)
             if status in ("failure", "warning") and rule.id not in own:
                 status, detail = "passed", None  # (an id fired for the setup is not this adapter's)
             _case(suite, name, rule, status, detail, strict=strict)

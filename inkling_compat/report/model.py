@@ -248,6 +248,8 @@ class Report:
     coverage: Coverage = field(default_factory=Coverage)
     # `check --strict` (a CI gate): warnings and rules not checked fail too (`passes`, `exit_code`).
     strict: bool = False
+    # `check --fail-on warning`: any warning fails too (rules not checked do not; that is strict).
+    fail_on_warning: bool = False
 
     @property
     def errors(self) -> list[Problem]:
@@ -304,6 +306,8 @@ class Report:
         """No errors; in strict mode (`strict`, default: the report's own `strict`), also no
         warning and no rule not checked: the gate `check --strict` applies for CI."""
         strict = self.strict if strict is None else strict
+        if self.fail_on_warning and self.warnings:
+            return False
         return self.ok and not (strict and self.strict_failures())
 
     @property

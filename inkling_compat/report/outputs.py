@@ -1,7 +1,7 @@
 """What the output formats share: paths as the user's CI sees them, each problem's place for
 a one-place format, the rules of a check by id, and the document for an unusable input.
 
-`render(fmt, report, rules)` picks the renderer (text, json, sarif, junit, github);
+`render(fmt, report, rules)` picks the renderer (text, json, sarif, junit, github, concise);
 `render_failure(fmt, ...)` gives the same format's document for exit 2 and 3, so a CI step
 that parses the output never finds an empty or foreign file.
 """
@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from inkling_compat.report.model import Problem, Report
 
-FORMATS = ("text", "json", "sarif", "junit", "github")
+FORMATS = ("text", "json", "sarif", "junit", "github", "concise")
 
 
 def shown_path(file: str) -> str:
@@ -76,6 +76,10 @@ def render(fmt: str, report: Report, rules: Iterable[Any] = (), *, fleet: bool =
         from inkling_compat.report.github import render_github
 
         return render_github(report)
+    if fmt == "concise":
+        from inkling_compat.report.concise import render_concise
+
+        return render_concise(report)
     from inkling_compat.report.text import render_by_adapter, render_text
 
     return render_by_adapter(report, color=color) if fleet else render_text(report, color=color)

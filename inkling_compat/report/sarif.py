@@ -79,7 +79,8 @@ def sarif_log(report: Report, rules: Iterable[Any] = ()) -> dict[str, Any]:
         if not result["locations"]:
             del result["locations"]
         if reason is not None:
-            result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": reason or "ignored"}]
+            kind = "inSource" if data.get("inline") else "external"  # (a comment in the file, or --ignore/settings)
+            result["suppressions"] = [{"kind": kind, "status": "accepted", "justification": reason or "ignored"}]
         results.append(result)
     run: dict[str, Any] = {
         "tool": {

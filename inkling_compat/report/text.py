@@ -78,6 +78,7 @@ def render_text(report: Report, color: bool = False) -> str:
         for fix in problem.fixes:
             lines.append(f"  fix: {fix}")
         lines.append(_paint(f"  see {problem.url}", "dim", color))
+    lines.extend(_ignored(report, color))
     errors, warnings = len(report.errors), len(report.warnings)
     if report.ok:
         summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}"
@@ -87,6 +88,16 @@ def render_text(report: Report, color: bool = False) -> str:
         lines.append(f"  {_said(report.headline)}")
     lines.extend(_strict(report, color))
     return "\n".join(lines)
+
+
+def _ignored(report: Report, color: bool) -> list[str]:
+    """One line per problem left out by a suppression comment, --ignore or the settings, with
+    its reason and who said it (never dropped silently)."""
+    lines = []
+    for item in report.ignored:
+        where = f" [{item['adapter']}]" if item.get("adapter") else ""
+        lines.append(_paint(f"ignored{where} {item['rule_id']}: {item.get('reason') or 'ignored'} (by {item.get('by')})", "dim", color))
+    return lines
 
 
 def _places(locations, indent: str) -> list[str]:
@@ -173,5 +184,6 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
         top = report.headline
         who = f" [{top.adapter}]" if top.adapter else ""
         lines.append(f"{report.headline_label()}{who}: {_said(top)}")
+    lines.extend(_ignored(report, color))
     lines.extend(_strict(report, color))
     return "\n".join(lines)

@@ -1,0 +1,33 @@
+"""`--format concise`: one line per problem, `path:line:col: rule-id message`, as compilers and
+linters print them (editors and `grep` read it). The place is the problem's primary one
+(report/outputs.primary); a problem placed in no file reads `-: rule-id message`, one whose
+field is not in the file `path: rule-id message`. Warnings say so before the message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inkling_compat.report.model import Problem, Report
+from inkling_compat.report.outputs import primary, said, shown_path
+
+
+def place(problem: Problem) -> str:
+    where: Any = primary(problem)
+    if where is None:
+        return "-"
+    out = shown_path(where.file)
+    if where.line is not None:
+        out += f":{where.line}:{where.column or 1}"
+    return out
+
+
+def line(problem: Problem) -> str:
+    text = " ".join(said(problem).split())  # one line, whatever the message holds
+    if problem.adapter:
+        text = f"[{problem.adapter}] {text}"
+    kind = "warning: " if problem.severity == "warning" else ""
+    return f"{place(problem)}: {problem.rule_id} {kind}{text}"
+
+
+def render_concise(report: Report) -> str:
+    return "\n".join(line(p) for p in report.problems)
