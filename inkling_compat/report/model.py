@@ -248,6 +248,17 @@ class Report:
     coverage: Coverage = field(default_factory=Coverage)
     # `check --strict` (a CI gate): warnings and rules not checked fail too (`passes`, `exit_code`).
     strict: bool = False
+    # What `fixes()` computes the fixes from: (inputs, facts, rules by id) of the check that made
+    # this report (engine/evaluate.py), None for a report built otherwise.
+    fix_source: Any = field(default=None, repr=False, compare=False)
+
+    def fixes(self) -> list[Any]:
+        """The machine-applicable fixes of this report's problems (`inkling_compat.fix.plan.Fix`:
+        rule, safety, edits with their computed values, the file and line they touch, whether
+        they can be applied); [] when the report does not know the check it came from."""
+        from inkling_compat.fix.plan import fixes_of
+
+        return fixes_of(self)
 
     @property
     def errors(self) -> list[Problem]:
