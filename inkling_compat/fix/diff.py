@@ -9,9 +9,8 @@ def unified_diff(before: str, after: str, name: str) -> str:
     """`diff -u` of `before` -> `after` for file `name` ("" when they are equal)."""
     if before == after:
         return ""
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=f"a/{name}", tofile=f"b/{name}"
-    )
+    old, new = (name, name) if name.startswith("/") else (f"a/{name}", f"b/{name}")
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=old, tofile=new)
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from inkling_compat.fix.keys import normal, spelled, uses_dashes
-from inkling_compat.fix.target import CannotEdit
+from inkling_compat.fix.target import CannotEdit, Conflict
 
 
 def apply_edit(text: str, edit: Any) -> str:
@@ -48,9 +48,9 @@ def apply_edit(text: str, edit: Any) -> str:
         return _remove(text, parent, found)
     new = (edit.to or "").split(".")
     if new[:-1] != parts[:-1]:
-        raise CannotEdit(f"{edit.key} -> {edit.to} moves the key to another object")
+        raise Conflict(f"{edit.key} -> {edit.to} moves the key to another object")
     if _find(parent, new[-1]) is not None:
-        raise CannotEdit(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
+        raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
     key_node = found[0]
     name = json.dumps(spelled(new[-1], "-" in str(key_node.value)))
     return text[: key_node.start_mark.index] + name + text[key_node.end_mark.index :]

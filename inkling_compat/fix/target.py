@@ -14,7 +14,11 @@ from inkling_compat.fix.keys import find_in_dict, normal
 
 
 class CannotEdit(Exception):
-    """An edit that cannot be made safely in this file (the reason is the message)."""
+    """An edit that cannot be made safely in this file's layout (the reason is the message)."""
+
+
+class Conflict(CannotEdit):
+    """An edit the inputs do not determine after all (a rename onto a key that is set too)."""
 
 
 def edit_text(text: str, edits: Iterable[Any], is_json: bool) -> str:
@@ -56,9 +60,9 @@ def edit_dict(data: dict[str, Any], edits: Iterable[Any]) -> dict[str, Any]:
         elif found is not None:
             new = edit.to.split(".")
             if new[:-1] != parts[:-1]:
-                raise CannotEdit(f"{edit.key} -> {edit.to} moves the key to another mapping")
+                raise Conflict(f"{edit.key} -> {edit.to} moves the key to another mapping")
             if find_in_dict(parent, new[-1]) is not None:
-                raise CannotEdit(f"{edit.to} is set too: keep one of {found} and {new[-1]} by hand")
+                raise Conflict(f"{edit.to} is set too: keep one of {found} and {new[-1]} by hand")
             dashes = "-" in found
             target = new[-1].replace("_", "-") if dashes else new[-1]
             rebuilt = {(target if k == found else k): v for k, v in parent.items()}
@@ -72,4 +76,4 @@ def is_json_file(name: str, text: str) -> bool:
     return name.lower().endswith(".json") or text.lstrip().startswith("{")
 
 
-__all__ = ["CannotEdit", "edit_text", "edit_dict", "is_json_file", "normal"]
+__all__ = ["CannotEdit", "Conflict", "edit_text", "edit_dict", "is_json_file", "normal"]

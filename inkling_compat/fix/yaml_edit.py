@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from inkling_compat.fix.keys import normal, spelled, uses_dashes
-from inkling_compat.fix.target import CannotEdit
+from inkling_compat.fix.target import CannotEdit, Conflict
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -50,9 +50,9 @@ def apply_edit(text: str, edit: Any) -> str:
         return _remove(text, parent, found, root)
     new = (edit.to or "").split(".")
     if new[:-1] != parts[:-1]:
-        raise CannotEdit(f"{edit.key} -> {edit.to} moves the key to another mapping")
+        raise Conflict(f"{edit.key} -> {edit.to} moves the key to another mapping")
     if _find(parent, new[-1]) is not None:
-        raise CannotEdit(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
+        raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
     return _rename(text, found[0], new[-1])
 
 

@@ -1,0 +1,291 @@
+"""`apply_fixes`: check -> fix -> re-check, until no fix applies (at most MAX_PASSES passes).
+
+Each pass applies the report's applicable fixes (safe ones; unsafe ones too with `unsafe`)
+one at a time to the server config's text (fix/target.py: in place, keeping the user's layout),
+and re-checks after each: a fix after which an error appears that the first check had not
+reached or found (a setting that breaks something else) is taken back and listed as not
+applied, so a fix never introduces a new error. A file is written only at the end, atomically
+(a temporary file in its folder, then os.replace, keeping its mode), and only with `write`;
+`check --diff` shows the same change without writing. A config given as a dict comes back
+edited (`FixResult.config`); adapter files are never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+import tempfile
+from typing import Any, Callable
+
+from inkling_compat.fix.diff import unified_diff
+from inkling_compat.fix.plan import Fix
+from inkling_compat.fix.target import CannotEdit, Conflict, edit_dict, edit_text, is_json_file
+
+MAX_PASSES = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class FixResult:
+    """What `apply_fixes` did. `report`: the check of the config as it ends up (of the written
+    file; with write=False, of the edited text); `fixes`: every fix met, `applied` True for the
+    ones made, the rest (unsafe without --unsafe-fixes, not determined by the inputs, refused by
+    the editor or taken back) with their `reason`; `before`/`after`: the config's text;
+    `diff`: their unified diff; `written`: whether the file was replaced; `config`: the edited
+    dict for a dict config; `passes`: how many checks-and-fix rounds ran."""
+
+    report: Any
+    fixes: tuple[Fix, ...]
+    before: str | None
+    after: str | None
+    diff: str
+    written: bool
+    config: Any
+    passes: int
+    # Fixes the editor refused for this file's layout (anchors, flow style, ...): their change
+    # as a diff against the file rewritten whole, shown and never applied ("" when none).
+    rewrite_diff: str = ""
+
+    @property
+    def applied(self) -> tuple[Fix, ...]:
+        return tuple(f for f in self.fixes if f.applied)
+
+    @property
+    def remaining(self) -> tuple[Fix, ...]:
+        return tuple(f for f in self.fixes if not f.applied)
+
+
+def apply_fixes(
+    config: Any,
+    adapter: Any = None,
+    *,
+    model: Any = None,
+    platform: Any = None,
+    sglang_version: str | None = None,
+    unsafe: bool = False,
+    write: bool = True,
+    max_passes: int = MAX_PASSES,
+    run: Callable[[Any], Any] | None = None,
+) -> FixResult:
+    """Fix the server config `config` (a YAML/JSON path or a dict) for this setup.
+
+    `run(config) -> Report` checks one version of the config (default: `check(config, adapter,
+    model=, platform=, sglang_version=)`; the CLI passes one that applies --select/--ignore
+    and checks a fleet). With write=False nothing is written (`--diff`)."""
+    if run is None:
+        from inkling_compat.engine.evaluate import check
+
+        kwargs = {} if sglang_version is None else {"sglang_version": sglang_version}
+
+        def run(source: Any) -> Any:
+            return check(source, adapter, model=model, platform=platform, **kwargs)
+
+    if isinstance(config, dict):
+        return _fix_dict(config, run, unsafe, max_passes)
+    path = os.fspath(config)
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            original = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        from inkling_compat.errors import InputError
+
+        raise InputError(path, "(file)", f"cannot read it to fix: {getattr(exc, 'strerror', None) or exc}") from None
+    return _fix_file(path, original, run, unsafe, write, max_passes)
+
+
+def _fix_dict(config: dict[str, Any], run: Callable[[Any], Any], unsafe: bool, max_passes: int) -> FixResult:
+    state = _Loop(run, config, unsafe)
+    current = config
+    for _ in range(max_passes):
+        todo = state.todo()
+        if not todo:
+            break
+        changed = False
+        for fix in todo:
+            try:
+                candidate = edit_dict(current, fix.edits)
+            except CannotEdit as exc:
+                state.refuse(fix, str(exc))
+                continue
+            if candidate != current and state.accept(fix, candidate):
+                current, changed = candidate, True
+        if not changed:
+            break
+    return FixResult(state.report, state.all_fixes(), None, None, "", False, current, state.passes)
+
+
+def _fix_file(path: str, original: str, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int) -> FixResult:
+    is_json = is_json_file(path, original)
+    with tempfile.TemporaryDirectory(prefix="inkling-compat-fix-") as folder:
+        scratch = os.path.join(folder, os.path.basename(path))
+
+        def check_text(text: str) -> Any:
+            if text == original:
+                return run(path)
+            with open(scratch, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+            return run(scratch)
+
+        state = _Loop(lambda text: check_text(text), original, unsafe, label=path)
+        text = original
+        seen = {original}
+        layout_refused: list[Fix] = []
+        for _ in range(max_passes):
+            todo = state.todo()
+            if not todo:
+                break
+            changed = False
+            for fix in todo:
+                try:
+                    candidate = edit_text(text, fix.edits, is_json)
+                except Conflict as exc:
+                    state.refuse(fix, str(exc))
+                    continue
+                except CannotEdit as exc:
+                    state.refuse(fix, f"not applied: {exc}; --diff shows the change as a rewritten file")
+                    layout_refused.append(fix)
+                    continue
+                if candidate == text or candidate in seen:
+                    continue
+                if state.accept(fix, candidate, line_of=lambda key, b=text, a=candidate: _line(b, key) or _line(a, key)):
+                    seen.add(candidate)
+                    text, changed = candidate, True
+            if not changed:
+                break
+        written = False
+        if write and text != original:
+            replace_atomically(path, text)
+            written = True
+            report = run(path)  # the real file, as the user's next check will read it
+        else:
+            report = state.report if text != original else state.first
+    rewritten = _rewritten(text, layout_refused, is_json)
+    rewrite_diff = unified_diff(text, rewritten, path) if rewritten is not None else ""
+    return FixResult(report, state.all_fixes(), original, text, unified_diff(original, text, path), written, None, state.passes, rewrite_diff)
+
+
+def _rewritten(text: str, fixes: list[Fix], is_json: bool) -> str | None:
+    """`text` rewritten whole with the edits of `fixes` made (comments and layout are lost:
+    shown as a diff only, never written); None when there are none or it does not parse."""
+    if not fixes:
+        return None
+    import json
+
+    import yaml
+
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    before = data
+    for fix in fixes:
+        try:
+            data = edit_dict(data, fix.edits)
+        except CannotEdit:
+            continue
+    if data == before:
+        return None
+    if is_json:
+        return json.dumps(data, indent=2) + "\n"
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+
+
+class _Loop:
+    """The fixes of successive checks: which were applied, which refused and why."""
+
+    def __init__(self, run: Callable[[Any], Any], start: Any, unsafe: bool, label: str | None = None):
+        self.run, self.unsafe, self.label = run, unsafe, label
+        self.first = self.report = run(start)
+        self.passes = 1
+        self.hidden = _not_reached(self.first)
+        self.known = _errors(self.first)
+        self.applied: list[Fix] = []
+        self.refused: dict[tuple[str, str | None], Fix] = {}
+
+    def todo(self) -> list[Fix]:
+        """This report's fixes to try: applicable, allowed, not refused before, one per key."""
+        out, keys = [], set()
+        for fix in self.report.fixes():
+            if not fix.applicable or (fix.safety == "unsafe" and not self.unsafe) or (fix.rule_id, fix.adapter) in self.refused:
+                continue
+            touched = {e.key for e in fix.edits}
+            if touched & keys:
+                continue  # another fix of this pass edits the same key: the next pass decides
+            keys |= touched
+            out.append(fix)
+        return out
+
+    def accept(self, fix: Fix, candidate: Any, line_of: Callable[[str], int | None] | None = None) -> bool:
+        """Re-check with `candidate`; keep it unless an error appears that was not there or hidden."""
+        report = self.run(candidate)
+        self.passes += 1
+        new = _errors(report) - self.known - self.hidden
+        if new:
+            rule_id = sorted(new)[0][0]
+            self.refuse(fix, f"taken back: after it, {rule_id} would fire")
+            return False
+        line = line_of(fix.edits[0].key) if line_of is not None else None
+        self.applied.append(dataclasses.replace(fix, applied=True, file=self.label or fix.file, line=line if line_of else fix.line))
+        self.report = report
+        return True
+
+    def refuse(self, fix: Fix, reason: str) -> None:
+        self.refused[(fix.rule_id, fix.adapter)] = dataclasses.replace(fix, applicable=False, reason=reason, file=self.label or fix.file)
+
+    def all_fixes(self) -> tuple[Fix, ...]:
+        """Applied, then refused, then what the last report still offers (not applied)."""
+        done = {(f.rule_id, f.adapter) for f in self.applied} | set(self.refused)
+        left = []
+        for fix in self.report.fixes():
+            if (fix.rule_id, fix.adapter) in done:
+                continue
+            if fix.applicable and fix.safety == "unsafe" and not self.unsafe:
+                fix = dataclasses.replace(fix, reason="unsafe: applied only with --unsafe-fixes")
+            left.append(dataclasses.replace(fix, file=self.label or fix.file) if self.label else fix)
+        return tuple(self.applied) + tuple(self.refused.values()) + tuple(left)
+
+
+def _errors(report: Any) -> set[tuple[str, str | None]]:
+    return {(p.rule_id, p.adapter) for p in report.errors}
+
+
+def _not_reached(report: Any) -> set[tuple[str, str | None]]:
+    """Rules the check did not reach (an earlier rule stops sglang first): a fix of that earlier
+    rule may reveal them, which is not a new error of the fix's making."""
+    hidden: set[tuple[str, str | None]] = set()
+    for reason, ids in report.coverage.reasons.items():
+        if reason.startswith("not reached"):
+            hidden |= {(rule_id, name) for rule_id in ids for name in [None, *(a["name"] for a in report.adapters)]}
+    return hidden
+
+
+def _line(text: str, key: str) -> int | None:
+    from inkling_compat.fix.keys import find_node
+    from inkling_compat.inputs.loading import compose
+
+    try:
+        found = find_node(compose(text), key)
+    except Exception:  # noqa: BLE001 - a line is a courtesy
+        return None
+    return None if found is None else found[0].start_mark.line + 1
+
+
+def replace_atomically(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and os.replace, so a
+    reader sees the old file or the new one, never half of it; the file's mode is kept."""
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
