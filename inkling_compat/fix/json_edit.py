@@ -47,6 +47,8 @@ def apply_edit(text: str, edit: Any) -> str:
     if edit.kind == "remove":
         return _remove(text, parent, found)
     new = (edit.to or "").split(".")
+    if [normal(p) for p in new] == [normal(p) for p in parts]:
+        return text  # the same key in another spelling (dashes or underscores)
     if new[:-1] != parts[:-1]:
         raise Conflict(f"{edit.key} -> {edit.to} moves the key to another object")
     if _find(parent, new[-1]) is not None:

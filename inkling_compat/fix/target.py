@@ -59,6 +59,8 @@ def edit_dict(data: dict[str, Any], edits: Iterable[Any]) -> dict[str, Any]:
                 del parent[found]
         elif found is not None:
             new = edit.to.split(".")
+            if [normal(p) for p in new] == [normal(p) for p in parts]:
+                continue  # the same key in another spelling
             if new[:-1] != parts[:-1]:
                 raise Conflict(f"{edit.key} -> {edit.to} moves the key to another mapping")
             if find_in_dict(parent, new[-1]) is not None:
