@@ -346,3 +346,10 @@ def test_argv_rename_and_what_is_not_an_argument():
     assert out.tokens == ("--max-lora-rnk", "8", "--max-lora-rank", "16") and "given too" in out.skipped[0][1]
     out = edit_argv(["--dtype", "half", "--dtype", "float16"], [Edit("set", "dtype", "bfloat16")], {"dtype": "one"})
     assert "given 2 times" in out.skipped[0][1]
+
+
+def test_docs_list_of_fixes_is_current():
+    from inkling_compat.publish.fixes_doc import DOC, rendered
+
+    text = DOC.read_text(encoding="utf-8")
+    assert rendered(text) == text, "run python -m inkling_compat.publish.fixes_doc"
