@@ -27,8 +27,8 @@ MAX_PASSES = 5
 
 @dataclasses.dataclass(frozen=True)
 class FixResult:
-    """What `apply_fixes` did. `report`: the check of the config as it ends up (of the written
-    file; with write=False, of the edited text); `fixes`: every fix met, `applied` True for the
+    """What `apply_fixes` did. `report`: the check of the config as it ends up (the written
+    file; a dict config: the edited dict; with write=False, the file as it is); `fixes`: every fix met, `applied` True for the
     ones made, the rest (unsafe without --unsafe-fixes, not determined by the inputs, refused by
     the editor or taken back) with their `reason`; `before`/`after`: the config's text;
     `diff`: their unified diff; `written`: whether the file was replaced; `config`: the edited
@@ -83,6 +83,7 @@ def apply_fixes(
     if isinstance(config, dict):
         return _fix_dict(config, run, unsafe, max_passes)
     path = os.fspath(config)
+    first = run(path)  # an unusable file is refused here, as `check` refuses it (exit 2)
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             original = handle.read()
@@ -90,7 +91,7 @@ def apply_fixes(
         from inkling_compat.errors import InputError
 
         raise InputError(path, "(file)", f"cannot read it to fix: {getattr(exc, 'strerror', None) or exc}") from None
-    return _fix_file(path, original, run, unsafe, write, max_passes)
+    return _fix_file(path, original, first, run, unsafe, write, max_passes)
 
 
 def _fix_dict(config: dict[str, Any], run: Callable[[Any], Any], unsafe: bool, max_passes: int) -> FixResult:
@@ -114,14 +115,14 @@ def _fix_dict(config: dict[str, Any], run: Callable[[Any], Any], unsafe: bool, m
     return FixResult(state.report, state.all_fixes(), None, None, "", False, current, state.passes)
 
 
-def _fix_file(path: str, original: str, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int) -> FixResult:
+def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int) -> FixResult:
     is_json = is_json_file(path, original)
     with tempfile.TemporaryDirectory(prefix="inkling-compat-fix-") as folder:
         scratch = os.path.join(folder, os.path.basename(path))
 
         def check_text(text: str) -> Any:
             if text == original:
-                return run(path)
+                return first
             with open(scratch, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
             return run(scratch)
@@ -157,8 +158,8 @@ def _fix_file(path: str, original: str, run: Callable[[Any], Any], unsafe: bool,
             replace_atomically(path, text)
             written = True
             report = run(path)  # the real file, as the user's next check will read it
-        else:
-            report = state.report if text != original else state.first
+        else:  # nothing written: the report is the file's as it is (the edited text was a scratch copy)
+            report = state.first
     rewritten = _rewritten(text, layout_refused, is_json)
     rewrite_diff = unified_diff(text, rewritten, path) if rewritten is not None else ""
     return FixResult(report, state.all_fixes(), original, text, unified_diff(original, text, path), written, None, state.passes, rewrite_diff)

@@ -260,6 +260,11 @@ class Report:
 
         return fixes_of(self)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled report (SglangWouldRaise through a process pool) travels without the
+        # check's inputs, facts and rules: fixes() is for the process that checked.
+        return {k: v for k, v in self.__dict__.items() if k != "fix_source"}
+
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity != "warning"]
