@@ -353,3 +353,18 @@ def test_docs_list_of_fixes_is_current():
 
     text = DOC.read_text(encoding="utf-8")
     assert rendered(text) == text, "run python -m inkling_compat.publish.fixes_doc"
+
+
+def test_a_fix_whose_new_error_has_its_own_fix_is_kept(tmp_path):
+    """Adding down_proj to the targets attaches LoRA to the legacy sink, whose multi-slot
+    backend check then fires: that error has its own safe fix, so both are made."""
+    path = tmp_path / "serve.yaml"
+    path.write_text("enable_lora: true\nmax_lora_rank: 8\nlora_target_modules:\n  - gate_up_proj\n")
+    adapter, model = str(REPO / "examples/adapter"), str(REPO / "examples/config.json")
+    assert {p.rule_id for p in check(str(path), adapter, model=model).errors} == {"adapter-incompatible-with-pool"}
+    safe = apply_fixes(str(path), adapter, model=model, write=False)
+    assert safe.diff == "" and [f.reason for f in safe.fixes] == ["unsafe: applied only with --unsafe-fixes"]
+    result = apply_fixes(str(path), adapter, model=model, unsafe=True)
+    assert [f.rule_id for f in result.applied] == ["adapter-incompatible-with-pool", "sink-lora-multislot-needs-triton", "adapter-shared-outer-in-per-expert-pool"]
+    assert path.read_text() == "enable_lora: true\nmax_lora_rank: 8\nlora_target_modules:\n  - gate_up_proj\n  - down_proj\nlora_backend: triton\nexperts_shared_outer_loras: true\n"
+    assert result.report.problems == [] and check(str(path), adapter, model=model).ok

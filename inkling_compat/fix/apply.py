@@ -2,9 +2,10 @@
 
 Each pass applies the report's applicable fixes (safe ones; unsafe ones too with `unsafe`)
 one at a time to the server config's text (fix/target.py: in place, keeping the user's layout),
-and re-checks after each: a fix after which an error appears that the first check had not
-reached or found (a setting that breaks something else) is taken back and listed as not
-applied, so a fix never introduces a new error. A file is written only at the end, atomically
+and re-checks after each. A fix after which an error appears that the first check had neither
+found nor reached is kept only while that error has an allowed fix of its own (the next pass
+makes it); an error without one takes the fix back, and one still left when the passes end
+takes the config back to the last state without it: a fix never introduces a new error. A file is written only at the end, atomically
 (a temporary file in its folder, then os.replace, keeping its mode), and only with `write`;
 `check --diff` shows the same change without writing. A config given as a dict comes back
 edited (`FixResult.config`); adapter files are never touched.
@@ -95,28 +96,24 @@ def apply_fixes(
 
 
 def _fix_dict(config: dict[str, Any], run: Callable[[Any], Any], unsafe: bool, max_passes: int) -> FixResult:
-    state = _Loop(run, config, unsafe)
-    current = config
-    for _ in range(max_passes):
-        todo = state.todo()
-        if not todo:
-            break
-        changed = False
-        for fix in todo:
-            try:
-                candidate = edit_dict(current, fix.edits)
-            except CannotEdit as exc:
-                state.refuse(fix, str(exc))
-                continue
-            if candidate != current and state.accept(fix, candidate):
-                current, changed = candidate, True
-        if not changed:
-            break
+    state = _Loop(run, config, run(config), unsafe)
+    current = _drive(state, config, lambda data, fix: edit_dict(data, fix.edits), max_passes)
     return FixResult(state.report, state.all_fixes(), None, None, "", False, current, state.passes)
 
 
 def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int) -> FixResult:
     is_json = is_json_file(path, original)
+    layout_refused: list[Fix] = []
+
+    def edit(text: str, fix: Fix) -> str:
+        try:
+            return edit_text(text, fix.edits, is_json)
+        except Conflict:
+            raise
+        except CannotEdit as exc:
+            layout_refused.append(fix)
+            raise CannotEdit(f"not applied: {exc}; --diff shows the change as a rewritten file") from None
+
     with tempfile.TemporaryDirectory(prefix="inkling-compat-fix-") as folder:
         scratch = os.path.join(folder, os.path.basename(path))
 
@@ -127,32 +124,8 @@ def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], u
                 handle.write(text)
             return run(scratch)
 
-        state = _Loop(lambda text: check_text(text), original, unsafe, label=path)
-        text = original
-        seen = {original}
-        layout_refused: list[Fix] = []
-        for _ in range(max_passes):
-            todo = state.todo()
-            if not todo:
-                break
-            changed = False
-            for fix in todo:
-                try:
-                    candidate = edit_text(text, fix.edits, is_json)
-                except Conflict as exc:
-                    state.refuse(fix, str(exc))
-                    continue
-                except CannotEdit as exc:
-                    state.refuse(fix, f"not applied: {exc}; --diff shows the change as a rewritten file")
-                    layout_refused.append(fix)
-                    continue
-                if candidate == text or candidate in seen:
-                    continue
-                if state.accept(fix, candidate, line_of=lambda key, b=text, a=candidate: _line(b, key) or _line(a, key)):
-                    seen.add(candidate)
-                    text, changed = candidate, True
-            if not changed:
-                break
+        state = _Loop(check_text, original, first, unsafe, label=path, line_of=_line)
+        text = _drive(state, original, edit, max_passes)
         written = False
         if write and text != original:
             replace_atomically(path, text)
@@ -163,6 +136,124 @@ def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], u
     rewritten = _rewritten(text, layout_refused, is_json)
     rewrite_diff = unified_diff(text, rewritten, path) if rewritten is not None else ""
     return FixResult(report, state.all_fixes(), original, text, unified_diff(original, text, path), written, None, state.passes, rewrite_diff)
+
+
+def _drive(state: "_Loop", start: Any, edit: Callable[[Any, Fix], Any], max_passes: int) -> Any:
+    """The passes: each tries the current report's fixes one at a time (`edit` makes one on the
+    config, raising CannotEdit where it cannot). A pass that changes nothing but refused a fix
+    is followed by another (the refused one is not tried again); at most `max_passes` passes
+    change the config. Ends on the last config without an error of the fixes' making."""
+    current, changing, seen = start, 0, [start]
+    while changing < max_passes:
+        todo = state.todo()
+        if not todo:
+            break
+        changed = refused = False
+        for fix in todo:
+            try:
+                candidate = edit(current, fix)
+            except CannotEdit as exc:
+                state.refuse(fix, str(exc))
+                refused = True
+                continue
+            if candidate == current or candidate in seen:
+                continue
+            if state.accept(fix, current, candidate):
+                seen.append(candidate)
+                current, changed = candidate, True
+            else:
+                refused = True
+        changing += changed
+        if not changed and not refused:
+            break
+    return state.settle(current)
+
+
+class _Loop:
+    """The fixes of successive checks: which were applied, which refused and why.
+
+    A fix after which an error appears that the first check had neither found nor reached is
+    kept only while every such error has a fix of its own that may be applied (a target module
+    added turns the sink's LoRA on, whose backend then needs its own safe fix); if the passes
+    end with one left, the config goes back to the last state without one (`settle`)."""
+
+    def __init__(self, run: Callable[[Any], Any], start: Any, first: Any, unsafe: bool, label: str | None = None, line_of: Callable[[Any, str], int | None] | None = None):
+        self.run, self.unsafe, self.label, self.line_of = run, unsafe, label, line_of
+        self.first = self.report = first
+        self.passes = 1
+        self.hidden = _not_reached(self.first)
+        self.known = _errors(self.first)
+        self.applied: list[Fix] = []
+        self.refused: dict[tuple[str, str | None], Fix] = {}
+        self.clean = (start, first, 0)  # the last config without an error of the fixes' making
+
+    def allowed(self, fix: Fix) -> bool:
+        return fix.applicable and (fix.safety == "safe" or self.unsafe) and (fix.rule_id, fix.adapter) not in self.refused
+
+    def todo(self) -> list[Fix]:
+        """This report's fixes to try: applicable, allowed, not refused before, one per key."""
+        out, keys = [], set()
+        for fix in self.report.fixes():
+            if not self.allowed(fix):
+                continue
+            touched = {e.key for e in fix.edits}
+            if touched & keys:
+                continue  # another fix of this pass edits the same key: the next pass decides
+            keys |= touched
+            out.append(fix)
+        return out
+
+    def _new(self, report: Any) -> set[tuple[str, str | None]]:
+        return _errors(report) - self.known - self.hidden
+
+    def accept(self, fix: Fix, before: Any, candidate: Any) -> bool:
+        """Re-check with `candidate`; keep it unless an error appears (not there or hidden in the
+        first check) that no allowed fix of the new report addresses."""
+        report = self.run(candidate)
+        self.passes += 1
+        new = self._new(report)
+        fixable = {(f.rule_id, f.adapter) for f in report.fixes() if self.allowed(f)}
+        if new - fixable:
+            self.refuse(fix, f"taken back: after it, {sorted(new - fixable)[0][0]} would fire")
+            return False
+        line = None
+        if self.line_of is not None:
+            line = self.line_of(before, fix.edits[0].key) or self.line_of(candidate, fix.edits[0].key)
+        self.applied.append(dataclasses.replace(fix, applied=True, file=self.label or fix.file, line=line if self.line_of else fix.line))
+        self.report = report
+        if not new:
+            self.clean = (candidate, report, len(self.applied))
+        return True
+
+    def settle(self, current: Any) -> Any:
+        """`current`, or the last clean config if `current` still has an error of the fixes' making."""
+        new = self._new(self.report)
+        if not new:
+            return current
+        config, report, count = self.clean
+        why = f"taken back: after it, {sorted(new)[0][0]} would fire"
+        for fix in self.applied[count:]:
+            self.refused[(fix.rule_id, fix.adapter)] = dataclasses.replace(fix, applied=False, applicable=False, reason=why)
+        del self.applied[count:]
+        self.report = report
+        return config
+
+    def refuse(self, fix: Fix, reason: str) -> None:
+        self.refused[(fix.rule_id, fix.adapter)] = dataclasses.replace(fix, applicable=False, reason=reason, file=self.label or fix.file)
+
+    def all_fixes(self) -> tuple[Fix, ...]:
+        """Applied, then refused, then what the last report still offers (not applied)."""
+        done = {(f.rule_id, f.adapter) for f in self.applied} | set(self.refused)
+        left = []
+        for fix in self.report.fixes():
+            if (fix.rule_id, fix.adapter) in done:
+                continue
+            if fix.applicable and fix.safety == "unsafe" and not self.unsafe:
+                fix = dataclasses.replace(fix, reason="unsafe: applied only with --unsafe-fixes")
+            elif fix.applicable:
+                fix = dataclasses.replace(fix, reason=f"not applied within {MAX_PASSES} passes: run --fix again")
+            left.append(dataclasses.replace(fix, file=self.label or fix.file) if self.label else fix)
+        return tuple(self.applied) + tuple(self.refused.values()) + tuple(left)
 
 
 def _rewritten(text: str, fixes: list[Fix], is_json: bool) -> str | None:
@@ -193,61 +284,6 @@ def _rewritten(text: str, fixes: list[Fix], is_json: bool) -> str | None:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
 
 
-class _Loop:
-    """The fixes of successive checks: which were applied, which refused and why."""
-
-    def __init__(self, run: Callable[[Any], Any], start: Any, unsafe: bool, label: str | None = None):
-        self.run, self.unsafe, self.label = run, unsafe, label
-        self.first = self.report = run(start)
-        self.passes = 1
-        self.hidden = _not_reached(self.first)
-        self.known = _errors(self.first)
-        self.applied: list[Fix] = []
-        self.refused: dict[tuple[str, str | None], Fix] = {}
-
-    def todo(self) -> list[Fix]:
-        """This report's fixes to try: applicable, allowed, not refused before, one per key."""
-        out, keys = [], set()
-        for fix in self.report.fixes():
-            if not fix.applicable or (fix.safety == "unsafe" and not self.unsafe) or (fix.rule_id, fix.adapter) in self.refused:
-                continue
-            touched = {e.key for e in fix.edits}
-            if touched & keys:
-                continue  # another fix of this pass edits the same key: the next pass decides
-            keys |= touched
-            out.append(fix)
-        return out
-
-    def accept(self, fix: Fix, candidate: Any, line_of: Callable[[str], int | None] | None = None) -> bool:
-        """Re-check with `candidate`; keep it unless an error appears that was not there or hidden."""
-        report = self.run(candidate)
-        self.passes += 1
-        new = _errors(report) - self.known - self.hidden
-        if new:
-            rule_id = sorted(new)[0][0]
-            self.refuse(fix, f"taken back: after it, {rule_id} would fire")
-            return False
-        line = line_of(fix.edits[0].key) if line_of is not None else None
-        self.applied.append(dataclasses.replace(fix, applied=True, file=self.label or fix.file, line=line if line_of else fix.line))
-        self.report = report
-        return True
-
-    def refuse(self, fix: Fix, reason: str) -> None:
-        self.refused[(fix.rule_id, fix.adapter)] = dataclasses.replace(fix, applicable=False, reason=reason, file=self.label or fix.file)
-
-    def all_fixes(self) -> tuple[Fix, ...]:
-        """Applied, then refused, then what the last report still offers (not applied)."""
-        done = {(f.rule_id, f.adapter) for f in self.applied} | set(self.refused)
-        left = []
-        for fix in self.report.fixes():
-            if (fix.rule_id, fix.adapter) in done:
-                continue
-            if fix.applicable and fix.safety == "unsafe" and not self.unsafe:
-                fix = dataclasses.replace(fix, reason="unsafe: applied only with --unsafe-fixes")
-            left.append(dataclasses.replace(fix, file=self.label or fix.file) if self.label else fix)
-        return tuple(self.applied) + tuple(self.refused.values()) + tuple(left)
-
-
 def _errors(report: Any) -> set[tuple[str, str | None]]:
     return {(p.rule_id, p.adapter) for p in report.errors}
 
@@ -262,7 +298,7 @@ def _not_reached(report: Any) -> set[tuple[str, str | None]]:
     return hidden
 
 
-def _line(text: str, key: str) -> int | None:
+def _line(text: Any, key: str) -> int | None:
     from inkling_compat.fix.keys import find_node
     from inkling_compat.inputs.loading import compose
 
