@@ -28,10 +28,12 @@ from inkling_compat.testing.strategies import sink_setups
 REPO = Path(__file__).resolve().parent.parent
 RULES = load_rules()
 WITH_FIX = [c.rule for c in RULES if c.rule.fix is not None]
-# Firing inputs for rules whose own firing examples the fix does not apply to (the typo's
+# Firing inputs for rules whose own firing examples the fix does not repair (the typo's
 # suggested key is already set there, or there is no suggestion).
 EXTRA_FIRE = {
     "unknown-config-key": [{"config": {"max_loaded_lora": 8}}],
+    # LoRA on is the whole fix where rank and targets are set (the bare example sets neither).
+    "lora-moe-runner-requires-enable-lora": [{"base": "v2", "config": {"enable_lora": False, "moe_runner_backend": "lora_triton"}}],
 }
 
 
