@@ -300,8 +300,8 @@ FIXABLE_CONFIGS = [
 ]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sink_setups(), st.lists(st.sampled_from(FIXABLE_CONFIGS), max_size=3), st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sink_setups(), st.lists(st.sampled_from(FIXABLE_CONFIGS), min_size=1, max_size=3), st.booleans())
 def test_fixing_never_introduces_an_error(setup, faults, unsafe):
     config = setup.config()
     for fault in faults:
@@ -314,8 +314,18 @@ def test_fixing_never_introduces_an_error(setup, faults, unsafe):
     new = {p.rule_id for p in after.errors} - {p.rule_id for p in before.errors} - hidden
     assert not new, (config, result.config, new)
     assert len(after.errors) <= len(before.errors) + len(hidden)
+    assert not any(f.safety == "safe" and "taken back" in (f.reason or "") for f in result.fixes)  # safe: only makes it load
     again = apply_fixes(result.config, unsafe=unsafe, **args)  # idempotent
     assert again.config == result.config and not again.applied
+    # The same fixes made in a YAML file, in place, read back as the dict the dict editor made.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "serve.yaml")
+        Path(path).write_text(yaml.safe_dump(config, sort_keys=False, default_flow_style=None))
+        in_file = apply_fixes(path, unsafe=unsafe, **args)
+        assert yaml.safe_load(Path(path).read_text()) == result.config
+        assert [f.rule_id for f in in_file.applied] == [f.rule_id for f in result.applied]
 
 
 # --- launch commands -----------------------------------------------------------------------
