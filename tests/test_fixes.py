@@ -380,3 +380,33 @@ def test_a_fix_whose_new_error_has_its_own_fix_is_kept(tmp_path):
     assert [f.rule_id for f in result.applied] == ["adapter-incompatible-with-pool", "sink-lora-multislot-needs-triton", "adapter-shared-outer-in-per-expert-pool"]
     assert path.read_text() == "enable_lora: true\nmax_lora_rank: 8\nlora_target_modules:\n  - gate_up_proj\n  - down_proj\nlora_backend: triton\nexperts_shared_outer_loras: true\n"
     assert result.report.problems == [] and check(str(path), adapter, model=model).ok
+
+
+def test_the_loop_over_a_launch_command():
+    """apply_fixes_argv with a stand-in parser (flags -> a config dict) until the launch-command
+    input is wired: the backend flag is appended, the command's other tokens kept."""
+    from inkling_compat.fix import apply_fixes_argv
+
+    model = str(REPO / "examples/config.json")
+    arity = {"enable_lora": "flag", "lora_target_modules": "many"}
+
+    def parse(tokens):
+        config, index = {}, 0
+        while index < len(tokens):
+            key = tokens[index].lstrip("-").replace("-", "_")
+            if arity.get(key) == "flag":
+                config[key], index = True, index + 1
+            elif arity.get(key) == "many":
+                end = index + 1
+                while end < len(tokens) and not tokens[end].startswith("--"):
+                    end += 1
+                config[key], index = list(tokens[index + 1 : end]), end
+            else:
+                config[key], index = int(tokens[index + 1]) if tokens[index + 1].isdigit() else tokens[index + 1], index + 2
+        return config
+
+    tokens = ["--enable-lora", "--max-lora-rank", "16", "--lora-target-modules", "all", "--max-loras-per-batch", "8"]
+    result = apply_fixes_argv(tokens, run=lambda t: check(parse(t), model=model), arity=arity)
+    assert result.config == tuple(tokens) + ("--lora-backend", "triton")
+    assert [f.rule_id for f in result.applied] == ["sink-lora-multislot-needs-triton"] and result.report.ok
+    assert result.diff.splitlines()[-1] == "+" + result.after

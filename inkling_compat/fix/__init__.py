@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["apply_fixes", "Fix", "Edit", "FixResult"]
+__all__ = ["apply_fixes", "apply_fixes_argv", "Fix", "Edit", "FixResult"]
 
 
 def __getattr__(name: str) -> Any:  # imported on use: the checker itself never needs this package
-    if name in ("apply_fixes", "FixResult"):
+    if name in ("apply_fixes", "apply_fixes_argv", "FixResult"):
         from inkling_compat.fix import apply
 
         return getattr(apply, name)

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import stat
 import tempfile
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from inkling_compat.fix.diff import unified_diff
 from inkling_compat.fix.plan import Fix
@@ -99,6 +99,36 @@ def _fix_dict(config: dict[str, Any], run: Callable[[Any], Any], unsafe: bool, m
     state = _Loop(run, config, run(config), unsafe)
     current = _drive(state, config, lambda data, fix: edit_dict(data, fix.edits), max_passes)
     return FixResult(state.report, state.all_fixes(), None, None, "", False, current, state.passes)
+
+
+def apply_fixes_argv(
+    tokens: Sequence[str],
+    *,
+    run: Callable[[tuple[str, ...]], Any],
+    arity: Mapping[str, str] | None = None,
+    unsafe: bool = False,
+    max_passes: int = MAX_PASSES,
+) -> FixResult:
+    """The loop of `apply_fixes` over a launch command: `run(tokens) -> Report` checks one
+    version of the command (the launch-command input's parser, then `check`); `arity` is what
+    each flag takes (fix/argv_edit.py). `FixResult.config` is the corrected token tuple, `diff`
+    the command before and after (one line each); nothing is written."""
+    from inkling_compat.fix.argv_edit import edit_argv
+
+    def edit(current: tuple[str, ...], fix: Fix) -> tuple[str, ...]:
+        result = edit_argv(current, fix.edits, arity)
+        if result.skipped:
+            raise CannotEdit(result.skipped[0][1])
+        return result.tokens
+
+    start = tuple(tokens)
+    state = _Loop(run, start, run(start), unsafe)
+    final = _drive(state, start, edit, max_passes)
+    import shlex
+
+    before, after = shlex.join(start), shlex.join(final)
+    diff = unified_diff(before + "\n", after + "\n", "launch command")
+    return FixResult(state.report, state.all_fixes(), before, after, diff, False, final, state.passes)
 
 
 def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int) -> FixResult:
