@@ -5,8 +5,9 @@ one at a time to the server config's text (fix/target.py: in place, keeping the 
 and re-checks after each. A fix after which an error appears that the first check had neither
 found nor reached is kept only while that error has an allowed fix of its own (the next pass
 makes it); an error without one takes the fix back, and one still left when the passes end
-takes the config back to the last state without it: a fix never introduces a new error. A file is written only at the end, atomically
-(a temporary file in its folder, then os.replace, keeping its mode), and only with `write`;
+takes the config back to the last state without it: a fix never introduces a new error.
+A file is written only at the end, atomically (a temporary file in its folder, then
+os.replace, keeping its mode), and only with `write`;
 `check --diff` shows the same change without writing. A config given as a dict comes back
 edited (`FixResult.config`); adapter files are never touched.
 """
@@ -29,11 +30,11 @@ MAX_PASSES = 5
 @dataclasses.dataclass(frozen=True)
 class FixResult:
     """What `apply_fixes` did. `report`: the check of the config as it ends up (the written
-    file; a dict config: the edited dict; with write=False, the file as it is); `fixes`: every fix met, `applied` True for the
-    ones made, the rest (unsafe without --unsafe-fixes, not determined by the inputs, refused by
+    file; a dict config: the edited dict; with write=False, the file as it is); `fixes`: every
+    fix met, `applied` True for the ones made, the rest (unsafe without --unsafe-fixes, not determined by the inputs, refused by
     the editor or taken back) with their `reason`; `before`/`after`: the config's text;
     `diff`: their unified diff; `written`: whether the file was replaced; `config`: the edited
-    dict for a dict config; `passes`: how many checks-and-fix rounds ran."""
+    dict for a dict config (the tokens for a launch command); `passes`: how many checks ran."""
 
     report: Any
     fixes: tuple[Fix, ...]

@@ -182,8 +182,11 @@ def _variables(inputs: Any, facts: Any, texts: list[str], adapter_index: int | N
     for name, child in tree.items():
         if name in sources:
             out[name] = pick(sources[name], child)
-        elif name == "facts":
-            out[name] = pick(facts, {k: v for k, v in child.items() if k != "adapters"}) if None not in child else facts.model_dump(mode="json", exclude={"adapters"})
+        elif name == "facts":  # without the per-adapter list (that is `adapter_facts`)
+            if None in child:
+                out[name] = facts.model_dump(mode="json", exclude={"adapters"})
+            else:
+                out[name] = pick(facts, {k: v for k, v in child.items() if k != "adapters"})
         elif name == "input":
             out[name] = prune({"unknown_keys": list(inputs.unknown_keys)}, child)
         elif name == "adapters":
