@@ -115,3 +115,26 @@ def check_rule_paths(compiled: Iterable[Any]) -> None:
                 for path in _expression_paths(expression):
                     if not path_exists(path):
                         raise RuleFileError(c.file, field, f"reads {'.'.join(path)}, which the {path[0]} schema does not define")
+        check_fix(c.rule.fix, c.file)
+
+
+def check_fix(fix: Any, file: str) -> None:
+    """A rule's `fix` (engine/rules.Fix): its expressions compile and read only defined paths,
+    and every key it edits (other than an `{item}` hole) is a server-config setting."""
+    if fix is None:
+        return
+    from inkling_compat.engine.rules import compile_expression
+
+    for field, expression in fix.expressions().items():
+        try:
+            compile_expression(expression)
+        except ValueError as exc:
+            raise RuleFileError(file, field, f"CEL does not compile: {str(exc).splitlines()[0]}") from None
+        for path in _expression_paths(expression):
+            if not path_exists(path):
+                raise RuleFileError(file, field, f"reads {'.'.join(path)}, which the {path[0]} schema does not define")
+    for index, edit in enumerate(fix.edits):
+        for name in ("set", "remove", "rename", "to"):
+            key = getattr(edit, name)
+            if key is not None and "{" not in key and not path_exists(("config", *key.split("."))):
+                raise RuleFileError(file, f"fix.edits.{index}.{name}", f"edits {key}, which the server config schema does not define")

@@ -108,6 +108,89 @@ class Variant(BaseModel):
         return value
 
 
+_KEY = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*|\{item(?:\.[A-Za-z_][A-Za-z0-9_]*)*\})(?:\.(?:[A-Za-z_][A-Za-z0-9_]*|\{item(?:\.[A-Za-z_][A-Za-z0-9_]*)*\}))*$")
+
+
+class FixEdit(BaseModel):
+    """One change to the server config: `set` a key to a value, `remove` a key, or `rename`
+    a key `to` another. Keys are ServerConfig paths (`lora_backend`, `env.SGLANG_X`); under a
+    fix's `for_each`, a key may be an `{item...}` hole (the item's value, e.g. `{item.key}`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    set: str | None = Field(None, description="Key to set (added where the file lacks it)")
+    value: str | None = Field(None, description="CEL: the value `set` writes")
+    remove: str | None = Field(None, description="Key to remove (sglang's default applies)")
+    rename: str | None = Field(None, description="Key to rename (its value kept)")
+    to: str | None = Field(None, description="The key `rename` gives it")
+    when: str | None = Field(None, description="CEL: this edit only where true")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "FixEdit":
+        kinds = [k for k in ("set", "remove", "rename") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("an edit is exactly one of set, remove, rename")
+        if (self.set is None) != (self.value is None):
+            raise ValueError("`value` goes with `set`, and `set` needs one")
+        if (self.rename is None) != (self.to is None):
+            raise ValueError("`to` goes with `rename`, and `rename` needs one")
+        for key in (self.set, self.remove, self.rename, self.to):
+            if key is not None and not _KEY.match(key):
+                raise ValueError(f"key {key!r} is not a dotted config path (or an {{item...}} hole)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "set" if self.set is not None else "remove" if self.remove is not None else "rename"
+
+    @property
+    def key(self) -> str:
+        return self.set or self.remove or self.rename or ""
+
+    def expressions(self) -> dict[str, str]:
+        """field -> CEL text of this edit (for the load-time path check and compilation)."""
+        out = {}
+        if self.value is not None:
+            out["value"] = self.value
+        if self.when is not None:
+            out["when"] = self.when
+        return out
+
+
+class Fix(BaseModel):
+    """A machine-applicable fix: edits to the server config that are determined by the inputs
+    (never a choice the user has to make). `safe`: cannot change what is served beyond making
+    it load; `unsafe`: changes capacity or behaviour (applied only with --unsafe-fixes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    safety: Literal["safe", "unsafe"]
+    description: str = Field(description="What the fix does, in words")
+    for_each: str | None = Field(None, description="CEL list: the edits are made once per item, bound as `item`")
+    when: str | None = Field(None, description="CEL: the fix applies only where true (else it is listed, not applied)")
+    edits: list[FixEdit] = Field(min_length=1)
+
+    def expressions(self) -> dict[str, str]:
+        """field -> CEL text of the fix (for the load-time path check and compilation)."""
+        out = {}
+        if self.for_each is not None:
+            out["fix.for_each"] = self.for_each
+        if self.when is not None:
+            out["fix.when"] = self.when
+        for index, edit in enumerate(self.edits):
+            out.update({f"fix.edits.{index}.{name}": e for name, e in edit.expressions().items()})
+        return out
+
+    @model_validator(mode="after")
+    def _holes_need_items(self) -> "Fix":
+        if self.for_each is None:
+            for edit in self.edits:
+                for key in (edit.set, edit.remove, edit.rename, edit.to):
+                    if key is not None and "{" in key:
+                        raise ValueError(f"key {key!r} has an {{item}} hole but the fix has no for_each")
+        return self
+
+
 class Rule(BaseModel):
     """One rule file."""
 
@@ -141,6 +224,7 @@ class Rule(BaseModel):
     field_paths: list[str] = Field(default_factory=list)
     explanation: str
     fixes: list[str] = Field(min_length=1)
+    fix: Fix | None = Field(None, description="The machine-applicable fix, where one is determined by the inputs (check --fix)")
     examples: Examples
     references: list[str] = Field(default_factory=list)
 

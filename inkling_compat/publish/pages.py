@@ -155,12 +155,35 @@ def render_page(rule: Any, component: str) -> str:
         out += ["Reported as:", "", _fence(message, "text"), ""]
 
     out += ["## Fix", ""] + [f"- {fix.strip()}" for fix in rule.fixes] + [""]
+    if rule.fix is not None:
+        out += fix_lines(rule.fix)
     out += ["## Source", ""] + source_lines(rule) + [""]
     out += ["## Versions", ""] + _versions(rule) + [""]
     if rule.references:
         out += ["## References", ""] + [f"- {ref}" for ref in rule.references] + [""]
     out += [f"Page: <{rule_url(rule.id)}>"]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def fix_lines(fix: Any) -> list[str]:
+    """The rule's machine-applicable fix (`check --fix`; docs/fixes.md), as its page shows it."""
+    flag = "`check --fix`" if fix.safety == "safe" else "`check --fix --unsafe-fixes`"
+    out = [f"Machine-applicable ({_code(fix.safety)}, applied by {flag}; `check --diff` shows it): {fix.description.strip()}", ""]
+    if fix.for_each:
+        out += ["For each item (`item`) of:", "", _fence(fix.for_each.strip(), "cel"), ""]
+    if fix.when:
+        out += ["Applied only when:", "", _fence(fix.when.strip(), "cel"), ""]
+    out += ["| edit | key | value (CEL) |", "|---|---|---|"]
+    for edit in fix.edits:
+        if edit.kind == "set":
+            value = _code(catalog._cell(edit.value))
+        elif edit.kind == "rename":
+            value = "to " + _code(edit.to)
+        else:
+            value = "(sglang's default applies)"
+        when = f" (where {_code(catalog._cell(edit.when))})" if edit.when else ""
+        out.append(f"| {edit.kind} | {_code(edit.key)} | {value}{when} |")
+    return out + [""]
 
 
 def render_pages(rules: Sequence[Any] | None = None) -> dict[str, str]:

@@ -250,6 +250,22 @@ class Report:
     strict: bool = False
     # `check --fail-on warning`: any warning fails too (rules not checked do not; that is strict).
     fail_on_warning: bool = False
+    # What `fixes()` computes the fixes from: (inputs, facts, rules by id) of the check that made
+    # this report (engine/evaluate.py), None for a report built otherwise.
+    fix_source: Any = field(default=None, repr=False, compare=False)
+
+    def fixes(self) -> list[Any]:
+        """The machine-applicable fixes of this report's problems (`inkling_compat.fix.plan.Fix`:
+        rule, safety, edits with their computed values, the file and line they touch, whether
+        they can be applied); [] when the report does not know the check it came from."""
+        from inkling_compat.fix.plan import fixes_of
+
+        return fixes_of(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled report (SglangWouldRaise through a process pool) travels without the
+        # check's inputs, facts and rules: fixes() is for the process that checked.
+        return {k: v for k, v in self.__dict__.items() if k != "fix_source"}
 
     @property
     def errors(self) -> list[Problem]:

@@ -1,0 +1,83 @@
+"""`check --fix`, `check --diff` and `--unsafe-fixes` on the command line: the checks of
+`check` (with --select/--ignore applied, a fleet with --adapter-dir) run through
+`apply_fixes`, and the report says what was fixed and what remains.
+
+Text: a `fixed: N` section (each fix, its safety, its edits and line), the fixes not applied
+with the reason, then the report of the config as it now is. JSON: the report with a `fixes`
+list (each with `applied` true/false) and, for --diff, the `diff`. `--diff` prints the diff
+(and the fixes it would make) and writes nothing; it exits 1 when there is a change to show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any, Callable
+
+from inkling_compat.fix.apply import FixResult, apply_fixes
+
+
+def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, str | None], None]) -> int:
+    from inkling_compat.engine.selection import apply
+    from inkling_compat.report.outputs import render
+
+    def run(source: Any) -> Any:
+        if args.adapter_dir:
+            from inkling_compat.fleet import check_fleet
+
+            report = check_fleet(source, args.adapter_dir, args.adapter, model=args.model, platform=args.platform, sglang_version=args.sglang_version)
+        else:
+            from inkling_compat.engine.evaluate import check
+
+            report = check(source, args.adapter or None, model=args.model, platform=args.platform, sglang_version=args.sglang_version)
+        return apply(report, selection)
+
+    result = apply_fixes(args.config, run=run, unsafe=args.unsafe_fixes, write=not args.diff)
+    report = result.report
+    if args.strict:
+        report = dataclasses.replace(report, strict=True)
+    color = args.output is None and (args.color == "always" or (args.color == "auto" and sys.stdout.isatty()))
+    if args.format == "json":
+        document = json.loads(render("json", report, rules))
+        document["fixes"] = [f.to_dict() for f in result.fixes]
+        if args.diff:
+            document["diff"] = result.diff
+            document["rewrite_diff"] = result.rewrite_diff
+        emit(json.dumps(document, indent=2), args.output)
+    elif args.format == "text":
+        parts = [result.diff.rstrip("\n")] if args.diff and result.diff else []
+        parts.append(summary(result, would=args.diff))
+        if not args.diff:
+            parts.append(render("text", report, rules, fleet=bool(args.adapter_dir), color=color))
+        emit("\n".join(p for p in parts if p), args.output)
+    else:  # sarif / junit / github: the document is the report; the fixes go to stderr
+        if args.diff and result.diff:
+            print(result.diff, end="", file=sys.stderr)
+        print(summary(result, would=args.diff), file=sys.stderr)
+        emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=False), args.output)
+    if args.diff:
+        return 1 if result.diff else (0 if report.passes() else 1)
+    return 0 if report.passes() else 1
+
+
+def summary(result: FixResult, would: bool = False) -> str:
+    """The `fixed: N` section (`would fix: N` for --diff) and the fixes not applied, with why."""
+    applied, remaining = result.applied, result.remaining
+    lines = [f"{'would fix' if would else 'fixed'}: {len(applied)}" + (f" ({applied[0].file})" if applied and applied[0].file else "")]
+    for fix in applied:
+        where = f" (line {fix.line})" if fix.line else ""
+        lines.append(f"  {fix.rule_id}{_who(fix)} ({fix.safety}){where}: " + "; ".join(str(e) for e in fix.edits))
+    if remaining:
+        lines.append(f"not fixed: {len(remaining)}")
+        for fix in remaining:
+            edits = "; ".join(str(e) for e in fix.edits)
+            lines.append(f"  {fix.rule_id}{_who(fix)} ({fix.safety}){': ' + edits if edits else ''} - {fix.reason or 'not applied'}")
+    if result.rewrite_diff:
+        lines.append("the change the editor could not make in place (as the file rewritten whole; not applied):")
+        lines.append(result.rewrite_diff.rstrip("\n"))
+    return "\n".join(lines)
+
+
+def _who(fix: Any) -> str:
+    return f" [{fix.adapter}]" if fix.adapter else ""

@@ -1,0 +1,113 @@
+"""One edit made to a JSON server config in place: the key or value the edit changes is
+rewritten where it stands (the node marks libyaml gives a JSON document, which is YAML flow),
+the rest of the text (key order, spelling, spacing, line breaks) is left as it is. A new key
+goes after the last key of its object, on its own line with that key's indentation when the
+object has one key per line, else after a ", ".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from inkling_compat.fix.keys import normal, spelled, uses_dashes
+from inkling_compat.fix.target import CannotEdit, Conflict
+
+
+def apply_edit(text: str, edit: Any) -> str:
+    try:
+        from inkling_compat.inputs.loading import compose
+
+        root = compose(text)
+    except yaml.YAMLError as exc:
+        raise CannotEdit(f"the file does not parse as JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(root, yaml.MappingNode):
+        raise CannotEdit("the file is not a JSON object of settings")
+    parts = edit.key.split(".")
+    parent = root
+    for depth, part in enumerate(parts[:-1]):
+        found = _find(parent, part)
+        if found is None:
+            if edit.kind != "set":
+                return text
+            return _add(text, parent, parts[depth:], edit.value)
+        parent = found[1]
+        if not isinstance(parent, yaml.MappingNode):
+            raise CannotEdit(f"{part} is not an object")
+    found = _find(parent, parts[-1])
+    if edit.kind == "set":
+        if found is None:
+            return _add(text, parent, parts[-1:], edit.value)
+        node = found[1]
+        return text[: node.start_mark.index] + _dumps(value=edit.value, old=text[node.start_mark.index : node.end_mark.index]) + text[node.end_mark.index :]
+    if found is None:
+        return text
+    if edit.kind == "remove":
+        return _remove(text, parent, found)
+    new = (edit.to or "").split(".")
+    if [normal(p) for p in new] == [normal(p) for p in parts]:
+        return text  # the same key in another spelling (dashes or underscores)
+    if new[:-1] != parts[:-1]:
+        raise Conflict(f"{edit.key} -> {edit.to} moves the key to another object")
+    if _find(parent, new[-1]) is not None:
+        raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
+    key_node = found[0]
+    name = json.dumps(spelled(new[-1], "-" in str(key_node.value)))
+    return text[: key_node.start_mark.index] + name + text[key_node.end_mark.index :]
+
+
+def _find(mapping: Any, key: str) -> tuple[Any, Any] | None:
+    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and normal(str(k.value)) == normal(key)]
+    if len(hits) > 1:
+        raise CannotEdit(f"{key} is given twice ({', '.join(str(k.value) for k, _ in hits)})")
+    return hits[0] if hits else None
+
+
+def _dumps(value: Any, old: str = "") -> str:
+    """`value` as JSON, lists spaced as the value it replaces was (`[a, b]` or `[a,b]`)."""
+    if isinstance(value, list) and old.startswith("[") and "," in old and ", " not in old:
+        return json.dumps(value, separators=(",", ":"))
+    return json.dumps(value)
+
+
+def _remove(text: str, parent: Any, found: tuple[Any, Any]) -> str:
+    pairs = parent.value
+    index = next(i for i, pair in enumerate(pairs) if pair[0] is found[0])
+    if len(pairs) == 1:  # the only key: the object becomes {}
+        return text[: found[0].start_mark.index] + text[found[1].end_mark.index :].lstrip(" \t")
+    if index + 1 < len(pairs):  # up to the next key (its comma and the whitespace before it)
+        return text[: found[0].start_mark.index] + text[pairs[index + 1][0].start_mark.index :]
+    previous_end = pairs[index - 1][1].end_mark.index  # the last key: from the previous value's end
+    return text[:previous_end] + text[found[1].end_mark.index :]
+
+
+def _add(text: str, parent: Any, parts: list[str], value: Any) -> str:
+    dashes = uses_dashes([str(k.value) for k, _ in parent.value if isinstance(k, yaml.ScalarNode)])
+    names = [p if i > 0 and parts[0] == "env" or p == "env" else spelled(p, dashes) for i, p in enumerate(parts)]
+    entry: Any = value
+    for name in reversed(names[1:]):
+        entry = {name: entry}
+    if not parent.value:  # `{}`: written inside the braces
+        inside = parent.start_mark.index + 1
+        return text[:inside] + json.dumps(names[0]) + ": " + json.dumps(entry) + text[inside:]
+    last_key, last_value = parent.value[-1]
+    lines = len({k.start_mark.line for k, _ in parent.value}) == len(parent.value) and len(parent.value) > 1 or last_key.start_mark.line != parent.start_mark.line
+    if lines:
+        indent = " " * last_key.start_mark.column
+        sep = ",\n" + indent
+        step = len(indent) - _line_indent(text, parent.start_mark.index)
+        rendered = json.dumps(entry, indent=step if step > 0 else None)
+        if step > 0:
+            rendered = rendered.replace("\n", "\n" + indent)
+    else:
+        sep, rendered = ", ", json.dumps(entry)
+    end = last_value.end_mark.index
+    return text[:end] + sep + json.dumps(names[0]) + ": " + rendered + text[end:]
+
+
+def _line_indent(text: str, index: int) -> int:
+    start = text.rfind("\n", 0, index) + 1
+    line = text[start:index]
+    return len(line) - len(line.lstrip(" "))
