@@ -49,14 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--settings", metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")
     chk.add_argument("--isolated", action="store_true", help="use no settings file")
     chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
-<<<<<<< HEAD
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="color the text output: auto (default: on a terminal, unless NO_COLOR is set), always, never")
-=======
-    chk.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     chk.add_argument("--fix", action="store_true", help="apply the safe machine-applicable fixes to the server config in place, re-check, repeat; report what was fixed and what remains")
     chk.add_argument("--diff", action="store_true", help="print the unified diff of what --fix would change; write nothing")
     chk.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: also the fixes that change capacity or behaviour (TP size, pool rank, slots, dtype)")
->>>>>>> h24
     rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
     rules.add_argument("id", nargs="?", help="a rule id: print its page (docs/rules/<id>.md)")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -74,6 +70,8 @@ def _run_check(args: argparse.Namespace) -> int:
     from inkling_compat.report.outputs import render
 
     report, rules = check_report(args)
+    if rules is None:  # --fix / --diff printed its own report; `report` is its exit status
+        return report
     color = args.output is None and use_color(args.color, sys.stdout.isatty())
     _emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=color), args.output)
     return exit_status(report, args.exit_zero)
@@ -90,11 +88,10 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     check_words(args.platform, args.adapter, args.config)
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _started()
-    if args.fix or args.diff:
+    if args.fix or args.diff:  # the check runs inside the fix loop (inkling_compat/fix/)
         from inkling_compat.fix.command import run_fix_command
 
-        return run_fix_command(args, selection, load_rules(), _emit)
-
+        return run_fix_command(args, selection, load_rules(), _emit), None
     if args.adapter_dir:
         from inkling_compat.fleet import ProgressBar, check_fleet
 

@@ -10,7 +10,6 @@ list (each with `applied` true/false) and, for --diff, the `diff`. `--diff` prin
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from typing import Any, Callable
@@ -34,10 +33,10 @@ def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, 
         return apply(report, selection)
 
     result = apply_fixes(args.config, run=run, unsafe=args.unsafe_fixes, write=not args.diff)
-    report = result.report
-    if args.strict:
-        report = dataclasses.replace(report, strict=True)
-    color = args.output is None and (args.color == "always" or (args.color == "auto" and sys.stdout.isatty()))
+    from inkling_compat.report.gate import exit_status, gated, use_color
+
+    report = gated(result.report, args.fail_on, args.strict)
+    color = args.output is None and use_color(args.color, sys.stdout.isatty())
     if args.format == "json":
         document = json.loads(render("json", report, rules))
         document["fixes"] = [f.to_dict() for f in result.fixes]
@@ -56,9 +55,9 @@ def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, 
             print(result.diff, end="", file=sys.stderr)
         print(summary(result, would=args.diff), file=sys.stderr)
         emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=False), args.output)
-    if args.diff:
-        return 1 if result.diff else (0 if report.passes() else 1)
-    return 0 if report.passes() else 1
+    if args.diff and result.diff and not args.exit_zero:
+        return 1  # a change to show fails a gate, as `ruff --diff` does
+    return exit_status(report, args.exit_zero)
 
 
 def summary(result: FixResult, would: bool = False) -> str:
