@@ -325,9 +325,11 @@ def _fail(code: int, line: str, as_json: tuple[str, str | None] | None, **error:
     "internal_error": {"type", "message"}}."""
     from inkling_compat.output_stream import OutputError, say, write_stdout
 
+    from inkling_compat.report.escape import shown
+
     if "\n" in line or "\r" in line:  # one line, whatever the message held
         line = " ".join(line.split())
-    say(line)  # (stderr that cannot take it: the exit code still says it)
+    say(shown(line))  # (stderr that cannot take it: the exit code still says it)
     if as_json:
         from inkling_compat.report.outputs import render_failure
 
