@@ -73,7 +73,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if rules is None:  # --fix / --diff printed its own report; `report` is its exit status
         return report
     color = args.output is None and use_color(args.color, sys.stdout.isatty())
-    _emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=color), args.output)
+    _emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=color), args.output, args.format)
     return exit_status(report, args.exit_zero)
 
 
@@ -87,6 +87,7 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
     check_words(args.platform, args.adapter, args.config)
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
+    _refuse_output_over_inputs(args)
     _started()
     if args.fix or args.diff:  # the check runs inside the fix loop (inkling_compat/fix/)
         from inkling_compat.fix.command import run_fix_command
@@ -128,22 +129,22 @@ def _selection(args: argparse.Namespace, rules: tuple) -> object:
     from inkling_compat.engine.selection import build_selection, find_settings
 
     settings = None if args.isolated else (args.settings or find_settings(args.config))
+    args.settings_used = settings
     return build_selection((c.rule.id for c in rules), select=args.select, ignore=args.ignore, settings_file=settings)
 
 
-def _emit(text: str, output: str | None) -> None:
+def _emit(text: str, output: str | None, fmt: str = "text") -> None:
     """The document on stdout, or in --output FILE (exit 2 if it cannot be written)."""
-    if output is None:
-        if text:
-            print(text)
-        return
-    from inkling_compat.errors import InputError
+    from inkling_compat.output_stream import emit
 
-    try:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n" if text else "")
-    except OSError as exc:
-        raise InputError(output, "--output", f"cannot write: {exc.strerror}") from None
+    emit(text, output, fmt)
+
+
+def _refuse_output_over_inputs(args: argparse.Namespace) -> None:
+    from inkling_compat.output_stream import refuse_inputs_as_output
+
+    files = [args.config, args.model, args.platform, *args.adapter, getattr(args, "settings_used", None)]
+    refuse_inputs_as_output(args.output, files, folders=[args.model, *args.adapter, *args.adapter_dir])
 
 
 class _VersionAction(argparse.Action):
@@ -267,10 +268,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and gc.isenabled():
         gc.disable()
         _collector_paused = True
+    from inkling_compat import output_stream
+
+    output_stream.prepare()
     try:
-        return _main(argv)
+        code = _main(argv)
     finally:
         _started()  # (a no-op once `check` has called it)
+    return output_stream.finish(code, own_process=argv is None)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -281,6 +286,7 @@ def _main(argv: Sequence[str] | None) -> int:
     # (Effective only while no model is built yet: the package's __init__ must import lazily.)
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError
+    from inkling_compat.output_stream import stream_error
 
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wanted_format(argv)
@@ -297,21 +303,23 @@ def _main(argv: Sequence[str] | None) -> int:
     except RuleFileError as exc:
         return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: broken rule file: {exc}", as_json, internal_error={"type": "RuleFileError", "message": f"broken rule file: {exc}"})
     except InputError as exc:
+        if as_json and exc.field in ("--output", "(output)"):  # the failure document goes to stdout
+            as_json = (as_json[0], None)
         return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": exc.file, "field": exc.field, "reason": exc.reason})
     except RuleEvaluationError as exc:
         return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {exc}", as_json, internal_error={"type": "RuleEvaluationError", "message": str(exc)})
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # The reader (`| head`) went away: stop quietly, and keep Python from complaining
-        # again when it flushes stdout at exit.
-        import os
+    except OSError as exc:
+        if not stream_error(exc):
+            return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {type(exc).__name__}: {exc}", as_json, internal_error={"type": type(exc).__name__, "message": str(exc)})
+        # A print() to a full disk, a closed stream or a reader gone away (`| head`): exit 2.
+        from inkling_compat.output_stream import say, silence
 
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
-        return EXIT_OK
+        say(f"inkling-compat: error: cannot write to standard output: {exc.strerror or type(exc).__name__}")
+        if argv is None:
+            silence(1)  # what is still buffered would fail again at exit
+        return EXIT_INPUT
     except Exception as exc:  # never a traceback for the user
         return _fail(EXIT_INTERNAL, f"inkling-compat: internal error: {type(exc).__name__}: {exc}", as_json, internal_error={"type": type(exc).__name__, "message": str(exc)})
 
@@ -340,18 +348,26 @@ def _fail(code: int, line: str, as_json: tuple[str, str | None] | None, **error:
     """One line on stderr; with `check|run --format json`, also one JSON document on stdout:
     {"ok": false, "input_error": {"file", "field", "reason"}} or {"ok": false,
     "internal_error": {"type", "message"}}."""
+    from inkling_compat.output_stream import OutputError, say, write_stdout
+
+    from inkling_compat.report.escape import shown
+
     if "\n" in line or "\r" in line:  # one line, whatever the message held
         line = " ".join(line.split())
-    print(line, file=sys.stderr)
+    say(shown(line))  # (stderr that cannot take it: the exit code still says it)
     if as_json:
         from inkling_compat.report.outputs import render_failure
 
         fmt, output = as_json
         document = render_failure(fmt, code, **error) or ""
         try:
-            _emit(document, output)
-        except Exception:  # noqa: BLE001 - the output file is what failed: stdout still gets it
-            print(document)
+            _emit(document, output, fmt)
+        except OutputError:  # the output file is what failed: stdout still gets it
+            try:
+                if output is not None and document:
+                    write_stdout(document, fmt)
+            except OutputError:
+                pass
     return code
 
 

@@ -102,7 +102,8 @@ def test_sglang_version_selects_the_wording(tmp_path):
 
 
 def test_closed_stdout_is_not_an_internal_error(tmp_path, monkeypatch, capsys):
-    """`inkling-compat check ... | head -1`: the reader leaves early; no 'internal error'."""
+    """`inkling-compat check ... | head -1`: the reader leaves early; no 'internal error', but
+    exit 2 and one line: the report was not delivered."""
 
     class ClosedPipe:
         def isatty(self):
@@ -116,8 +117,9 @@ def test_closed_stdout_is_not_an_internal_error(tmp_path, monkeypatch, capsys):
 
     paths = write_setup(tmp_path, config={"lora_backend": "csgmv", "max_loras_per_batch": 8}, adapter=eight_slot_pool())
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
-    assert cli.main(check_args(paths)) == 0
-    assert capsys.readouterr().err == ""
+    assert cli.main(check_args(paths)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Broken pipe" in err and "internal error" not in err
 
 
 @pytest.mark.skipif(

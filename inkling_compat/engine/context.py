@@ -38,8 +38,27 @@ def cel_context(variables: dict[str, Any]) -> Any:
     ctx.add_function("pytype", python_type_name)
     ctx.add_function("pysorted", python_sorted)
     ctx.add_function("join", join_strings)
-    ctx.update(variables)
+    try:
+        ctx.update(variables)
+    except ValueError:
+        # A string CEL cannot hold: a file name that is not UTF-8 (lone surrogates) read as text.
+        ctx.update(_as_text(variables))
     return ctx
+
+
+def _as_text(value: Any) -> Any:
+    """`value` with every string that is not valid text written with `\\xff` escapes."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {_as_text(k): _as_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_text(v) for v in value)
+    return value
 
 
 # Built contexts by their variables' exact content: marshal writes types (bool is not int,
@@ -230,7 +249,10 @@ class Contexts:
             return self.shared
         doc, af = self._view(index)
         self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
-        self.per_adapter.update({"adapter": doc, "adapter_facts": af})
+        try:
+            self.per_adapter.update({"adapter": doc, "adapter_facts": af})
+        except ValueError:  # a name that is not UTF-8 (see cel_context)
+            self.per_adapter.update(_as_text({"adapter": doc, "adapter_facts": af}))
         return self.per_adapter
 
 

@@ -23,7 +23,7 @@ from inkling_compat.errors import RuleFileError as InputError
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 
 if TYPE_CHECKING:
-    from inkling_compat.engine import definitions  # imported where used: a cached start needs none of it
+    from inkling_compat.engine import definitions  # imported where used: a start from the compiled artifact needs none of it
 
 # sglang's start-up sequence; problems are reported in this order (then by `order`).
 STAGES = (
@@ -418,9 +418,7 @@ def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[
     from inkling_compat.engine import definitions
 
     try:
-        from inkling_compat.engine.rule_cache import parse_rule_yaml  # parsed form cached on disk by content
-
-        data = parse_rule_yaml(path)
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
@@ -446,33 +444,38 @@ def _validated(data: dict[str, Any], origins: dict[str, str], name: str, stem: s
 
 @lru_cache(maxsize=4)
 def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
-    """Every rule in `rules/`, validated and compiled, in sglang's check order.
+    """Every rule in `rules/` (or `directory`), validated and compiled, in sglang's check order.
 
-    After a load that passed every check, the expanded data of the rules is kept in the rule-set
-    cache (engine/rule_cache.py), keyed by the folder's files and the code that validates them; a
-    later process with the same key validates and compiles that data instead of expanding the
-    files again and re-running the path check."""
-    from inkling_compat.engine import rule_cache
+    The package's own rules come from the compiled artifact (engine/compiled_rules.py) when it is
+    current, each still validated and its CEL compiled; any other folder, or a stale artifact,
+    is compiled from its files."""
+    from inkling_compat.engine import compiled_rules
 
     folder = Path(directory) if directory else rules_dir()
-    key = rule_cache.rule_set_key(folder)
-    stored = rule_cache.load_rule_set(key)
+    stored = compiled_rules.load(folder) if folder == rules_dir() else None
     if stored is not None:
         compiled = [_validated(data, {}, name, name[: -len(".yaml")] if name.endswith(".yaml") else name) for name, data in stored]
         _check_after(compiled)
     else:
-        # Imported here: a start with the rule set cached needs neither module.
-        from inkling_compat.engine import definitions
-        from inkling_compat.engine.paths import check_rule_paths
-
-        defs = definitions.load_definitions(folder)
-        expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
-        compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
-        _check_after(compiled)
-        check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
-        rule_cache.store_rule_set(key, [(path.name, data) for path, (data, _) in expanded])
+        compiled, _ = compile_folder(folder)
     in_stage_order = sorted(compiled, key=lambda c: (STAGES.index(c.rule.stage), c.rule.order, c.rule.id))
     return dependency_order(in_stage_order)
+
+
+def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, dict[str, Any]]]]:
+    """The rules of `folder` compiled from their files with every load-time check, and the
+    expanded data of each (file name, data): what the compiled artifact holds."""
+    # Imported here: a start from the compiled artifact needs neither module.
+    from inkling_compat.engine import definitions
+    from inkling_compat.engine.paths import check_rule_paths
+
+    defs = definitions.load_definitions(folder)
+    expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+    compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
+    _check_after(compiled)
+    check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
+    dependency_order(compiled)  # a cycle is refused here too
+    return compiled, [(path.name, data) for path, (data, _) in expanded]
 
 
 def _check_after(compiled: list[CompiledRule]) -> None:

@@ -16,6 +16,11 @@ select; `--ignore` adds to its ignores. Selection runs after the check, on the r
 ignored problem is moved to `Report.ignored` with its reason (JSON `ignored`, SARIF
 suppressions, JUnit skipped), never dropped silently; rules an ignored rule gates (`after`)
 stay unreached, as sglang would still stop at the ignored problem.
+
+What a settings file did is never hidden: the report names the file used and, for each
+severity override, ignore or select it applied, how many problems it changed and the line that
+said so (`Report.selection["notes"]`: "1 error reported as warning by ../.inkling-compat.yaml:3").
+Settings files are read with the inputs' caps (size, a regular file: never a FIFO or device).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class Ignore:
     pattern: str
     reason: str
     by: str  # where it was said: the settings file, or "(command line)"
+    line: int | None = None  # the settings file's line that says it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +76,9 @@ class Selection:
     severity: tuple[tuple[str, str], ...] = ()
     settings_file: str | None = None
     select_by: str | None = None  # who gave `select`: the settings file or "(command line)"
+    # The settings file's line of `select` and of each severity override (same order).
+    select_line: int | None = None
+    severity_lines: tuple[int | None, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -79,9 +88,16 @@ class Selection:
         return {
             "settings_file": self.settings_file,
             "select": list(self.select),
-            "ignore": [{"rule": i.pattern, "reason": i.reason, "by": i.by} for i in self.ignore],
+            "ignore": [dict({"rule": i.pattern, "reason": i.reason, "by": i.by}, **({} if i.line is None else {"line": i.line})) for i in self.ignore],
             "severity": dict(self.severity),
         }
+
+    def said_by(self, by: str, line: int | None) -> str:
+        """Where a setting was said: "../.inkling-compat.yaml:3", or "the command line"."""
+        if by == COMMAND_LINE:
+            return "the command line"
+        shown = _relative(by)
+        return f"{shown}:{line}" if line is not None else shown
 
 
 def matches(pattern: str, rule_id: str) -> bool:
@@ -96,11 +112,13 @@ def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
         here = here.parent
     here = here.resolve() if here.exists() else Path.cwd().resolve()
     for folder in (here, *here.parents):
+        # Anything there but a folder counts (a FIFO or device is then refused by name when
+        # read, never skipped silently nor read).
         candidate = folder / SETTINGS_YAML
-        if candidate.is_file():
+        if candidate.exists() and not candidate.is_dir():
             return candidate
         pyproject = folder / PYPROJECT
-        if pyproject.is_file() and _pyproject_table(pyproject) is not None:
+        if pyproject.exists() and not pyproject.is_dir() and _pyproject_table(pyproject) is not None:
             return pyproject
     return None
 
@@ -116,11 +134,8 @@ def _pyproject_table(path: Path) -> dict[str, Any] | None:
     parse is someone else's business unless it mentions our table."""
     import tomllib
 
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if len(raw) > 16 * 1024 * 1024 or not _MENTIONS_TABLE.search(raw):  # (most pyprojects: not parsed at all)
+    raw = _settings_bytes(path)
+    if not _MENTIONS_TABLE.search(raw):  # (most pyprojects: not parsed at all)
         return None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
@@ -135,6 +150,47 @@ def _pyproject_table(path: Path) -> dict[str, Any] | None:
     if not isinstance(table, dict):
         raise InputError(str(path), TABLE, f"expected a table, got {type(table).__name__}")
     return table
+
+
+def _settings_bytes(path: Path) -> bytes:
+    """A settings file's bytes, with the caps of an input document (inputs/loading)."""
+    from inkling_compat.inputs.limits import read_bounded
+    from inkling_compat.inputs.loading import MAX_INPUT_BYTES
+
+    return read_bounded(path, MAX_INPUT_BYTES, "(settings)")
+
+
+def _relative(file: str) -> str:
+    try:
+        return os.path.relpath(file)
+    except ValueError:  # another drive (Windows)
+        return file
+
+
+def _lines(path: Path, prefix: str) -> Any:
+    """key path -> line of a settings file ("select", "ignore[1]", "severity.X"), or None."""
+    try:
+        text = _settings_bytes(path).decode("utf-8")
+    except (InputError, UnicodeDecodeError):
+        return lambda key, pattern=None: None
+    if not prefix:  # YAML: every key's position from the composed document
+        from inkling_compat.inputs.source_map import positions
+
+        found = positions(text)
+        return lambda key, pattern=None: found.get(key, (None,))[0]
+    # pyproject.toml: the first line after our table's header that names the pattern (or key)
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if "inkling-compat" in line), 0)
+
+    def line_of(key: str, pattern: str | None = None) -> int | None:
+        base = key.split("[")[0].split(".")[0]
+        needles = [f'"{pattern}"', f"'{pattern}'"] if pattern else []
+        for i in range(start, len(lines)):
+            if any(n in lines[i] for n in needles) or (not needles and re.match(rf"\s*{re.escape(base)}\s*=", lines[i])):
+                return i + 1
+        return None
+
+    return line_of
 
 
 def read_settings(path: str | os.PathLike[str]) -> tuple[Settings, str]:
@@ -187,20 +243,26 @@ def build_selection(
     chosen: list[str] = []
     ignores: list[Ignore] = []
     severity: dict[str, str] = {}
+    severity_lines: list[int | None] = []
+    select_line = None
     shown = None
     if settings_file is not None:
         shown = str(settings_file)
         settings, prefix = read_settings(settings_file)
+        line_of = _lines(Path(settings_file), prefix) if (settings.select or settings.ignore or settings.severity) else None
         for index, pattern in enumerate(settings.select or ()):
             _known(pattern, ids, shown, f"{prefix}select[{index}]")
             chosen.append(pattern.strip())
+        if chosen and line_of is not None:
+            select_line = line_of("select")
         for index, entry in enumerate(settings.ignore):
             rule, reason = (entry, "") if isinstance(entry, str) else (entry.rule, entry.reason)
             _known(rule, ids, shown, f"{prefix}ignore[{index}]" + ("" if isinstance(entry, str) else ".rule"))
-            ignores.append(Ignore(rule.strip(), reason, shown))
+            ignores.append(Ignore(rule.strip(), reason, shown, line_of(f"ignore[{index}]", rule) if line_of else None))
         for pattern, value in settings.severity.items():
             _known(pattern, ids, shown, f"{prefix}severity.{pattern}")
             severity[pattern.strip()] = value
+            severity_lines.append(line_of(f"severity.{pattern}", pattern) if line_of else None)
     cli_select = _split(select)
     if cli_select:
         for pattern in cli_select:
@@ -209,7 +271,10 @@ def build_selection(
     for pattern in _split(ignore):
         _known(pattern, ids, COMMAND_LINE, "--ignore")
         ignores.append(Ignore(pattern, "", COMMAND_LINE))
-    return Selection(tuple(chosen), tuple(ignores), tuple(severity.items()), shown, COMMAND_LINE if cli_select else shown)
+    return Selection(
+        tuple(chosen), tuple(ignores), tuple(severity.items()), shown, COMMAND_LINE if cli_select else shown,
+        None if cli_select else select_line, tuple(severity_lines),
+    )
 
 
 def _split(values: Iterable[str]) -> list[str]:
@@ -231,20 +296,41 @@ def _known(pattern: Any, ids: list[str], file: str, field: str) -> None:
 def apply(report: Report, selection: Selection) -> Report:
     """The report with unselected and ignored problems moved to `ignored` (with the reason)
     and severities overridden; the input report is left as it is."""
-    if selection.empty:
+    if selection.empty:  # (a settings file with none of select, ignore, severity changes nothing)
         return report
     kept = []
     ignored = list(report.ignored)
+    said: dict[str, int] = {}  # note -> problems it applies to, in the order first met
     for problem in report.problems:
         why = _why_ignored(problem.rule_id, selection)
         if why is not None:
             reason, by = why
             entry = {k: v for k, v in problem.to_dict().items() if k in ("rule_id", "severity", "origin", "error_class", "message", "stage", "field_paths", "adapter", "adapter_index", "locations")}
             ignored.append(dict(entry, reason=reason, by=by))
+            note = _ignore_note(problem.rule_id, selection)
+            said[note] = said.get(note, 0) + 1
             continue
-        override = next((value for pattern, value in selection.severity if matches(pattern, problem.rule_id)), None)
-        kept.append(dataclasses.replace(problem, severity=override) if override and override != problem.severity else problem)
-    return dataclasses.replace(report, problems=kept, ignored=ignored, selection=selection.to_dict())
+        index = next((i for i, (pattern, _) in enumerate(selection.severity) if matches(pattern, problem.rule_id)), None)
+        override = selection.severity[index][1] if index is not None else None
+        if override and override != problem.severity:
+            line = selection.severity_lines[index] if index < len(selection.severity_lines) else None
+            note = f"{problem.severity}(s) reported as {override} by {selection.said_by(selection.settings_file or COMMAND_LINE, line)} ({selection.severity[index][0]})"
+            said[note] = said.get(note, 0) + 1
+            problem = dataclasses.replace(problem, severity=override)
+        kept.append(problem)
+    chosen = selection.to_dict()
+    notes = [f"settings: {_relative(selection.settings_file)}"] if selection.settings_file else []
+    notes += [f"{count} {note.replace('(s)', '', 1) if count == 1 else note}" for note, count in said.items()]
+    chosen["notes"] = notes
+    return dataclasses.replace(report, problems=kept, ignored=ignored, selection=chosen)
+
+
+def _ignore_note(rule_id: str, selection: Selection) -> str:
+    """What left `rule_id` out, and where that was said (without the count)."""
+    for entry in selection.ignore:
+        if matches(entry.pattern, rule_id):
+            return f"problem(s) ignored by {selection.said_by(entry.by, entry.line)} ({entry.pattern})"
+    return f"problem(s) not selected by {selection.said_by(selection.select_by or COMMAND_LINE, selection.select_line)} (select: {', '.join(selection.select)})"
 
 
 def _why_ignored(rule_id: str, selection: Selection) -> tuple[str, str] | None:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from inkling_compat.fix.apply import FixResult, apply_fixes
 
 
-def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, str | None], None]) -> int:
+def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, str | None, str], None]) -> int:
     from inkling_compat.engine.selection import apply
     from inkling_compat.report.outputs import render
 
@@ -43,18 +43,18 @@ def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, 
         if args.diff:
             document["diff"] = result.diff
             document["rewrite_diff"] = result.rewrite_diff
-        emit(json.dumps(document, indent=2), args.output)
+        emit(json.dumps(document, indent=2), args.output, "json")
     elif args.format == "text":
         parts = [result.diff.rstrip("\n")] if args.diff and result.diff else []
         parts.append(summary(result, would=args.diff))
         if not args.diff:
             parts.append(render("text", report, rules, fleet=bool(args.adapter_dir), color=color))
-        emit("\n".join(p for p in parts if p), args.output)
+        emit("\n".join(p for p in parts if p), args.output, "text")
     else:  # sarif / junit / github: the document is the report; the fixes go to stderr
         if args.diff and result.diff:
             print(result.diff, end="", file=sys.stderr)
         print(summary(result, would=args.diff), file=sys.stderr)
-        emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=False), args.output)
+        emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=False), args.output, args.format)
     if args.diff and result.diff and not args.exit_zero:
         return 1  # a change to show fails a gate, as `ruff --diff` does
     return exit_status(report, args.exit_zero)

@@ -484,6 +484,16 @@ def _short(value: Any) -> str:
 # --- adapter directories -------------------------------------------------------------------
 
 
+def as_text(name: str) -> str:
+    """A file system name as text: the bytes that are not UTF-8 (which Python decodes to lone
+    surrogates, text nothing else accepts) written as `\\xff`; any other name unchanged."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _weight_files(directory: str) -> tuple[str, list[str]]:
     """(format, file names) sglang's loader would read: safetensors, else bin, else pt."""
     try:
@@ -513,8 +523,8 @@ def read_adapter_dir(
     """The manifest of a PEFT adapter directory (see the module doc). Never raises for the
     directory's content; raises `InputError` only if `directory` is not a directory."""
     directory = os.fspath(directory)
-    display = path if path is not None else directory
-    adapter_name = name if name is not None else (os.path.basename(os.path.normpath(directory)) or directory)
+    display = as_text(path if path is not None else directory)
+    adapter_name = as_text(name if name is not None else (os.path.basename(os.path.normpath(directory)) or directory))
     if not os.path.isdir(directory):
         raise InputError(directory, "(adapter)", "not a directory")
     root_real = _root_real if _root_real is not None else os.path.realpath(directory)
@@ -731,8 +741,8 @@ def _read_entry(directory: str, folder_real: str | None, name: str | None, path:
 
 def _unreadable(directory: str, name: str, path: str | None, pinned: bool, reason: str, file: str) -> PeftManifest:
     return PeftManifest.model_construct(
-        name=name,
-        path=path if path is not None else directory,
+        name=as_text(name),
+        path=as_text(path if path is not None else directory),
         adapter_config={},
         tensors=_EMPTY_TABLE,
         added_tokens=None,

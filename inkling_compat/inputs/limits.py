@@ -268,3 +268,43 @@ def check_strings(data: Any) -> None:
                 stack.append((value, f"{path}.{key}" if path else str(key)))
         elif isinstance(item, list):
             stack.extend((value, f"{path}[{index}]") for index, value in enumerate(item))
+
+
+def read_bounded(path: Any, cap: int, field: str = "(file)") -> bytes:
+    """The bytes of the regular file `path`, at most `cap`; `InputError` naming the file
+    otherwise (a FIFO, socket or device is never read: opened with O_NONBLOCK and refused once
+    fstat says what it is; a file growing past the cap while read is refused too)."""
+    import os
+    import stat
+
+    from inkling_compat.errors import InputError
+
+    name = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InputError(name, field, "no such file") from None
+    except OSError as exc:
+        raise InputError(name, field, f"cannot read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, socket or device)"
+            raise InputError(name, field, f"is {what}: never read")
+        if info.st_size > cap:
+            raise InputError(name, field, f"{info.st_size} bytes is more than the {cap}-byte limit")
+        chunks, left = [], info.st_size + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        raw = b"".join(chunks)
+        if len(raw) > info.st_size:
+            raise InputError(name, field, "grew while it was read")
+        return raw
+    except OSError as exc:
+        raise InputError(name, field, f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)

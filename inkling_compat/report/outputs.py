@@ -68,21 +68,23 @@ def render(fmt: str, report: Report, rules: Iterable[Any] = (), *, fleet: bool =
         from inkling_compat.report.sarif import render_sarif
 
         return render_sarif(report, rules)
+    from inkling_compat.report.escape import shown
+
     if fmt == "junit":
         from inkling_compat.report.junit import render_junit
 
-        return render_junit(report, rules)
+        return shown(render_junit(report, rules))
     if fmt == "github":
         from inkling_compat.report.github import render_github
 
-        return render_github(report)
+        return shown(render_github(report))
     if fmt == "concise":
         from inkling_compat.report.concise import render_concise
 
-        return render_concise(report)
+        return shown(render_concise(report))
     from inkling_compat.report.text import render_by_adapter, render_text
 
-    return render_by_adapter(report, color=color) if fleet else render_text(report, color=color)
+    return shown(render_by_adapter(report, color=color) if fleet else render_text(report, color=color), keep_colors=color)
 
 
 def render_failure(fmt: str, code: int, **error: dict[str, Any]) -> str | None:
@@ -94,14 +96,16 @@ def render_failure(fmt: str, code: int, **error: dict[str, Any]) -> str | None:
         from inkling_compat.report.sarif import sarif_failure
 
         return sarif_failure(code, **error)
+    from inkling_compat.report.escape import shown
+
     if fmt == "junit":
         from inkling_compat.report.junit import junit_failure
 
-        return junit_failure(code, **error)
+        return shown(junit_failure(code, **error))
     if fmt == "github":
         from inkling_compat.report.github import github_failure
 
-        return github_failure(code, **error)
+        return shown(github_failure(code, **error))
     return None
 
 

@@ -91,11 +91,20 @@ def sarif_log(report: Report, rules: Iterable[Any] = ()) -> dict[str, Any]:
                 "rules": [_descriptor(rule_id, known.get(rule_id)) for rule_id in order],
             }
         },
-        "invocations": [{"executionSuccessful": True, "exitCode": _exit_code(report)}],
+        "invocations": [_invocation(report)],
         "results": results,
         "properties": {"sglang_version": report.sglang_version, "rules_evaluated": report.rules_evaluated, "not_given": list(report.not_given)},
     }
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _invocation(report: Report) -> dict[str, Any]:
+    """The run's invocation; what the settings file changed as configuration notifications."""
+    invocation: dict[str, Any] = {"executionSuccessful": True, "exitCode": _exit_code(report)}
+    notes = (report.selection or {}).get("notes") or []
+    if notes:
+        invocation["toolConfigurationNotifications"] = [{"level": "note", "message": {"text": note}} for note in notes]
+    return invocation
 
 
 def _exit_code(report: Report) -> int:

@@ -1,0 +1,236 @@
+"""Writing what the command prints, so that no output stream can fail the run.
+
+Any encoding works: what the stream cannot encode is escaped as the format reads it (`\\u00e9`
+in JSON and SARIF, `&#233;` in JUnit XML, `\\xe9` in text and GitHub annotations). A full disk, a
+closed stream or a reader gone away (`| head`) is an `OutputError`: exit 2 with one line on
+stderr while stderr can still take one; a line that cannot be written is dropped, never a
+traceback. `--output FILE` is written to a temporary file in the same folder and renamed over
+FILE, so a reader (or a second run) never sees half a report; an `--output` that is one of the
+inputs is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from inkling_compat.errors import InputError
+
+# The errors of a write that are the stream's, not the tool's.
+STREAM_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+class OutputError(InputError):
+    """The report could not be written (exit 2)."""
+
+
+def _json_escape(exc: UnicodeError) -> tuple[str, int]:
+    """`\\uXXXX` (a surrogate pair past U+FFFF): what JSON reads back as the same character;
+    non-ASCII characters only ever stand inside JSON strings."""
+    assert isinstance(exc, UnicodeEncodeError)
+    out = []
+    for ch in exc.object[exc.start : exc.end]:
+        code = ord(ch)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error("inkling_compat.json", _json_escape)
+_ERRORS = {"json": "inkling_compat.json", "sarif": "inkling_compat.json", "junit": "xmlcharrefreplace"}
+
+
+class _Closed:
+    """Standard output when its descriptor was closed before the start: every write fails,
+    as a write to a closed descriptor does (print() to None would drop the report silently)."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def prepare() -> None:
+    """At the start of the command: escape what stdout and stderr cannot encode (print() and
+    every other write), and make a closed stdout fail loudly."""
+    if sys.stdout is None:
+        sys.stdout = _Closed()  # type: ignore[assignment]
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
+def stream_error(exc: BaseException) -> bool:
+    """Whether `exc` is a failed write to an output stream (not a defect)."""
+    return isinstance(exc, OSError) and (isinstance(exc, BrokenPipeError) or exc.errno in STREAM_ERRNOS)
+
+
+def _stream_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def write_stdout(text: str, fmt: str = "text") -> None:
+    """`text` and a newline on stdout, flushed; what its encoding lacks escaped for `fmt`."""
+    stream = sys.stdout
+    try:
+        if stream is None:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        if fmt in _ERRORS and codecs.lookup(encoding).name != "utf-8":
+            # JSON and XML documents declare (or imply) UTF-8: in any other encoding they are
+            # written as ASCII, the rest escaped, which reads the same in every encoding.
+            encoding = "ascii"
+        data = text + "\n"
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            stream.flush()
+            buffer.write(data.encode(encoding, errors=_ERRORS.get(fmt, "backslashreplace")))
+            buffer.flush()
+        else:
+            stream.write(data.encode(encoding, errors=_ERRORS.get(fmt, "backslashreplace")).decode(encoding))
+            stream.flush()
+    except OSError as exc:
+        if not stream_error(exc):
+            raise
+        _stdout_failed.append(True)
+        raise OutputError("(standard output)", "(output)", f"cannot write the report: {_stream_reason(exc)}") from None
+    except ValueError:  # "I/O operation on closed file"
+        _stdout_failed.append(True)
+        raise OutputError("(standard output)", "(output)", "cannot write the report: the stream is closed") from None
+
+
+_stdout_failed: list[bool] = []  # a write to stdout failed and was reported: said once
+
+
+def say(line: str) -> bool:
+    """One line on stderr; False (and nothing raised) when stderr cannot take it."""
+    try:
+        stream = sys.stderr
+        if stream is None:
+            return False
+        stream.write(line + "\n")
+        stream.flush()
+        return True
+    except (OSError, ValueError):
+        if sys.stderr is sys.__stderr__:
+            silence(2)  # the interpreter's own flush at exit would fail on it again
+        return False
+
+
+def refuse_inputs_as_output(output: str | None, inputs: Iterable[str | None], folders: Iterable[str | None] = ()) -> None:
+    """Exit 2 when --output names one of the input files, or a file inside an input folder
+    (a model or adapter folder, a fleet folder): the report would replace what it checks."""
+    if output is None:
+        return
+    target = os.path.realpath(output)
+    for item in inputs:
+        if item is None:
+            continue
+        try:
+            same = os.path.realpath(item) == target or (os.path.exists(output) and os.path.samefile(item, output))
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise InputError(output, "--output", f"is the input {item}: the report would overwrite it")
+    for folder in folders:
+        if folder is None or not os.path.isdir(folder):
+            continue
+        root = os.path.realpath(folder)
+        if os.path.commonpath([root, target]) == root:
+            raise InputError(output, "--output", f"is inside the input folder {folder}: the report would change what it checks")
+
+
+def write_file(path: str, text: str) -> None:
+    """`text` (and a newline) in `path`, atomically: a temporary file beside it, renamed over it."""
+    target = Path(path)
+    tmp = None
+    try:
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "Is a directory")
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+        try:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.fchmod(fd, 0o666 & ~mask)  # as open(path, "w") would create it
+        except OSError:
+            pass
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n" if text else "")
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise OutputError(path, "--output", f"cannot write: {exc.strerror or type(exc).__name__}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def emit(text: str, output: str | None, fmt: str = "text") -> None:
+    """The document on stdout, or in --output FILE."""
+    if output is None:
+        if text:
+            write_stdout(text, fmt)
+        return
+    write_file(output, text)
+
+
+def finish(code: int, own_process: bool) -> int:
+    """Flush stdout before the interpreter does (its failure there would be a traceback and
+    exit 120): a failed flush is exit 2 with one line. In the command's own process, a stream
+    that failed is then pointed at /dev/null so that the exit flush finds nothing to fail on."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        if _stdout_failed:
+            _stdout_failed.clear()
+            if own_process:
+                silence(1)
+            return 2
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and not stream_error(exc):
+            raise
+        if not _stdout_failed:
+            say(f"inkling-compat: error: cannot write to standard output: {_stream_reason(exc) if isinstance(exc, OSError) else 'closed'}")
+        _stdout_failed.clear()
+        if own_process:
+            silence(1)
+        return 2
+    return code
+
+
+def silence(fd: int) -> None:
+    """Point descriptor `fd` at /dev/null (what is still buffered for it is dropped)."""
+    try:
+        stream: Any = sys.__stdout__ if fd == 1 else sys.__stderr__
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:  # drop what is pending: it would fail again at exit, or go to null
+            try:
+                buffer.flush()
+            except (OSError, ValueError):
+                pass
+    except (OSError, ValueError, AttributeError):
+        pass

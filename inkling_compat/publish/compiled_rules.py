@@ -1,0 +1,53 @@
+"""The compiled rules artifact (inkling_compat/data/rules.compiled.json), generated from rules/.
+
+    python -m inkling_compat.publish.compiled_rules            # (re)write the artifact
+    python -m inkling_compat.publish.compiled_rules --check    # exit 1 if missing or stale
+
+Run it after editing a rule file, a guard or family file, the schemas, or the code that decides
+what a valid rule is (engine/compiled_rules.py VALIDITY_CODE); until then `load_rules()` compiles
+the rules from their files (correct, slower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from inkling_compat.engine import compiled_rules
+from inkling_compat.engine.rules import compile_folder, rules_dir
+
+
+def fresh_text() -> str:
+    """The artifact as a fresh compile of the package's rules/ writes it."""
+    folder = rules_dir()
+    _, expanded = compile_folder(folder)
+    return compiled_rules.render(compiled_rules.rules_digest(folder), expanded)
+
+
+def is_current() -> bool:
+    try:
+        return compiled_rules.artifact_path().read_text(encoding="utf-8") == fresh_text()
+    except OSError:
+        return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=compiled_rules.COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the artifact is missing or out of date")
+    args = parser.parse_args(argv)
+    path = compiled_rules.artifact_path()
+    if args.check:
+        if not is_current():
+            print(f"out of date: {path.name}; run `{compiled_rules.COMMAND}`", file=sys.stderr)
+            return 1
+        print(f"{path.name} is current")
+        return 0
+    text = fresh_text()
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path} ({len(text)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Names shown as data: what a terminal, a CI log or an XML reader would act on is escaped.
+
+A folder, file or key name reaches the reports as it is; in the text, GitHub and JUnit outputs
+every control character (but tab and newline), DEL, the C1 controls, the bidirectional overrides
+(which reorder what is shown) and the lone surrogates of a name that is not UTF-8 are written as
+`\\x1b`, `\\u202e`, `\\xff` (the byte the name held). An escape sequence in a name can then
+neither move the cursor, hide the summary, nor make the XML invalid. The text output's own colours
+are kept. JSON and SARIF are written by `json.dumps`, which escapes all of these already.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# The text renderer's colours (report/text.py _COLORS, _RESET): the only sequences let through.
+_OWN_COLOR = re.compile("(\x1b\\[(?:0|2|3[1-5])m)")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shown(text: str, keep_colors: bool = False) -> str:
+    """`text` with what a reader would act on escaped (see the module doc)."""
+    if not _UNSAFE.search(text):
+        return text
+    if not keep_colors:
+        return _UNSAFE.sub(_escaped, text)
+    parts = _OWN_COLOR.split(text)
+    return "".join(part if index % 2 else _UNSAFE.sub(_escaped, part) for index, part in enumerate(parts))

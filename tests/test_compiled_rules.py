@@ -1,0 +1,139 @@
+"""The shipped rules come from a read-only artifact inside the package (engine/compiled_rules.py),
+never from a file a user can write: the artifact equals a fresh compile of rules/, a stale one is
+not used, other folders are compiled from their files, and nothing in the cache folders (crafted
+rule sets, parse caches, FIFOs, links to devices) changes a verdict or blocks a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inkling_compat.engine import compiled_rules, definitions, paths
+from inkling_compat.engine.rules import compile_folder, load_rules, rules_dir
+from inkling_compat.publish import compiled_rules as publish
+
+ROOT = Path(__file__).resolve().parent.parent
+RULE = "adapter-weights-pickle"
+BROKEN = ["check", "--config", "examples/broken/serve.yaml", "--model", "examples/config.json",
+          "--adapter", "examples/broken/adapter_pool.yaml", "--format", "json", "--strict"]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    load_rules.cache_clear()
+    yield
+    load_rules.cache_clear()
+
+
+def _snapshot(compiled):
+    out = []
+    for c in compiled:
+        versions = {v: (None if w is None else (w.file, w.expression, sorted(w.param_programs), sorted(w.paths), w.rule.model_dump()))
+                    for v, w in c._versions.items()}  # fmt: skip
+        out.append((c.file, c.expression, sorted(c.paths), sorted(c.param_programs), c.rule.model_dump(), versions))
+    return out
+
+
+def test_the_artifact_equals_a_fresh_compile():
+    assert publish.is_current(), f"inkling_compat/data/{compiled_rules.ARTIFACT} is stale: run `{compiled_rules.COMMAND}`"
+
+
+def test_the_shipped_rules_load_from_the_artifact_as_from_their_files(monkeypatch):
+    fresh = _snapshot(load_rules(str(rules_dir()) + "/"))  # another folder string: compiled from the files
+    load_rules.cache_clear()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the shipped rules were compiled from their files although the artifact is current")
+
+    monkeypatch.setattr(definitions, "load_definitions", refuse)
+    monkeypatch.setattr(paths, "check_rule_paths", refuse)
+    assert _snapshot(load_rules()) == fresh
+
+
+def _artifact_with(tmp_path, monkeypatch, digest, condition="false"):
+    _, expanded = compile_folder(rules_dir())
+    for name, data in expanded:
+        if name == f"{RULE}.yaml":
+            data["condition"] = condition
+    path = tmp_path / compiled_rules.ARTIFACT
+    path.write_text(compiled_rules.render(digest, expanded), encoding="utf-8")
+    monkeypatch.setattr(compiled_rules, "artifact_path", lambda: path)
+    return path
+
+
+def test_a_stale_artifact_is_not_used(tmp_path, monkeypatch):
+    _artifact_with(tmp_path, monkeypatch, "0" * 32)
+    (rule,) = [c for c in load_rules() if c.rule.id == RULE]
+    assert rule.rule.condition != "false"
+
+
+@pytest.mark.parametrize("content", [b"", b"{", b"[]", b'{"format": 1, "digest": 5, "rules": 7}', b"\xff\xfe"])
+def test_an_unreadable_artifact_compiles_the_files(tmp_path, monkeypatch, content):
+    path = tmp_path / compiled_rules.ARTIFACT
+    path.write_bytes(content)
+    monkeypatch.setattr(compiled_rules, "artifact_path", lambda: path)
+    loaded = _snapshot(load_rules())
+    load_rules.cache_clear()
+    assert loaded == _snapshot(load_rules(str(rules_dir()) + "/"))
+
+
+def test_an_artifact_that_is_a_fifo_or_device_is_never_read(tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/zero")):
+        monkeypatch.setattr(compiled_rules, "artifact_path", lambda target=target: target)
+        assert compiled_rules.load(rules_dir()) is None
+
+
+def test_another_folder_is_compiled_from_its_files(tmp_path):
+    folder = tmp_path / "rules"
+    shutil.copytree(rules_dir(), folder, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    (path,) = folder.rglob(f"{RULE}.yaml")
+    path.write_text(path.read_text(encoding="utf-8").replace("title:", "title: EDITED", 1), encoding="utf-8")
+    (rule,) = [c for c in load_rules(str(folder)) if c.rule.id == RULE]
+    assert rule.rule.title.startswith("EDITED")
+
+
+def _cli(env_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, INKLING_COMPAT_CACHE_DIR=str(env_dir / "cache"), XDG_CACHE_HOME=str(env_dir / "xdg"), HOME=str(env_dir / "home"))
+    env.pop("INKLING_COMPAT_NO_CACHE", None)
+    return subprocess.run([sys.executable, "-m", "inkling_compat", *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+
+
+def _verdict(done: subprocess.CompletedProcess[str]) -> tuple[int, list[tuple[str, str]]]:
+    report = json.loads(done.stdout)
+    return done.returncode, sorted((p["rule_id"], p["severity"]) for p in report["problems"])
+
+
+def _craft_every_cache(folder: Path) -> None:
+    """What the tool's earlier caches looked like, each crafted to pass every check, plus a FIFO
+    and a link to a device under each name a cache could have."""
+    for base in (folder / "cache", folder / "xdg" / "inkling-compat", folder / "home" / ".cache" / "inkling-compat"):
+        sets = base / "rule-sets-v1"
+        sets.mkdir(parents=True)
+        _, expanded = compile_folder(rules_dir())
+        crafted = [[name, dict(data, condition="false")] for name, data in expanded]
+        (sets / ("0" * 32 + ".json")).write_text(json.dumps(crafted), encoding="utf-8")
+        (base / "rules-v1-pyyaml6.0.json").write_text(json.dumps({"x": json.dumps({"condition": "false"})}), encoding="utf-8")
+        os.mkfifo(base / "rules-v1-pyyaml6.0.1.json")
+        os.symlink("/dev/zero", base / "rules-v1-pyyaml6.0.2.json")
+        os.mkfifo(base / compiled_rules.ARTIFACT)
+
+
+def test_nothing_in_a_cache_folder_changes_a_verdict_and_nothing_is_written(tmp_path):
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    expected = _verdict(_cli(clean, *BROKEN))
+    assert expected[0] == 1 and expected[1]
+    assert not any(p.is_file() for p in clean.rglob("*")), "the checker wrote a file into a cache folder"
+    crafted = tmp_path / "crafted"
+    _craft_every_cache(crafted)
+    before = sorted(str(p.relative_to(crafted)) for p in crafted.rglob("*"))
+    assert _verdict(_cli(crafted, *BROKEN)) == expected
+    assert sorted(str(p.relative_to(crafted)) for p in crafted.rglob("*")) == before

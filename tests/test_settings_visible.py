@@ -1,0 +1,76 @@
+"""Settings are visible and bounded (engine/selection.py): the outputs name the settings file
+and every override or ignore it applied, with its line; a settings file is read with the inputs'
+caps (size, a regular file), so a sparse 3 GB pyproject, a FIFO or /dev/zero is exit 2 at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def project(tmp_path):
+    """The broken example two folders below a settings file that hides it."""
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    for name in ("serve.yaml", "adapter_pool.yaml"):
+        shutil.copy(ROOT / "examples" / "broken" / name, deep / name)
+    shutil.copy(ROOT / "examples" / "config.json", deep / "config.json")
+    return tmp_path
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inkling_compat", "check", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+ARGS = ("--config", "b/serve.yaml", "--model", "b/config.json", "--adapter", "b/adapter_pool.yaml")
+
+
+def test_a_severity_override_and_ignore_are_named_with_their_line(project):
+    (project / ".inkling-compat.yaml").write_text("ignore:\n  - unknown-config-key\nseverity:\n  sink-: warning\n", encoding="utf-8")
+    done = _run(project / "a", *ARGS)
+    assert done.returncode == 0, done.stdout + done.stderr  # what the settings hid...
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert "note: settings: ../.inkling-compat.yaml" in notes  # ...is said
+    assert any(n.startswith("note: 2 error(s) reported as warning by ../.inkling-compat.yaml:4 (sink-)") for n in notes), notes
+    js = json.loads(_run(project / "a", *ARGS, "--format", "json").stdout)
+    assert "settings: ../.inkling-compat.yaml" in js["selection"]["notes"]
+    assert js["selection"]["ignore"][0]["line"] == 2
+    sarif = json.loads(_run(project / "a", *ARGS, "--format", "sarif").stdout)
+    texts = [n["message"]["text"] for n in sarif["runs"][0]["invocations"][0]["toolConfigurationNotifications"]]
+    assert any("reported as warning by ../.inkling-compat.yaml:4" in t for t in texts), texts
+
+
+def test_a_pyproject_table_is_named_with_its_line(project):
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.inkling-compat]\nseverity = {"sink-" = "warning"}\n', encoding="utf-8")
+    done = _run(project / "a", *ARGS)
+    assert "reported as warning by ../pyproject.toml:5 (sink-)" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("kind", ["sparse", "fifo", "devzero"])
+@pytest.mark.parametrize("name", ["pyproject.toml", ".inkling-compat.yaml"])
+def test_a_hostile_settings_file_is_exit_2_at_once(project, kind, name):
+    target = project / "a" / "b" / name
+    if kind == "sparse":
+        with open(target, "wb") as handle:
+            handle.truncate(3 * 1024**3)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        os.symlink("/dev/zero", target)
+    start = time.perf_counter()
+    done = _run(project / "a", *ARGS)
+    assert time.perf_counter() - start < 20
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and name in done.stderr
+    explicit = _run(project / "a", *ARGS, "--settings", f"b/{name}")
+    assert explicit.returncode == 2 and explicit.stderr.count("\n") == 1
