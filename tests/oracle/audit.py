@@ -13,7 +13,8 @@ the first step of supporting another sglang release).
 The code lives with the test oracles, not in the package: it reads sglang's wheel, which the
 checker itself never needs, and the package must not depend on a wheel being present.
 
-    python tests/oracle/audit.py WHEEL [--against WHEEL_0.5.23]
+    python tests/oracle/audit.py WHEEL [--against WHEEL_0.5.23]   # what changed (make audit)
+    python tests/oracle/audit.py --table                          # docs/fidelity.md's table
 """
 
 from __future__ import annotations
@@ -310,7 +311,9 @@ def pins(version: str = "0.5.23") -> list[Pin]:
             continue
         source = rule.rule.source
         if source is not None and source.line is not None:
-            found.append(Pin(rule.rule.id, source.path, source.line, rule.rule.message, source.function,
+            # A joined raise ("ineligible: {a}; {b}") reads as the join's prefix and the message.
+            message = (rule.rule.join.prefix if rule.rule.join else "") + rule.rule.message
+            found.append(Pin(rule.rule.id, source.path, source.line, message, source.function,
                              rule.rule.error_class, rule.rule.origin == "derived"))
     return found
 
@@ -516,13 +519,26 @@ def diff(old: Sequence[Site], new: Sequence[Site]) -> Diff:
     return Diff(tuple(right), tuple(left), tuple(moved), tuple(reworded))
 
 
+DOCS = ROOT / "docs" / "fidelity.md"
+START, END = "<!-- audit table: python tests/oracle/audit.py --write-docs -->", "<!-- end of audit table -->"
+
+
+def write_docs(markdown: str) -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    DOCS.write_text(head + START + "\n" + markdown + "\n" + END + tail, encoding="utf-8")
+
+
 def _show(site: Site) -> str:
     return f"{site.path}:{site.line} {site.function} {site.error_class} {site.template!r}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheel", type=Path, help="the sglang wheel to audit")
+    parser.add_argument("wheel", type=Path, nargs="?", help="the sglang wheel to compare with 0.5.23's")
+    parser.add_argument("--table", action="store_true", help="print docs/fidelity.md's table for the 0.5.23 wheel")
+    parser.add_argument("--write-docs", action="store_true", help="write that table into docs/fidelity.md")
     parser.add_argument("--against", type=Path, help="the sglang 0.5.23 wheel (default: the one the tests use)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tests"))
@@ -530,6 +546,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from oracle import sglang_sink
 
     baseline = args.against or sglang_sink.find_wheel(download=False)
+    if args.table or args.write_docs or args.wheel is None:
+        scan = read_sites(baseline)
+        all_pins = pins()
+        audit = check(scan, all_pins, load_exclusions(), {p.rule_id for p in all_pins})
+        if args.write_docs:
+            write_docs(markdown_table(audit))
+        else:
+            print(markdown_table(audit))
+        for problem in audit.problems:
+            print("  " + problem, file=sys.stderr)
+        return 1 if audit.problems else 0
     old_scan, new_scan = read_sites(baseline), read_sites(args.wheel)
     old, new = old_scan.sites, new_scan.sites
     d = diff(old, new)
