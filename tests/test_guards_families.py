@@ -80,6 +80,8 @@ ADDED = {
     "lora-moe-runner-targets-lack-moe",
     "lora-moe-runner-sm90-sm100-only",
     "served-model-name-colon",
+    "lora-paths-json-missing-keys",
+    "lora-paths-json-invalid",
 }
 
 

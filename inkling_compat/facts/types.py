@@ -46,6 +46,16 @@ class PinnedIntFailure(_Facts):
     error: str = fact("What `int(pinned)` raises, Python's text (e.g. \"invalid literal for int() with base 10: 'false'\").")
 
 
+class LoraPathJsonFailure(_Facts):
+    """The first --lora-paths string that LoRAPathAction reads as JSON and refuses."""
+
+    kind: Literal["invalid_json", "missing_keys"] = fact(
+        "invalid_json: json.loads raises; missing_keys: the object lacks lora_name or lora_path."
+    )
+    text_repr: str = fact("repr() of the entry as stripped, as the assertion prints it.")
+    error: str | None = fact("json.loads' error text (invalid_json only).", default=None)
+
+
 class AttentionFacts(_Facts):
     """Attention backends Inkling gets and the FA4 path they take."""
 
@@ -491,6 +501,12 @@ class Facts(_Facts):
         "lora/lora_manager.py _load_lora_adapter l.319, init_lora_adapters l.756-762; arg_groups/lora_hook.py l.97-106",
         default=None,
     )
+    lora_paths_json_failure: LoraPathJsonFailure | None = fact(
+        "The first --lora-paths string entry that, stripped, starts with '{' and ends with '}' and that argparse's LoRAPathAction "
+        "refuses (None: every such entry is a JSON object with lora_name and lora_path).",
+        "arg_groups/argparse_actions.py LoRAPathAction.__call__ l.9-22",
+        default=None,
+    )
     target_modules: list[str] = fact(
         "The pool's target modules: --lora-target-modules (`all` resolved), else the union of the adapters' normalized targets.",
         "lora/lora_manager.py init_lora_shapes l.800-918; models/inkling.py supported_lora_modules l.955",
@@ -519,6 +535,7 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "facts.lora_enabled": ("config",),
     "facts.lora_paths": ("config",),
     "facts.pinned_int_failure": ("config",),
+    "facts.lora_paths_json_failure": ("config",),
     "facts.target_modules": ("config",),
     "facts.attention": ("config", "platform"),
     "facts.quant": ("model",),
