@@ -119,10 +119,13 @@ def _raised(node: ast.Raise) -> tuple[str, str]:
 
 def _check_line(node: ast.stmt, parents: dict[ast.AST, ast.AST]) -> int:
     """The first line of the check that leads to `node`: rules pin the `if` (or the loop over
-    the cases) more often than the raise below it. Climbs while `node` opens its parent's body."""
+    the cases) more often than the raise below it. Climbs while `node` opens its parent's body,
+    or the `else` of an `if` (whose test decides both branches)."""
     line = node.lineno
     while (parent := parents.get(node)) is not None and isinstance(parent, (ast.If, ast.For, ast.While)):
-        if not parent.body or parent.body[0] is not node:
+        opens_body = bool(parent.body) and parent.body[0] is node
+        opens_else = isinstance(parent, ast.If) and bool(parent.orelse) and parent.orelse[0] is node
+        if not (opens_body or opens_else):
             break
         line, node = parent.lineno, parent
     return line
