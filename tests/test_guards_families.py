@@ -82,6 +82,7 @@ ADDED = {
     "served-model-name-colon",
     "lora-paths-json-missing-keys",
     "lora-paths-json-invalid",
+    "adapter-extra-embeddings-without-added-tokens",
 }
 
 
