@@ -123,3 +123,47 @@ def test_the_properties_see_both_outcomes(lora_path_action, served_name_check):
     with pytest.raises(AssertionError):
         served_name_check(types.SimpleNamespace(served_model_name="a:b"))
     served_name_check(types.SimpleNamespace(served_model_name="s3://a:b"))
+
+
+# --- validate_experimental_sgl_marlin_server_args (lora/marlin_lora_temp/policy.py) -----------
+
+POLICY = "sglang/srt/lora/marlin_lora_temp/policy.py"
+MARLIN_RULES = {"marlin-ep-needs-standard-dispatch", "marlin-lora-needs-virtual-experts",
+                "marlin-lora-needs-triton-backend", "marlin-ep-needs-trivial-placement"}
+
+
+def _load_policy() -> Callable[..., None]:
+    wheel = sglang_sink.find_wheel()
+    stubs = {"sglang.srt.arg_groups.overrides": {"resolving_view": lambda server_args: server_args}}
+    module = wheel_source.exec_module(wheel_source.read(wheel, POLICY), f"{wheel}/{POLICY}", "sglang_marlin_policy", stubs)
+    return module.validate_experimental_sgl_marlin_server_args
+
+
+@pytest.fixture(scope="module")
+def marlin_policy() -> Callable[..., None]:
+    return load_or_skip(_load_policy, "experimental_sgl_marlin policy")
+
+
+_MARLIN_FIELDS = {
+    "enable_lora": st.sampled_from([None, True, False]),
+    "lora_paths": st.sampled_from([None, [], ["a=/adapters/a"]]),
+    "lora_use_virtual_experts": st.booleans(),
+    "lora_backend": st.sampled_from(["triton", "triton", "csgmv", "triton_v2"]),
+    "ep_size": st.sampled_from([1, 1, 2, 4]),
+    "moe_a2a_backend": st.sampled_from(["none", "none", "none", "deepep"]),
+    "init_expert_location": st.sampled_from(["trivial", "trivial", "static"]),
+    "ep_num_redundant_experts": st.sampled_from([0, 0, 0, 1]),
+    "enable_eplb": st.sampled_from([False, False, True]),
+    "elastic_ep_backend": st.sampled_from([None, None, None, "mooncake"]),
+    "enable_elastic_expert_backup": st.sampled_from([False, False, True]),
+}
+
+
+@EXAMPLES
+@given(case=st.fixed_dictionaries(_MARLIN_FIELDS))
+def test_experimental_sgl_marlin_policy_matches_the_rules(marlin_policy, case):
+    args = types.SimpleNamespace(**case)
+    theirs = _sglang_error(lambda: marlin_policy(args, args))
+    config = {k: v for k, v in case.items() if v is not None or k == "enable_lora"}
+    config.update(moe_runner_backend="experimental_sgl_marlin", tp_size=case["ep_size"], max_lora_rank=8, lora_target_modules=["all"])
+    assert _ours(config, MARLIN_RULES) == theirs

@@ -83,6 +83,10 @@ ADDED = {
     "lora-paths-json-missing-keys",
     "lora-paths-json-invalid",
     "adapter-extra-embeddings-without-added-tokens",
+    "marlin-ep-needs-standard-dispatch",
+    "marlin-lora-needs-virtual-experts",
+    "marlin-lora-needs-triton-backend",
+    "marlin-ep-needs-trivial-placement",
 }
 
 

@@ -263,6 +263,9 @@ class ServerConfig(_Strict):
     served_model_name: str | None = None
     # fields/parallel.py (--attention-context-parallel-size)
     attn_cp_size: Annotated[int, _PARALLEL] = 1
+    # fields/exec_.py
+    elastic_ep_backend: str | None = None
+    enable_elastic_expert_backup: bool = False
     # --- end of the audit's block ---
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
