@@ -100,3 +100,8 @@ def test_diff_names_moved_reworded_added_and_removed():
     assert [(a.template, b.template) for a, b in d.reworded] == [("y is required", "y must be set")]
     assert [s.template for s in d.removed] == [""]
     assert [s.error_class for s in d.added] == ["KeyError"]
+
+
+def test_an_else_branch_is_checked_from_its_if():
+    source = "def f(kv, tp):\n    if kv >= tp:\n        assert kv % tp == 0\n    else:\n        assert tp % kv == 0\n"
+    assert [(s.line, s.check_line) for s in audit.sites_of(source, "python/sglang/srt/x.py")] == [(3, 2), (5, 2)]
