@@ -285,6 +285,13 @@ class Binding(_Facts):
     completed: BindingSteps = fact("Which steps completed (a step not asked for counts as completed).")
 
 
+class ExtraTokenEmbedding(_Facts):
+    """A new-token embedding tensor whose rows are not the adapter's added-token count."""
+
+    name: str = fact("The tensor's name (after sglang's unembed_tokens -> lm_head rename).")
+    rows: int = fact("Its first dimension.")
+
+
 class LayerOutOfRange(_Facts):
     """A tensor of a layer past the model's last."""
 
@@ -440,6 +447,12 @@ class PeftAdapterFacts(_Facts):
     missing_config_keys: list[str] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
     added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py LoRAConfig.__init__ l.26-")
     tensor_count: int
+    extra_token_embedding: ExtraTokenEmbedding | None = fact(
+        "The first tensor outside the layers named *input_embeddings* / *output_embeddings* (not embed_tokens / lm_head) whose "
+        "first dimension is not added_tokens_beyond_vocab (None: none).",
+        "lora/lora.py _process_weight l.194-200",
+        default=None,
+    )
     layer_out_of_range: LayerOutOfRange | None = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
     embedding_weight_names: list[str] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight l.164-200")
     embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings l.14-")
@@ -555,6 +568,7 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "facts.adapters": ("adapter",),
     "adapter_facts": ("adapter",),
     "adapter_facts.added_tokens_beyond_vocab": ("adapter", "model"),
+    "adapter_facts.extra_token_embedding": ("adapter", "weights", "model"),
     "adapter_facts.normalizes_shared_sink": ("adapter", "model"),
     "adapter_facts.binding": ("adapter", "config", "model"),
     "adapter_facts.tensor_count": ("adapter", "weights"),
