@@ -3,7 +3,7 @@ PY ?= .venv/bin/python
 FUZZ_EXAMPLES ?= 100000
 FUZZ_JOBS ?= 2
 
-.PHONY: test fidelity fuzz fuzz-hostile
+.PHONY: test fidelity fuzz fuzz-hostile audit
 
 test:
 	$(PY) -m pytest -q
@@ -23,3 +23,10 @@ fuzz: fuzz-hostile
 # exit-2 input error. Prints the outcome table (also build/fuzz-hostile/summary.md); figures in docs/fuzz.md.
 fuzz-hostile:
 	$(PY) tests/hostile/runner.py --examples $(FUZZ_EXAMPLES) --jobs $(FUZZ_JOBS) --out build/fuzz-hostile
+
+# The raise-site audit against another sglang wheel: the sites it adds, moves, rewords and
+# removes compared to 0.5.23, then what the rules and tests/data/audit_exclusions.yaml miss.
+SGLANG_WHEEL ?=
+audit:
+	@test -n "$(SGLANG_WHEEL)" || { echo "usage: make audit SGLANG_WHEEL=path/to/sglang-X.whl"; exit 2; }
+	$(PY) tests/oracle/audit.py $(SGLANG_WHEEL)

@@ -249,6 +249,10 @@ def init_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
         "lora_target_modules": ["gate_up_proj", "down_proj"],
         "dtype": "bfloat16",
     }
+    if config_backend == "triton_v2":
+        # sglang pairs triton_v2 with a lora_* MoE runner for the routed experts
+        # (rule lora-triton-v2-needs-lora-moe-runner); the sink's own checks come after.
+        config["moe_runner_backend"] = "lora_triton"
     sink: dict[str, Any] = {}
     everything = case["state_all"]
     derived_class = "v2" if config_backend == "triton_v2" else "legacy"

@@ -76,6 +76,21 @@ ADDED = {
     "inkling-moe-no-routed-experts",
     "lora-paths-pinned-not-int",
     "lora-pool-too-large",
+    # Configuration-dependent raise sites the audit (tests/test_audit.py) found without a rule.
+    "lora-dp-attention-overlap-loading",
+    "lora-dp-attention-attn-tp",
+    "lora-dp-attention-backend-unsupported",
+    "lora-triton-v2-needs-lora-moe-runner",
+    "lora-moe-runner-targets-lack-moe",
+    "lora-moe-runner-sm90-sm100-only",
+    "served-model-name-colon",
+    "lora-paths-json-missing-keys",
+    "lora-paths-json-invalid",
+    "adapter-extra-embeddings-without-added-tokens",
+    "marlin-ep-needs-standard-dispatch",
+    "marlin-lora-needs-virtual-experts",
+    "marlin-lora-needs-triton-backend",
+    "marlin-ep-needs-trivial-placement",
 }
 
 

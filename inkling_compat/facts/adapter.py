@@ -317,6 +317,8 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
                     outer_layouts.append(value)
 
     failure_of_scaling = scaling_failure(raw)
+    # LoRAConfig drops ids below the base vocab ("fake" added tokens).
+    added = sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size)
     # Only where Python computes it (an int quotient past a float raises OverflowError).
     computes = alpha is not None and bool(r) and failure_of_scaling is None
     scaling_sglang = (alpha / r) if computes else None
@@ -350,8 +352,8 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "peft_type_state": peft_state,
         "peft_type_type": _python_type_name(raw.get("peft_type")),
         "missing_config_keys": [key for key in _REQUIRED_CONFIG_KEYS if key not in raw],
-        # LoRAConfig drops ids below the base vocab ("fake" added tokens).
-        "added_tokens_beyond_vocab": sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size),
+        "added_tokens_beyond_vocab": added,
+        "extra_token_embedding": extra_token_embedding(manifest, added),
         "tensor_count": len(manifest.tensors),
         "layer_out_of_range": out_of_range,
         "embedding_weight_names": sorted(embedding_names),
@@ -373,6 +375,19 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
         "normalized_layers": None if failure else layers,
         "normalized_templates": None if failure else templates,
     }
+
+
+def extra_token_embedding(manifest: PeftManifest, added: int) -> dict[str, Any] | None:
+    """lora.py _process_weight l.194-200: a tensor outside the layers whose name holds
+    input_embeddings / output_embeddings (and not embed_tokens / lm_head, caught before it)
+    must have lora_added_tokens_size rows; the first that has not, in file order."""
+    for raw_name, spec in manifest.tensors.items():
+        name = raw_name.replace("unembed_tokens", "lm_head")
+        if layer_id(name) is not None or "embed_tokens" in name or "lm_head" in name:
+            continue
+        if ("input_embeddings" in name or "output_embeddings" in name) and spec.shape and spec.shape[0] != added:
+            return {"name": name, "rows": spec.shape[0]}
+    return None
 
 
 def _peft_scaling(alpha: float, r: int, use_rslora: bool) -> float | None:

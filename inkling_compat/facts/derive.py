@@ -10,6 +10,8 @@ explicitly (`sink:` in the server config) overrides the derived value and is lis
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 from inkling_compat.facts import in_pool
@@ -146,6 +148,28 @@ def pinned_int_failure(lora_paths: list[dict[str, Any]], max_loras_per_batch: in
     return {"name": entry["name"], "error": entry["pinned_int_error"]}
 
 
+def lora_paths_json_failure(lora_paths: Any) -> dict[str, Any] | None:
+    """argparse_actions.py LoRAPathAction: a --lora-paths string that, stripped, is wrapped in
+    braces is parsed with json.loads and must hold lora_name and lora_path (l.13-20)."""
+    if not isinstance(lora_paths, list):
+        return None
+    for item in lora_paths:
+        if not isinstance(item, str):
+            continue
+        text = item.strip()
+        if not (text.startswith("{") and text.endswith("}")):
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:  # json.JSONDecodeError; RecursionError is no ValueError
+            return {"kind": "invalid_json", "text_repr": repr(text), "error": str(exc)}
+        except RecursionError:
+            return {"kind": "invalid_json", "text_repr": repr(text), "error": "maximum recursion depth exceeded while decoding a JSON object"}
+        if not ("lora_path" in obj and "lora_name" in obj):
+            return {"kind": "missing_keys", "text_repr": repr(text)}
+    return None
+
+
 def derive(inputs: Inputs, memo: bool = True) -> Facts:
     """All facts of one check: global ones and, in `adapters`, one per adapter. `memo=False`
     derives every adapter on its own (the memo must not change the result)."""
@@ -163,6 +187,7 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
         lora_enabled=lora_on,
         lora_paths=[LoraPath(name=p["name"], path=p["path"], pinned=p["pinned"]) for p in lora_paths],
         pinned_int_failure=pinned_int_failure(lora_paths, config.max_loras_per_batch),
+        lora_paths_json_failure=lora_paths_json_failure(config.lora_paths),
         target_modules=targets,
         attention=attention,
         quant=quant,

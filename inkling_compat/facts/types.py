@@ -46,6 +46,16 @@ class PinnedIntFailure(_Facts):
     error: str = fact("What `int(pinned)` raises, Python's text (e.g. \"invalid literal for int() with base 10: 'false'\").")
 
 
+class LoraPathJsonFailure(_Facts):
+    """The first --lora-paths string that LoRAPathAction reads as JSON and refuses."""
+
+    kind: Literal["invalid_json", "missing_keys"] = fact(
+        "invalid_json: json.loads raises; missing_keys: the object lacks lora_name or lora_path."
+    )
+    text_repr: str = fact("repr() of the entry as stripped, as the assertion prints it.")
+    error: str | None = fact("json.loads' error text (invalid_json only).", default=None)
+
+
 class AttentionFacts(_Facts):
     """Attention backends Inkling gets and the FA4 path they take."""
 
@@ -275,6 +285,13 @@ class Binding(_Facts):
     completed: BindingSteps = fact("Which steps completed (a step not asked for counts as completed).")
 
 
+class ExtraTokenEmbedding(_Facts):
+    """A new-token embedding tensor whose rows are not the adapter's added-token count."""
+
+    name: str = fact("The tensor's name (after sglang's unembed_tokens -> lm_head rename).")
+    rows: int = fact("Its first dimension.")
+
+
 class LayerOutOfRange(_Facts):
     """A tensor of a layer past the model's last."""
 
@@ -430,6 +447,12 @@ class PeftAdapterFacts(_Facts):
     missing_config_keys: list[str] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
     added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py LoRAConfig.__init__ l.26-")
     tensor_count: int
+    extra_token_embedding: ExtraTokenEmbedding | None = fact(
+        "The first tensor outside the layers named *input_embeddings* / *output_embeddings* (not embed_tokens / lm_head) whose "
+        "first dimension is not added_tokens_beyond_vocab (None: none).",
+        "lora/lora.py _process_weight l.194-200",
+        default=None,
+    )
     layer_out_of_range: LayerOutOfRange | None = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
     embedding_weight_names: list[str] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight l.164-200")
     embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings l.14-")
@@ -491,6 +514,12 @@ class Facts(_Facts):
         "lora/lora_manager.py _load_lora_adapter l.319, init_lora_adapters l.756-762; arg_groups/lora_hook.py l.97-106",
         default=None,
     )
+    lora_paths_json_failure: LoraPathJsonFailure | None = fact(
+        "The first --lora-paths string entry that, stripped, starts with '{' and ends with '}' and that argparse's LoRAPathAction "
+        "refuses (None: every such entry is a JSON object with lora_name and lora_path).",
+        "arg_groups/argparse_actions.py LoRAPathAction.__call__ l.9-22",
+        default=None,
+    )
     target_modules: list[str] = fact(
         "The pool's target modules: --lora-target-modules (`all` resolved), else the union of the adapters' normalized targets.",
         "lora/lora_manager.py init_lora_shapes l.800-918; models/inkling.py supported_lora_modules l.955",
@@ -519,6 +548,7 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "facts.lora_enabled": ("config",),
     "facts.lora_paths": ("config",),
     "facts.pinned_int_failure": ("config",),
+    "facts.lora_paths_json_failure": ("config",),
     "facts.target_modules": ("config",),
     "facts.attention": ("config", "platform"),
     "facts.quant": ("model",),
@@ -538,6 +568,7 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "facts.adapters": ("adapter",),
     "adapter_facts": ("adapter",),
     "adapter_facts.added_tokens_beyond_vocab": ("adapter", "model"),
+    "adapter_facts.extra_token_embedding": ("adapter", "weights", "model"),
     "adapter_facts.normalizes_shared_sink": ("adapter", "model"),
     "adapter_facts.binding": ("adapter", "config", "model"),
     "adapter_facts.tensor_count": ("adapter", "weights"),

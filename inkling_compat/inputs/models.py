@@ -109,6 +109,7 @@ _RANK = _bounded(-(1 << 63), 1 << 16, _INT64_WHY, "LoRA ranks are below the hidd
 _ARGPARSE_INTS = (
     "max_lora_rank", "max_loaded_loras", "max_loras_per_batch", "max_lora_chunk_size", "tp_size", "ep_size", "dp_size",
     "attn_dp_size", "moe_dense_tp_size", "page_size", "ep_num_redundant_experts",
+    "attn_cp_size",  # the audit's block below
 )
 _ARGPARSE_FLOATS = ("lora_drain_wait_threshold",)
 
@@ -257,6 +258,15 @@ class ServerConfig(_Strict):
     init_expert_location: str = "trivial"
     ep_num_redundant_experts: Annotated[int, _INT64] = 0
     ep_join_mode: str | None = None
+    # --- Read for the raise-site audit's rules (sglang 0.5.23 defaults, arg_groups/fields/*.py) ---
+    # fields/serving.py; None: sglang uses --model-path (serving_hook.py l.642-646).
+    served_model_name: str | None = None
+    # fields/parallel.py (--attention-context-parallel-size)
+    attn_cp_size: Annotated[int, _PARALLEL] = 1
+    # fields/exec_.py
+    elastic_ep_backend: str | None = None
+    enable_elastic_expert_backup: bool = False
+    # --- end of the audit's block ---
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
     sink: SinkFacts | None = None

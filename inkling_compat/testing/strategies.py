@@ -66,6 +66,8 @@ class SinkSetup:
             "experts_shared_outer_loras": self.shared_outer,
             "tp_size": self.tp,
             "dtype": "bfloat16",
+            # triton_v2 runs the routed experts' LoRA on a lora_* MoE runner (layers.py l.1090).
+            "moe_runner_backend": "lora_triton" if self.sink_class == "v2" else "auto",
         }
 
     def model(self) -> dict[str, Any]:
