@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from inkling_compat.inputs.versions import PACKAGE_VERSION as __version__
 __all__ = ["check", "Report", "Problem", "InputError", "RuleEvaluationError"]
 
 # The public names are imported on first use (PEP 562): `import inkling_compat.cli` for

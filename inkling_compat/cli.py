@@ -201,7 +201,7 @@ def _print_rule(rule_id: str, compiled: tuple, fmt: str) -> int:  # type: ignore
     import difflib
 
     from inkling_compat.errors import InputError
-    from inkling_compat.publish.urls import rule_url
+    from inkling_compat.report.urls import rule_url
 
     by_id = {c.rule.id: c.rule for c in compiled}
     rule = by_id.get(rule_id.strip())

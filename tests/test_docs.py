@@ -1,20 +1,20 @@
 """The rule catalog, docs/rules/index.md, is generated from the rule files and must be current
 (the per-rule pages next to it: tests/test_pages.py).
 
-Regenerate with `python -m inkling_compat.publish.catalog` (or `...publish.pages`: the same).
+Regenerate with `python -m inkling_compat.publish.pages`.
 """
 
 from __future__ import annotations
 
-from inkling_compat.publish import catalog
+from inkling_compat.publish import catalog, pages
 from inkling_compat.engine.rules import load_rules, rule_files
 
 
 def test_rules_index_is_current():
     path = catalog.default_output()
-    assert path.is_file(), f"{path} is missing; run `python -m inkling_compat.publish.catalog`"
+    assert path.is_file(), f"{path} is missing; run `python -m inkling_compat.publish.pages`"
     assert path.read_text(encoding="utf-8") == catalog.render(), (
-        "docs/rules/index.md is out of date; run `python -m inkling_compat.publish.catalog`"
+        "docs/rules/index.md is out of date; run `python -m inkling_compat.publish.pages`"
     )
 
 
@@ -43,12 +43,12 @@ def test_catalog_is_deterministic():
 
 def test_check_mode(tmp_path, capsys):
     out = tmp_path / "rules"
-    assert catalog.main(["--check", "--output", str(out)]) == 1
-    assert catalog.main(["--output", str(out)]) == 0
-    assert catalog.main(["--check", "--output", str(out)]) == 0
+    assert pages.main(["--check", "--output", str(out)]) == 1
+    assert pages.main(["--output", str(out)]) == 0
+    assert pages.main(["--check", "--output", str(out)]) == 0
     index = out / "index.md"
     index.write_text(index.read_text(encoding="utf-8") + "stale\n", encoding="utf-8")
-    assert catalog.main(["--check", "--output", str(out)]) == 1
+    assert pages.main(["--check", "--output", str(out)]) == 1
 
 
 def test_fences_survive_backticks():

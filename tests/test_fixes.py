@@ -20,7 +20,7 @@ from inkling_compat.cli import main
 from inkling_compat.engine.rules import FixEdit, Rule, load_rules
 from inkling_compat.errors import RuleFileError
 from inkling_compat.fix import apply_fixes
-from inkling_compat.fix.plan import Edit
+from inkling_compat.engine.fixes import Edit
 from inkling_compat.fix.target import CannotEdit, Conflict, edit_text
 from inkling_compat.testing.scenarios import deep_merge, example_arguments
 from inkling_compat.testing.strategies import sink_setups

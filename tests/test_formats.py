@@ -32,7 +32,7 @@ import pytest
 
 from inkling_compat.cli import main
 from inkling_compat.engine.rules import load_rules
-from inkling_compat.publish.urls import rule_url
+from inkling_compat.report.urls import rule_url
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "data" / "snapshots"

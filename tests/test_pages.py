@@ -16,7 +16,7 @@ import pytest
 from inkling_compat import cli
 from inkling_compat.engine.rules import load_rules, rule_files
 from inkling_compat.publish import pages
-from inkling_compat.publish.urls import rule_page_path, rule_url, sglang_source_url
+from inkling_compat.report.urls import rule_page_path, rule_url, sglang_source_url
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = pages.default_output()

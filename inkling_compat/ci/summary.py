@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from inkling_compat.report.concise import place
 from inkling_compat.report.model import Report
-from inkling_compat.report.outputs import said
+from inkling_compat.report.shared import said
 
 SHOWN = 20  # problems listed in the summary; the SARIF report and annotations hold every one
 

@@ -103,8 +103,10 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
     fired, evaluated, tally = run_rules(plan, Contexts(inputs, facts, plan), [a.name for a in facts.adapters], [missing, *per_adapter])
     report = build_report(inputs, facts, fired, evaluated, sglang_version, tally)
-    if report.problems:  # what Report.fixes() plans from (inkling_compat/fix/plan.py)
-        report.fix_source = (inputs, facts, {c.rule.id: c.rule for c in plan.ordered})
+    if report.problems:  # what Report.fixes() plans from (inkling_compat/engine/fixes.py)
+        from inkling_compat.engine.fixes import FixSource
+
+        report.fix_source = FixSource(inputs, facts, {c.rule.id: c.rule for c in plan.ordered})
     return Checked(inputs=inputs, facts=facts, report=report)
 
 

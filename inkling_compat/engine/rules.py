@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inkling_compat.engine import cel
+from inkling_compat.engine.paths import VARIABLES, check_rule_paths, referenced_paths  # noqa: F401 - VARIABLES, referenced_paths: the rules' vocabulary
 from inkling_compat.errors import RuleFileError as InputError
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 
@@ -300,22 +301,6 @@ def template_fields(template: str) -> set[str]:
     return names
 
 
-# Variables an expression may read (see docs/writing-rules.md).
-VARIABLES = ("config", "env", "model", "platform", "facts", "input", "adapter", "adapter_facts", "adapters", "adapter_facts_list")
-_PATH = re.compile(r"(?<![\w.\"])(" + "|".join(VARIABLES) + r")\b((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
-
-
-def referenced_paths(expression: str) -> set[tuple[str, ...]]:
-    """Dotted variable paths an expression reads, e.g. ("facts", "sink", "sink_class").
-
-    Used to hand CEL only the values the rules read: converting Python values into CEL
-    costs microseconds per element, far more than evaluating the expressions.
-    """
-    code = _STRING_LITERAL.sub('""', expression)  # "LoRA adapter " is text, not the variable
-    return {(m.group(1),) + tuple(filter(None, m.group(2).split("."))) for m in _PATH.finditer(code)}
-
-
-_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
 
 
 class CompiledRule:
@@ -369,12 +354,7 @@ class CompiledRule:
             raise InputError(self.file, "message_pattern", f"not a valid regex: {exc}") from None
 
 
-@lru_cache(maxsize=2048)
-def _program(expression: str) -> Any:
-    """One compiled program per expression text: a fifth of the rules' expressions are the same
-    text (a variant's `when`/`condition`, the same `params` hole), and a program is read-only
-    (`execute(context)`)."""
-    return cel.compile(expression)
+_program = cel.program
 
 
 def compile_expression(expression: str) -> Any:

@@ -1,5 +1,5 @@
 """Machine-applicable fixes (`check --fix`, `--diff`, `--unsafe-fixes`): `Report.fixes()` plans
-them (fix/plan.py), `apply_fixes` applies them to the server config and re-checks (fix/apply.py);
+them (engine/fixes.py), `apply_fixes` applies them to the server config and re-checks (fix/apply.py);
 fix/yaml_edit.py, json_edit.py and argv_edit.py edit the user's text in place."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def __getattr__(name: str) -> Any:  # imported on use: the checker itself never 
 
         return getattr(apply, name)
     if name in ("Fix", "Edit"):
-        from inkling_compat.fix import plan
+        from inkling_compat.engine import fixes
 
-        return getattr(plan, name)
+        return getattr(fixes, name)
     raise AttributeError(name)

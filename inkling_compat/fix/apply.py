@@ -21,7 +21,7 @@ import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
 from inkling_compat.fix.diff import unified_diff
-from inkling_compat.fix.plan import Fix
+from inkling_compat.engine.fixes import Fix
 from inkling_compat.fix.target import CannotEdit, Conflict, edit_dict, edit_text, is_json_file
 
 MAX_PASSES = 5
@@ -330,7 +330,7 @@ def _not_reached(report: Any) -> set[tuple[str, str | None]]:
 
 
 def _line(text: Any, key: str) -> int | None:
-    from inkling_compat.fix.keys import find_node
+    from inkling_compat.inputs.config_keys import find_node
     from inkling_compat.inputs.loading import compose
 
     try:

@@ -10,15 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable
 
-from inkling_compat.fix.keys import find_in_dict, normal
-
-
-class CannotEdit(Exception):
-    """An edit that cannot be made safely in this file's layout (the reason is the message)."""
-
-
-class Conflict(CannotEdit):
-    """An edit the inputs do not determine after all (a rename onto a key that is set too)."""
+from inkling_compat.fix.refusals import CannotEdit, Conflict  # noqa: F401 - raised by the editors, caught by callers
+from inkling_compat.inputs.config_keys import find_in_dict, normal
 
 
 def edit_text(text: str, edits: Iterable[Any], is_json: bool) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from inkling_compat.fix.keys import normal, spelled, uses_dashes
-from inkling_compat.fix.target import CannotEdit, Conflict
+from inkling_compat.inputs.config_keys import normal, spelled, uses_dashes
+from inkling_compat.fix.refusals import CannotEdit, Conflict
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -1,8 +1,8 @@
 """The rule catalog: docs/rules/index.md, the rules by sglang component, and the Markdown
 helpers the per-rule pages (pages.py, docs/rules/<id>.md) are written with.
 
-    python -m inkling_compat.publish.catalog            # (re)write docs/rules/ (index and pages)
-    python -m inkling_compat.publish.catalog --check    # exit 1 if docs/rules/ is out of date
+    python -m inkling_compat.publish.pages            # (re)write docs/rules/ (index and pages)
+    python -m inkling_compat.publish.pages --check    # exit 1 if docs/rules/ is out of date
 
 The index lists every rule, grouped by the folder of its file (rules/<component>/<id>.yaml),
 in sglang's check order within a component, each linking to its page, then the rules that
@@ -12,7 +12,7 @@ read differently in another sglang version. The output depends only on the rule 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import yaml
 
@@ -49,6 +49,13 @@ Versions: the wording is sglang 0.5.23's (the default). `--sglang-version 53ccaf
 [below](#in-sglang-53ccafdf) and their pages show an "In sglang 53ccafdf" section. Rules without
 one are assumed to read the same there: only that file of the revision was compared.
 """
+
+
+def rule_components() -> dict[str, str]:
+    """Rule id -> sglang component: the folder of its file, rules/<component>/<id>.yaml."""
+    from inkling_compat.engine.rules import rule_files
+
+    return {path.stem: path.parent.name for path in rule_files()}
 
 
 def default_output() -> Path:
@@ -119,9 +126,7 @@ def render(rules: Iterable[Any] | None = None, components: dict[str, str] | None
 
         rules = load_rules()
     if components is None:
-        from inkling_compat.publish.pages import components as read_components
-
-        components = read_components()
+        components = rule_components()
     items = [getattr(r, "rule", r) for r in rules]  # load_rules order: sglang's check order
     severities = "; ".join(f"`{k}`: {v}" for k, v in SEVERITY_NOTES.items())
     origins = "; ".join(f"`{k}`: {v}" for k, v in ORIGIN_NOTES.items())
@@ -146,14 +151,3 @@ def render(rules: Iterable[Any] | None = None, components: dict[str, str] | None
                     out.append(f"- [{rule.id}]({rule.id}.md): {', '.join(changed) or 'examples'}")
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The index is written with the pages (one generator, one `--check`)."""
-    from inkling_compat.publish import pages
-
-    return pages.main(argv, prog="python -m inkling_compat.publish.catalog")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from inkling_compat.report.model import Problem, Report
-from inkling_compat.report.outputs import primary, said, shown_path
+from inkling_compat.report.shared import primary, said, shown_path
 
 
 def place(problem: Problem) -> str:

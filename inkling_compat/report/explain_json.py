@@ -9,7 +9,7 @@ from typing import Any, Sequence
 def explain_document(found: Sequence[Any]) -> list[dict[str, Any]]:
     """`explain --format json`: per error found in the text, its line, text and the matching
     rules (best first) with what `explain` prints for the best."""
-    from inkling_compat.publish.urls import rule_url
+    from inkling_compat.report.urls import rule_url
 
     out = []
     for finding in found:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.publish.urls import rule_url
+from inkling_compat.report.urls import rule_url
 from inkling_compat.report.model import Report
-from inkling_compat.report.outputs import level, primary, said, shown_path
+from inkling_compat.report.shared import level, primary, said, shown_path
 
 
 def escape_data(text: str) -> str:
@@ -62,7 +62,7 @@ def render_github(report: Report) -> str:
 
 
 def github_failure(code: int, input_error: dict[str, Any] | None = None, internal_error: dict[str, Any] | None = None) -> str:
-    from inkling_compat.report.outputs import failure_text
+    from inkling_compat.report.shared import failure_text
 
     where, text = failure_text(code, input_error, internal_error)
     file, line, col = (where.file, where.line, where.column) if where is not None else (None, None, None)

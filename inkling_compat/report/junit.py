@@ -18,9 +18,9 @@ import re
 from typing import Any, Iterable
 from xml.etree import ElementTree as ET
 
-from inkling_compat.publish.urls import rule_url
+from inkling_compat.report.urls import rule_url
 from inkling_compat.report.model import Report
-from inkling_compat.report.outputs import primary, rules_by_id, said, shown_path
+from inkling_compat.report.shared import primary, rules_by_id, said, shown_path
 
 _NOT_GIVEN = {"model": "model.", "platform": "platform."}
 
@@ -168,7 +168,7 @@ def render_junit(report: Report, rules: Iterable[Any] = ()) -> str:
 
 def junit_failure(code: int, input_error: dict[str, Any] | None = None, internal_error: dict[str, Any] | None = None) -> str:
     """One suite with one errored case saying why the check could not run (exit 2 / 3)."""
-    from inkling_compat.report.outputs import failure_text
+    from inkling_compat.report.shared import failure_text
 
     where, text = failure_text(code, input_error, internal_error)
     suites = ET.Element("testsuites", {"name": "inkling-compat"})

@@ -116,7 +116,7 @@ class Problem:
     @property
     def url(self) -> str:
         """The rule's page (docs/rules/<id>.md)."""
-        from inkling_compat.publish.urls import rule_url
+        from inkling_compat.report.urls import rule_url
 
         return rule_url(self.rule_id)
 
@@ -255,12 +255,10 @@ class Report:
     fix_source: Any = field(default=None, repr=False, compare=False)
 
     def fixes(self) -> list[Any]:
-        """The machine-applicable fixes of this report's problems (`inkling_compat.fix.plan.Fix`:
+        """The machine-applicable fixes of this report's problems (`inkling_compat.engine.fixes.Fix`, from the check's `FixSource`:
         rule, safety, edits with their computed values, the file and line they touch, whether
         they can be applied); [] when the report does not know the check it came from."""
-        from inkling_compat.fix.plan import fixes_of
-
-        return fixes_of(self)
+        return [] if self.fix_source is None else self.fix_source.fixes(self)
 
     def __getstate__(self) -> dict[str, Any]:
         # A pickled report (SglangWouldRaise through a process pool) travels without the

@@ -16,17 +16,17 @@ import json
 from typing import Any, Iterable
 from urllib.parse import quote
 
-from inkling_compat.publish.urls import REPOSITORY, rule_url
+from inkling_compat.report.urls import REPOSITORY, rule_url
 from inkling_compat.report.model import Report
-from inkling_compat.report.outputs import level, rules_by_id, shown_path
+from inkling_compat.report.shared import level, rules_by_id, shown_path
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
 def _version() -> str:
-    from inkling_compat import __version__
+    from inkling_compat.inputs.versions import PACKAGE_VERSION
 
-    return __version__
+    return PACKAGE_VERSION
 
 
 def _location(loc: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +128,7 @@ def render_sarif(report: Report, rules: Iterable[Any] = ()) -> str:
 
 def sarif_failure(code: int, input_error: dict[str, Any] | None = None, internal_error: dict[str, Any] | None = None) -> str:
     """A log with no results and one tool execution notification saying why (exit 2 / 3)."""
-    from inkling_compat.report.outputs import failure_text
+    from inkling_compat.report.shared import failure_text
 
     where, text = failure_text(code, input_error, internal_error)
     notification: dict[str, Any] = {"level": "error", "message": {"text": text}}

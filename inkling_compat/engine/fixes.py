@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from inkling_compat.engine.context import adapter_document, cel_context, pick, prune
 from inkling_compat.engine.plan import path_tree
@@ -83,6 +83,18 @@ class Fix:
         edits = "; ".join(str(e) for e in self.edits) or "(nothing)"
         who = f" [{self.adapter}]" if self.adapter else ""
         return f"{self.rule_id}{who} ({self.safety}) at {where}: {edits}"
+
+
+class FixSource(NamedTuple):
+    """What a report's fixes are computed from: the check that made it (set by
+    engine/evaluate.py; `Report.fixes()` asks it, so the report layer imports nothing above it)."""
+
+    inputs: Any
+    facts: Any
+    rules: dict[str, Any]
+
+    def fixes(self, report: Any) -> list["Fix"]:
+        return fixes_of(report)
 
 
 def fixes_of(report: Any) -> list[Fix]:
@@ -207,7 +219,7 @@ def _place(inputs: Any, key: str) -> tuple[str | None, int | None]:
     file = inputs.sources.config
     if file is None:
         return None, None
-    from inkling_compat.fix.keys import find_position
+    from inkling_compat.inputs.config_keys import find_position
 
     return file, find_position(file, key)
 
