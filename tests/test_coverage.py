@@ -383,3 +383,16 @@ def test_no_rule_fires_on_a_placeholder(rule_index):
             scope = "adapter" if any(c.rule.id == problem.rule_id for c in the_plan().adapter_rules) else "global"
             miss = per_adapter[problem.adapter_index] if scope == "adapter" else missing
             assert _gated(problem.rule_id, miss, scope) is None, f"{problem.rule_id} fired on a placeholder ({example.description})"
+
+
+def test_a_bare_assert_says_what_failed():
+    """sglang's bare `assert` prints "AssertionError: " and nothing more: the report keeps
+    sglang's (empty) text and states the failed condition with its values."""
+    from inkling_compat.report.text import render_text
+
+    report = check({"enable_lora": True, "tp_size": 5, "lora_backend": "triton", "max_lora_rank": 16}, model=MODEL)
+    heads = next(p for p in report.problems if p.rule_id == "inkling-attn-heads-divisible-by-tp")
+    assert heads.message == ""
+    assert heads.because == "num_attention_heads 12 and swa_num_attention_heads 12 must both be divisible by the attention TP size 5"
+    assert "AssertionError: (bare assert: num_attention_heads 12 and swa_num_attention_heads 12" in render_text(report)
+    assert heads.to_dict()["because"] == heads.because

@@ -40,7 +40,7 @@ DEFS = definitions.load_definitions(rules_dir())
 
 
 # Rule fields added since 92d9af3: not part of what a rule expanded to then.
-NEW_FIELDS = {"any_model", "fix"}  # fix: how to repair a problem, not what is checked
+NEW_FIELDS = {"any_model", "fix", "because"}  # fix: how to repair a problem, not what is checked
 
 
 def _rule_hash(rule) -> str:
@@ -105,6 +105,13 @@ CHANGED = {
     "adapter-pool-shape-mismatch": "the shapes read the facts' text (pool_fit.buffer_text, weight_text): every digit",
     "adapter-shared-outer-unexpected-format": "the shape reads pool_fit.weight_text: every digit",
     "lora-max-lora-rank-zero": "yields to the copy replay's own assertion (adapter-pool-shape-mismatch) where the copy is replayed: one report",
+    **{
+        rule_id: "a bare assert: its params state the failed condition's values for `because`"
+        for rule_id in (
+            "inkling-attn-heads-divisible-by-tp", "inkling-attn-kv-heads-divisible-by-tp", "inkling-scattered-sconv-hidden-div-tp",
+            "inkling-attn-backend-fa4-or-triton", "inkling-requires-mamba-extra-buffer",
+        )
+    },
     "adapter-pin-all-slots": "counts int(pinned) as sglang does (lora_manager.py l.319): \"pinned\": 2 counts twice, \"0\" is pinned but counts zero",
 }
 

@@ -31,7 +31,7 @@ from inkling_compat.report.model import Coverage, Problem, Report
 _FORMATTER = string.Formatter()
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
 # (sort key, rule, (message fragment, error class) as rendered, adapter name)
-Fired = tuple[tuple[int, int, int], CompiledRule, tuple[str, str], "str | None"]
+Fired = tuple[tuple[int, int, int], CompiledRule, tuple[str, str, "str | None"], "str | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,9 +351,9 @@ def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> tu
     return results, program.applies(ctx) if program is not None else [None] * len(rules)
 
 
-def _render(c: CompiledRule, ctx: Any) -> tuple[str, str]:
-    """The rule's message and error class with its params filled in. The class is a template
-    too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one."""
+def _render(c: CompiledRule, ctx: Any) -> tuple[str, str, str | None]:
+    """The rule's message, error class and `because` with its params filled in. The class is a
+    template too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one."""
     values = {}
     for name, program in c.param_programs.items():
         try:
@@ -363,17 +363,18 @@ def _render(c: CompiledRule, ctx: Any) -> tuple[str, str]:
     error_class = c.rule.error_class
     if "{" in error_class:
         error_class = _FORMATTER.vformat(error_class, (), values)
-    return _FORMATTER.vformat(c.rule.message, (), values), error_class
+    because = _FORMATTER.vformat(c.rule.because, (), values) if c.rule.because else None
+    return _FORMATTER.vformat(c.rule.message, (), values), error_class, because
 
 
 def _join(fired: list[Fired]) -> list[Problem]:
     """One Problem per fired rule; rules of a join group share sglang's joined text."""
     joined: dict[tuple[str, str | None], list[str]] = {}
-    for _, c, (fragment, _cls), adapter in fired:
+    for _, c, (fragment, _cls, _because), adapter in fired:
         if c.rule.join:
             joined.setdefault((c.rule.join.group, adapter), []).append(fragment)
     problems = []
-    for _, c, (fragment, error_class), adapter in fired:
+    for _, c, (fragment, error_class, because), adapter in fired:
         rule = c.rule
         message = fragment
         if rule.join:
@@ -391,6 +392,7 @@ def _join(fired: list[Fired]) -> list[Problem]:
                 field_paths=tuple(rule.field_paths),
                 fixes=tuple(rule.fixes),
                 adapter=adapter,
+                because=because,
             )
         )
     return problems

@@ -223,6 +223,11 @@ class Rule(BaseModel):
     when: str = Field("true", description="CEL: when the check applies")
     condition: str = Field(description="CEL: true when the problem is present")
     field_paths: list[str] = Field(default_factory=list)
+    because: str | None = Field(
+        None,
+        description="For a bare `assert` (sglang prints no text): the failed condition with its values, "
+        "a template over `params` (e.g. 'num_attention_heads {heads} is not divisible by the attention TP size {tp}')",
+    )
     explanation: str
     fixes: list[str] = Field(min_length=1)
     fix: Fix | None = Field(None, description="The machine-applicable fix, where one is determined by the inputs (check --fix)")
@@ -238,7 +243,7 @@ class Rule(BaseModel):
 
     @model_validator(mode="after")
     def _holes_have_params(self) -> "Rule":
-        holes = template_fields(self.message) | template_fields(self.error_class)
+        holes = template_fields(self.message) | template_fields(self.error_class) | template_fields(self.because or "")
         missing = sorted(holes - set(self.params))
         if missing:
             raise ValueError(f"message holes without params: {missing}")

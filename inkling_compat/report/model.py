@@ -102,6 +102,8 @@ class Problem:
     adapter_index: int | None = None
     # Where the fields are in the user's files (inputs/source_map.Location), in field order.
     locations: tuple[Any, ...] = ()
+    # A bare sglang `assert` says nothing: the condition that failed, with its values.
+    because: str | None = None
 
     @property
     def raised_by_sglang(self) -> bool:

@@ -119,6 +119,8 @@ def _said(problem) -> str:
     inkling-compat finding, which nothing in sglang raises, without one."""
     if problem.origin == "inkling-compat" or _raises_nothing(problem):
         return problem.message
+    if problem.because and not problem.message:  # a bare assert: sglang's empty text, then why
+        return f"{problem.error_class}: (bare assert: {problem.because})"
     return f"{problem.error_class}: {problem.message}"
 
 
@@ -140,7 +142,7 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
         for problem in problems:
             head = f"{indent}{problem.severity} {problem.rule_id} ({problem.origin}, {problem.stage})"
             lines.append(_paint(head, problem.severity, color))
-            if problem.message in seen:
+            if problem.message in seen and not problem.because:  # (bare asserts all read "": each is its own)
                 lines.append(f"{indent}  same {'problem' if _raises_nothing(problem) else problem.error_class} as above; this part: {problem.fragment}")
             else:
                 lines.append(f"{indent}  {_prefix(problem)}{_said(problem)}")
