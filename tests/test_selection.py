@@ -200,3 +200,24 @@ def test_only_a_pyproject_naming_the_table_is_parsed():
         assert _MENTIONS_TABLE.search(text), text
     for text in (b'[project]\nname = "inkling-compat"\nversion = "1"\n', b"# run inkling-compat check in CI\n"):
         assert not _MENTIONS_TABLE.search(text), text
+
+
+def test_a_selection_never_changes_what_sglang_raises_first():
+    """--select / --ignore change what is shown; sglang still raises the left-out error first,
+    and the report says so instead of naming a later error as sglang's first."""
+    from inkling_compat import check
+    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.selection import apply, build_selection
+    from inkling_compat.report.text import render_text
+
+    root = Path(__file__).resolve().parent.parent / "examples"
+    report = check(str(root / "broken" / "serve.yaml"), str(root / "broken" / "adapter_pool.yaml"), model=str(root / "config.json"))
+    first = report.first
+    ids = [c.rule.id for c in load_rules()]
+    shown = apply(report, build_selection(ids, select=["sink-pool"], ignore=[], settings_file=None))
+    assert shown.first_ignored["rule_id"] == first.rule_id
+    assert shown.headline_label().startswith("of the problems shown")
+    assert f"would first raise {first.rule_id} (ignored" in render_text(shown)
+    assert shown.to_dict()["first_ignored"]["rule_id"] == first.rule_id
+    kept = apply(report, build_selection(ids, select=[], ignore=["unknown-config-key"], settings_file=None))
+    assert kept.first_ignored is None and kept.first == first

@@ -298,6 +298,7 @@ def apply(report: Report, selection: Selection) -> Report:
     and severities overridden; the input report is left as it is."""
     if selection.empty:  # (a settings file with none of select, ignore, severity changes nothing)
         return report
+    first = report.first
     kept = []
     ignored = list(report.ignored)
     said: dict[str, int] = {}  # note -> problems it applies to, in the order first met
@@ -322,7 +323,11 @@ def apply(report: Report, selection: Selection) -> Report:
     notes = [f"settings: {_relative(selection.settings_file)}"] if selection.settings_file else []
     notes += [f"{count} {note.replace('(s)', '', 1) if count == 1 else note}" for note, count in said.items()]
     chosen["notes"] = notes
-    return dataclasses.replace(report, problems=kept, ignored=ignored, selection=chosen)
+    first_ignored = report.first_ignored
+    if first is not None and first_ignored is None and not any(p.rule_id == first.rule_id and p.adapter_index == first.adapter_index for p in kept):
+        why = _why_ignored(first.rule_id, selection)
+        first_ignored = {"rule_id": first.rule_id, "error_class": first.error_class, "message": first.message, "reason": why[0] if why else None}
+    return dataclasses.replace(report, problems=kept, ignored=ignored, selection=chosen, first_ignored=first_ignored)
 
 
 def _ignore_note(rule_id: str, selection: Selection) -> str:

@@ -246,6 +246,9 @@ class Report:
     ignored: list[dict[str, Any]] = field(default_factory=list)
     # The selection applied (engine/selection.Selection.to_dict()), None when none was.
     selection: dict[str, Any] | None = None
+    # What sglang raises first when that problem was ignored or not selected (sglang still
+    # raises it first: a selection changes what is shown, never what sglang does).
+    first_ignored: dict[str, Any] | None = None
     # Which rules were checked, not applicable or not checked, and why (engine/coverage.py).
     coverage: Coverage = field(default_factory=Coverage)
     # `check --strict` (a CI gate): warnings and rules not checked fail too (`passes`, `exit_code`).
@@ -304,6 +307,8 @@ class Report:
         top = self.headline
         if top is None:
             return ""
+        if self.first_ignored is not None:  # sglang stops at the ignored one first
+            return f"of the problems shown, sglang {self.sglang_version} then raises" if top.raised_by_sglang else "of the problems shown"
         if top.raised_by_sglang:
             return f"sglang {self.sglang_version} would first raise"
         if top.origin == "derived":
@@ -358,6 +363,7 @@ class Report:
             # names with its label ("sglang 0.5.23 would first raise", "... accepts this and then",
             # "inkling-compat").
             "first": self.first.to_dict() if self.first else None,
+            "first_ignored": self.first_ignored,
             "headline": {"label": self.headline_label(), "problem": self.headline.to_dict()} if self.headline else None,
             "problems": [p.to_dict() for p in self.problems],
             "ignored": list(self.ignored),

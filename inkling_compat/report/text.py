@@ -87,8 +87,18 @@ def render_text(report: Report, color: bool = False) -> str:
     else:
         lines.append(_paint(f"{errors} error(s), {warnings} warning(s){_coverage(report)}; {report.headline_label()}:", "error", color))
         lines.append(f"  {_said(report.headline)}")
+    lines.extend(_first_ignored(report))
     lines.extend(_strict(report, color))
     return "\n".join(lines)
+
+
+def _first_ignored(report: Report) -> list[str]:
+    """What sglang raises first when --select, --ignore or the settings left it out."""
+    first = report.first_ignored
+    if first is None:
+        return []
+    text = f"{first['error_class']}: {first['message']}" if first.get("message") else first["error_class"]
+    return [f"sglang {report.sglang_version} would first raise {first['rule_id']} (ignored: {first.get('reason') or 'not selected'}): {text}"]
 
 
 def _ignored(report: Report, color: bool) -> list[str]:
@@ -188,5 +198,6 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
         who = f" [{top.adapter}]" if top.adapter else ""
         lines.append(f"{report.headline_label()}{who}: {_said(top)}")
     lines.extend(_ignored(report, color))
+    lines.extend(_first_ignored(report))
     lines.extend(_strict(report, color))
     return "\n".join(lines)
