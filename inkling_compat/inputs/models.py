@@ -257,6 +257,9 @@ class ServerConfig(_Strict):
     init_expert_location: str = "trivial"
     ep_num_redundant_experts: Annotated[int, _INT64] = 0
     ep_join_mode: str | None = None
+    # Every other sglang 0.5.23 argument given, under its dest, as sglang's argparse converted
+    # it (inputs/argument_table.py): kept so nothing sglang reads is dropped.
+    arguments: dict[str, Any] = Field(default_factory=dict)
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
     sink: SinkFacts | None = None
