@@ -96,6 +96,10 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     """Each input from a path (YAML/JSON), a dict or the typed model; `adapter` may be a list.
     Unusable input raises `InputError`; unknown keys are collected, not errors."""
     server, unknown = load_server_config(config)
+    if model is None or adapter is None:  # what sglang itself reads, found from its arguments
+        from inkling_compat.inputs.read_by_sglang import found_inputs
+
+        model, adapter = found_inputs(server, model, adapter, lora_path_entries(server) if adapter is None else [])
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
