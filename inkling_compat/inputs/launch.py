@@ -163,11 +163,16 @@ def parse_launch(words: list[str], label: str = COMMAND) -> Launch:
             raise InputError(label, "--config", str(exc)) from None
         from inkling_compat.inputs.loading import read_document
 
-        data = read_document(config_file) if os.path.exists(config_file) else None
+        try:
+            data = read_document(config_file)
+        except InputError as exc:
+            if exc.field != "(root)" or not exc.reason.startswith("expected a mapping"):
+                raise
+            data = []  # a root that is not a mapping: sglang's own refusal below
         try:
             pairs = config_to_args(check_root(data))
         except ConfigRefused as exc:
-            raise InputError(config_file, "(root)", str(exc)) from None
+            raise InputError(config_file, exc.key or "(root)", str(exc)) from None
         config_words = [w for _key, ws in pairs for w in ws]
         config_origins = [("config", key) for key, ws in pairs for _ in ws]
         index = argv.index("--config")

@@ -22,7 +22,11 @@ from inkling_compat.inputs import argument_table
 
 
 class ConfigRefused(ValueError):
-    """sglang's ValueError about its config file (its text exactly)."""
+    """sglang's ValueError about its config file (its text exactly); `key`: the key refused."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 def _config_keys(row: dict[str, Any]) -> set[str]:
@@ -66,7 +70,7 @@ def config_to_args(config: dict[str, Any]) -> list[tuple[str, list[str]]]:
     for key, value in config.items():
         key_norm = str(key).replace("-", "_")
         if key_norm in unsupported:
-            raise ConfigRefused(f"Unsupported config option '{key_norm}' with action '{unsupported[key_norm]}'")
+            raise ConfigRefused(f"Unsupported config option '{key_norm}' with action '{unsupported[key_norm]}'", str(key))
         words: list[str] = []
         if isinstance(value, bool):
             if key_norm in store_true:
