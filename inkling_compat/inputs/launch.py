@@ -139,7 +139,24 @@ def _serve_argv(argv: list[str]) -> list[str]:
     return out
 
 
+_LAUNCHES: dict[tuple[str, ...], Launch] = {}  # a command without --config -> its parse
+
+
 def parse_launch(words: list[str], label: str = COMMAND) -> Launch:
+    """The launch as sglang parses it (a command that names no file is parsed once per process)."""
+    key = (label, *words)
+    hit = _LAUNCHES.get(key)
+    if hit is not None:
+        return hit
+    launch = _parse_launch(words, label)
+    if launch.config_file is None:
+        if len(_LAUNCHES) >= 256:
+            _LAUNCHES.clear()
+        _LAUNCHES[key] = launch
+    return launch
+
+
+def _parse_launch(words: list[str], label: str) -> Launch:
     found = _entry(words)
     if found is None:
         raise InputError(label, "(command)", "not an sglang launch command (python -m sglang.launch_server ..., sglang serve ...)")

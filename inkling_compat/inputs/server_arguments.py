@@ -65,13 +65,7 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
             raise InputError(file, str(key), str(exc)) from None
         if not words:  # a store_true flag set false, an empty list: sglang leaves it out
             continue
-        try:
-            parsed = argument_table.parse(words, require_model_path=False)
-        except argument_table.ArgumentsRefused as exc:
-            if exc.message.startswith("unrecognized arguments:") or exc.message.startswith("ambiguous option:"):
-                unknown.append(unknown_item(str(key), words, file, exc.message))
-                continue
-            raise InputError(file, str(key), f"sglang's argparse refuses it: {exc.message}") from None
+        parsed = _parsed(words, str(key), file, unknown)
         for dest, converted in parsed.items():
             if dest in fields:
                 out[dest] = converted
@@ -80,3 +74,25 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
     if arguments:
         out["arguments"] = arguments
     return out, unknown
+
+
+_PARSED: dict[tuple[str, ...], dict[str, Any]] = {}  # one key's words -> argparse's values
+
+
+def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]) -> dict[str, Any]:
+    """argparse's values of one key's words (remembered: a config's keys repeat across checks)."""
+    hit = _PARSED.get(tuple(words))
+    if hit is not None:
+        return hit
+    try:
+        parsed = argument_table.parse(words, require_model_path=False)
+    except argument_table.ArgumentsRefused as exc:
+        if exc.message.startswith("unrecognized arguments:") or exc.message.startswith("ambiguous option:"):
+            unknown.append(unknown_item(key, words, file, exc.message))
+            return {}
+        raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
+    if len(_PARSED) >= 4096:
+        _PARSED.clear()
+    if all(isinstance(v, (str, int, float, bool, type(None))) for v in parsed.values()):
+        _PARSED[tuple(words)] = parsed  # (mutable values are converted again each time)
+    return parsed

@@ -14,6 +14,7 @@ nor single-valued ("Unsupported config option ...").
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,8 @@ _KINDS = {
 }
 
 
-def _merger_keys() -> tuple[set[str], dict[str, str]]:
+@functools.lru_cache(maxsize=1)
+def _merger_keys() -> tuple[frozenset[str], dict[str, str]]:
     """(store_true keys, unsupported key -> action class name), as ConfigArgumentMerger builds them."""
     rows = [r for r in argument_table.table()["arguments"]]
     store_true = {k for r in rows if r["action"] == "store_true" for k in _config_keys(r)}
@@ -60,7 +62,7 @@ def _merger_keys() -> tuple[set[str], dict[str, str]]:
         for k in _config_keys(r):
             if k not in supported_keys:
                 unsupported[k] = _KINDS.get(r["action"], r["action"])
-    return store_true, unsupported
+    return frozenset(store_true), unsupported
 
 
 def config_to_args(config: dict[str, Any]) -> list[tuple[str, list[str]]]:
