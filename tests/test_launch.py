@@ -92,3 +92,13 @@ def test_cli_takes_the_command_after_a_double_dash() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     done = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", "-"], input=(ROOT / "examples/launch.sh").read_text(), capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_paths_not_on_this_machine_are_named_not_read() -> None:
+    report = check(argv=["python", "-m", "sglang.launch_server", "--model-path", "org/inkling", "--enable-lora", "--lora-paths", "a=/nowhere/a"])
+    assert report.not_read == [
+        "--model-path org/inkling: not a local folder with config.json (a hub id?): the model checks are not checked",
+        "--lora-paths a=/nowhere/a: not a local folder: that adapter is not checked",
+    ]
+    assert "model" in report.not_given and report.to_dict()["not_read"] == report.not_read
+    assert "note: not read: --model-path org/inkling" in str(report)
