@@ -64,7 +64,7 @@ def test_config_refusals_are_sglangs(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("lora-paths: [a=b]\n")
     with pytest.raises(InputError) as raised:
         parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
-    assert (raised.value.file, raised.value.field) == (str(tmp_path / "c.yaml"), "lora-paths")
+    assert (raised.value.file, raised.value.field) == (str(tmp_path / "c.yaml"), "lora-paths (line 1)")
     assert raised.value.reason == "Unsupported config option 'lora_paths' with action 'LoRAPathAction'"
 
 
@@ -72,6 +72,13 @@ def test_an_unknown_flag_is_argparses_unrecognized_arguments() -> None:
     report = check(argv=["SGLANG_OPT_LINEARIZED_SHARED_SINK=1", "python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--max-lora-rnk", "8"])
     assert [p.rule_id for p in report.errors] == ["unknown-config-key"]
     assert report.errors[0].message == "<command>: unrecognized arguments: --max-lora-rnk 8 (did you mean --max-lora-rank?)"
+
+
+def test_a_bad_value_in_the_config_file_is_placed_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("port: 1\nmax-lora-rank: abc\n")
+    with pytest.raises(InputError) as raised:
+        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert (raised.value.field, raised.value.reason) == ("max-lora-rank (line 2)", "argument --max-lora-rank: invalid int value: 'abc'")
 
 
 def test_command_line_wins_over_its_config_file(tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         try:
             pairs = config_to_args(check_root(data))
         except ConfigRefused as exc:
-            raise InputError(config_file, exc.key or "(root)", str(exc)) from None
+            raise InputError(config_file, _at_line(config_file, exc.key) if exc.key else "(root)", str(exc)) from None
         config_words = [w for _key, ws in pairs for w in ws]
         config_origins = [("config", key) for key, ws in pairs for _ in ws]
         index = argv.index("--config")
@@ -233,8 +233,19 @@ def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: st
         return InputError(label, "(command)", message)
     kind, where = origins[index]
     if kind == "config" and config_file:
-        return InputError(config_file, str(where), message)
+        return InputError(config_file, _at_line(config_file, str(where)), message)
     return InputError(label, f"argument {where}: {argv[index].split('=', 1)[0]}", message)
+
+
+def _at_line(config_file: str, key: str) -> str:
+    """`key (line N)`: the key's line in the config file (only composed for a refusal)."""
+    from inkling_compat.inputs.source_map import positions
+
+    try:
+        found = positions(Path(config_file).read_text(encoding="utf-8")).get(key)
+    except (OSError, UnicodeDecodeError):
+        found = None
+    return f"{key} (line {found[0]})" if found else key
 
 
 def server_config_data(launch: Launch) -> dict[str, Any]:
