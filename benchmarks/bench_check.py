@@ -124,6 +124,25 @@ def measure_in_process(runs: int, inputs: int) -> dict[str, Any]:
         report = ns.check(**args)
         out[name + "_ok"], out[name + "_rules_evaluated"] = report.ok, report.rules_evaluated
     os.environ.pop("INKLING_COMPAT_NO_CACHE", None)
+    try:  # the launch command as input (absent from older trees)
+        from inkling_compat.api import check as api_check
+        from inkling_compat.inputs.launch import read_words
+    except ImportError:
+        api_check = None
+    if api_check is not None:
+        cwd = os.getcwd()
+        os.chdir(ROOT)  # the examples name their model and adapter relative to the repository
+        try:
+            start = time.perf_counter()
+            api_check(argv=read_words("examples/launch.sh"))
+            out["launch_first_s"] = time.perf_counter() - start
+            launch_cases = (("launch_argv", {"argv": read_words("examples/launch.sh")}), ("sglang_yaml", {"config": "examples/sglang-config.yaml", "adapter": "examples/adapter"}))
+            for name, args in launch_cases:
+                out[name] = latency(api_check, args, runs)
+                report = api_check(**args)
+                out[name + "_ok"], out[name + "_rules_evaluated"] = report.ok, report.rules_evaluated
+        finally:
+            os.chdir(cwd)
     generated = generated_inputs(ns, inputs)
     start = time.perf_counter()
     failing = sum(1 for args in generated if not ns.check(**args).ok)
@@ -149,7 +168,11 @@ def merge(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"rules": rounds[0]["rules"], "rounds": len(rounds)}
     for key in ("import_cli_s", "first_load_rules_s"):
         out[key.replace("_s", "_ms")] = statistics.median(r[key] for r in rounds) * 1e3
-    for name in ("pool_files", "peft_dir", "legacy_dicts", "pool_files_no_cache", "peft_dir_no_cache"):
+    if "launch_first_s" in rounds[0]:
+        out["launch_first_ms"] = statistics.median(r["launch_first_s"] for r in rounds) * 1e3
+    for name in ("pool_files", "peft_dir", "legacy_dicts", "pool_files_no_cache", "peft_dir_no_cache", "launch_argv", "sglang_yaml"):
+        if name not in rounds[0]:
+            continue
         times = [t for r in rounds for t in r[name]]
         out[name] = {
             "runs": len(times),
@@ -178,6 +201,9 @@ def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str,
         ("check() config + PEFT directory, p90", ("peft_dir", "p90_ms"), "{:.3f} ms"),
         ("  same, parse caches off (INKLING_COMPAT_NO_CACHE=1)", ("peft_dir_no_cache", "median_ms"), "{:.3f} ms"),
         ("check() legacy scenario as dicts, median", ("legacy_dicts", "median_ms"), "{:.3f} ms"),
+        ("check(argv=examples/launch.sh), median", ("launch_argv", "median_ms"), "{:.3f} ms"),
+        ("check() examples/sglang-config.yaml + adapter, median", ("sglang_yaml", "median_ms"), "{:.3f} ms"),
+        ("first launch check in a process (table + parser built)", ("launch_first_ms",), "{:.1f} ms"),
         ("throughput, generated inputs (dicts)", ("throughput", "checks_per_s"), "{:.0f} checks/s"),
         ("`import inkling_compat.cli` in a fresh process", ("import_cli_ms",), "{:.0f} ms"),
         ("first load_rules() in a fresh process", ("first_load_rules_ms",), "{:.0f} ms"),

@@ -1,7 +1,41 @@
 """The public entry points: `check(...) -> Report`, and `evaluate(...) -> Checked` for callers
-that also need the loaded inputs and the derived facts (the runtime)."""
+that also need the loaded inputs and the derived facts (the runtime).
 
-from inkling_compat.engine.evaluate import Checked, check, evaluate
+`check(argv=[...])` checks a launch command (`python -m sglang.launch_server ...`, `sglang serve
+...`, or the server arguments alone) as `check(config=...)` checks a config file: the model and
+the adapters sglang would read are found from the arguments (inputs/launch.py,
+inputs/read_by_sglang.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inkling_compat.engine.evaluate import Checked
+from inkling_compat.engine.evaluate import check as _check
+from inkling_compat.engine.evaluate import evaluate as _evaluate
 from inkling_compat.facts.inputs import Inputs
+
+
+def _config(config: Any, argv: Any) -> Any:
+    if argv is None:
+        return config
+    if config is not None:
+        from inkling_compat.errors import InputError
+
+        raise InputError("<argv>", "argv", "give either config= or argv= (a --config file goes inside the command)")
+    from inkling_compat.inputs.launch import parse_launch
+
+    return parse_launch([str(word) for word in argv])
+
+
+def check(config: Any = None, adapter: Any = None, *, argv: Any = None, **kwargs: Any) -> Any:
+    """`engine.evaluate.check`, with `argv=` for a launch command."""
+    return _check(_config(config, argv), adapter, **kwargs)
+
+
+def evaluate(config: Any = None, adapter: Any = None, *, argv: Any = None, **kwargs: Any) -> Checked:
+    return _evaluate(_config(config, argv), adapter, **kwargs)
+
 
 __all__ = ["check", "evaluate", "Checked", "Inputs"]

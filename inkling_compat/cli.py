@@ -33,8 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
     parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND")
-    chk = sub.add_parser("check", help="check a server config, model config and adapters")
-    chk.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names); - reads it from standard input")
+    chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
+    chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
+    chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command (shell words, or a YAML/JSON list of words); - reads standard input. Or give the command after --")
     chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON; - reads it from standard input) or PEFT adapter directory; repeatable")
@@ -82,10 +83,15 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     GitHub Action renders one check several ways (inkling_compat/ci/action.py)."""
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
+    from inkling_compat.errors import InputError
+    from inkling_compat.inputs.launch import cli_config
     from inkling_compat.report.gate import check_words, gated
 
+    check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
+    args.config = cli_config(args.config, args.launch, args.launch_words)
+    if (args.fix or args.diff) and not isinstance(args.config, str):
+        raise InputError("(command line)", "--fix" if args.fix else "--diff", "fixes a server config file (--config FILE); a launch command is not edited yet")
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
-    check_words(args.platform, args.adapter, args.config)
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _refuse_output_over_inputs(args)
     _started()
@@ -128,7 +134,7 @@ def _selection(args: argparse.Namespace, rules: tuple) -> object:
     """--select / --ignore over the settings file (engine/selection.py); exit 2 if unusable."""
     from inkling_compat.engine.selection import build_selection, find_settings
 
-    settings = None if args.isolated else (args.settings or find_settings(args.config))
+    settings = None if args.isolated else (args.settings or find_settings(args.config if isinstance(args.config, str) else None))
     args.settings_used = settings
     return build_selection((c.rule.id for c in rules), select=args.select, ignore=args.ignore, settings_file=settings)
 
@@ -143,7 +149,8 @@ def _emit(text: str, output: str | None, fmt: str = "text") -> None:
 def _refuse_output_over_inputs(args: argparse.Namespace) -> None:
     from inkling_compat.output_stream import refuse_inputs_as_output
 
-    files = [args.config, args.model, args.platform, *args.adapter, getattr(args, "settings_used", None)]
+    config = args.config if isinstance(args.config, str) else args.launch  # (a launch command's own file)
+    files = [config, args.model, args.platform, *args.adapter, getattr(args, "settings_used", None)]
     refuse_inputs_as_output(args.output, files, folders=[args.model, *args.adapter, *args.adapter_dir])
 
 
@@ -290,8 +297,13 @@ def _main(argv: Sequence[str] | None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wanted_format(argv)
+    launch_words = None
+    if argv and argv[0] == "check" and "--" in argv:  # `check [options] -- python -m sglang.launch_server ...`
+        cut = argv.index("--")
+        argv, launch_words = argv[:cut], argv[cut + 1 :]
     try:
         args = _parser().parse_args(argv)
+        args.launch_words = launch_words
     except UsageError as exc:
         named = re.match(r"argument ([^:\s]+)", str(exc))
         return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": "(command line)", "field": named.group(1) if named else "(arguments)", "reason": str(exc)})

@@ -113,6 +113,7 @@ CHANGED = {
         )
     },
     "adapter-pin-all-slots": "counts int(pinned) as sglang does (lora_manager.py l.319): \"pinned\": 2 counts twice, \"0\" is pinned but counts zero",
+    "unknown-config-key": "a server config key is an sglang argument in any spelling; one that is not says argparse's own words (\"unrecognized arguments: --foo 16\")",
 }
 
 

@@ -58,7 +58,7 @@ def test_own_finding_is_labelled_inkling_compat():
     text = str(report)
     assert "would first raise" not in text and "sglang 0.5.23 accepts" not in text
     assert text.splitlines()[-2].endswith("; inkling-compat:")
-    assert text.splitlines()[-1].startswith("  unknown key(s): ")  # no class: sglang raises nothing
+    assert text.splitlines()[-1].startswith("  <config>: unrecognized arguments: ")  # no class: sglang raises nothing
     data = report.to_dict()
     assert data["first"] is None and data["headline"]["label"] == "inkling-compat"
     assert data["problems"][0]["label"] == "inkling-compat"
@@ -133,7 +133,7 @@ def test_own_finding_raises_with_no_sglang_class():
     with pytest.raises(SglangWouldRaise) as raised:
         report.raise_for_problems()
     assert type(raised.value) is SglangWouldRaise and raised.value.sglang_class is None
-    assert str(raised.value).startswith("unknown key(s): ")
+    assert str(raised.value).startswith("<config>: unrecognized arguments: ")
 
 
 @pytest.mark.parametrize(

@@ -220,6 +220,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         problems=problems,
         given_facts=given,
         not_given=not_given,
+        not_read=list(inputs.not_read),
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,

@@ -28,6 +28,8 @@ class Inputs:
     given: frozenset[str] = frozenset({"config", "model", "platform"})
     # The files read, as given (where a problem is: inputs/source_map.py).
     sources: Sources = Sources()
+    # What the server arguments name that sglang would read but is not here (read_by_sglang.py).
+    not_read: tuple[str, ...] = ()
 
 
 def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
@@ -96,6 +98,13 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     """Each input from a path (YAML/JSON), a dict or the typed model; `adapter` may be a list.
     Unusable input raises `InputError`; unknown keys are collected, not errors."""
     server, unknown = load_server_config(config)
+    not_read: tuple[str, ...] = ()
+    if (model is None or adapter is None) and (server.arguments or server.lora_paths):  # what sglang itself reads, found from its arguments
+        from inkling_compat.inputs.read_by_sglang import found_inputs, unread
+
+        entries = lora_path_entries(server) if adapter is None else []
+        not_read = unread(server, model, adapter, entries)
+        model, adapter = found_inputs(server, model, adapter, entries)
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
@@ -111,6 +120,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         platform=platform_cfg,
         adapters=tuple(manifests),
         unknown_keys=tuple(unknown),
+        not_read=not_read,
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

@@ -629,8 +629,21 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
         return source, []
     if source is None:
         return ServerConfig(), []
+    from inkling_compat.inputs.launch import Launch
+
+    if isinstance(source, Launch):  # a launch command, already parsed as sglang parses it
+        from inkling_compat.inputs.launch import server_config_data
+
+        return validate(ServerConfig, server_config_data(source), source.label), [dict(u) for u in source.unknown]
     data, file = _as_mapping(source, "<config>")
-    found = [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
+    fields = ServerConfig.model_fields
+    if all(key in fields for key in data):  # today's files: only the typed fields
+        found = [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
+        return validate(ServerConfig, data, file), found
+    from inkling_compat.inputs.server_arguments import sort_arguments
+
+    data, found = sort_arguments(data, file)
+    found += [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
     return validate(ServerConfig, data, file), found
 
 

@@ -267,6 +267,9 @@ class ServerConfig(_Strict):
     elastic_ep_backend: str | None = None
     enable_elastic_expert_backup: bool = False
     # --- end of the audit's block ---
+    # Every other sglang 0.5.23 argument given, under its dest, as sglang's argparse converted
+    # it (inputs/argument_table.py): kept so nothing sglang reads is dropped.
+    arguments: dict[str, Any] = Field(default_factory=dict)
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
     sink: SinkFacts | None = None

@@ -236,6 +236,9 @@ class Report:
     # Inputs not given ("config", "model", "platform"): the checks that depend on them ran on
     # placeholder defaults (facts.inputs_given), so they say nothing about the real input.
     not_given: list[str] = field(default_factory=list)
+    # Paths the server arguments name that sglang would read but are not on this machine (a hub
+    # id for --model-path, a missing --lora-paths folder): what reads them is not checked.
+    not_read: list[str] = field(default_factory=list)
     sglang_version: str = "0.5.23"
     rules_evaluated: int = 0
     # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
@@ -359,6 +362,7 @@ class Report:
             "coverage": self.coverage.to_dict(),
             "given_facts": self.given_facts,
             "not_given": list(self.not_given),
+            "not_read": list(self.not_read),
             # What sglang raises first (null when it raises nothing), and the error the summary
             # names with its label ("sglang 0.5.23 would first raise", "... accepts this and then",
             # "inkling-compat").

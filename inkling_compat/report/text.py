@@ -26,6 +26,7 @@ _NOT_GIVEN = {
 def _notes(report: Report, color: bool) -> list[str]:
     lines = [_paint(f"note: fact {given}={value!r} was given, not derived", "dim", color) for given, value in report.given_facts.items()]
     lines += [_paint(f"note: {_NOT_GIVEN[name]}", "dim", color) for name in report.not_given if name != "platform"]
+    lines += [_paint(f"note: not read: {path}", "dim", color) for path in report.not_read]
     lines += [_paint(f"note: {note}", "dim", color) for note in report.coverage.notes]
     lines += [_paint(f"note: {note}", "dim", color) for note in (report.selection or {}).get("notes", ())]  # what the settings changed
     return lines

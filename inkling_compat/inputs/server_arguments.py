@@ -1,0 +1,98 @@
+"""A server config's keys sorted by sglang's argument table: typed fields, other arguments, unknown.
+
+A key of the project's config (YAML/JSON/dict) may be the dest (`tp_size`) or any long option
+with dashes or underscores (`tp-size`, `tensor_parallel_size`). (sglang's own `--config` file
+takes only the dash spelling: its merger passes `--<key>` as written, and argparse refuses
+`--tp_size`; launch.py applies that rule to a `--config` inside a launch command.) A key that names one of `ServerConfig`'s typed fields is put under
+that field, its value read as the file gives it (the typed fields' own checks). Any other
+argument is turned into the words sglang's ConfigArgumentMerger makes of it and converted by
+argparse (`argument_table.parse`): the converted value goes to `arguments[dest]`, a refusal is
+an InputError naming the key with argparse's text. A key argparse does not know (after its
+own prefix matching) is an unknown key whose message is argparse's "unrecognized arguments".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inkling_compat.errors import InputError
+from inkling_compat.inputs import argument_table
+from inkling_compat.inputs.models import ServerConfig
+from inkling_compat.inputs.sglang_config import ConfigRefused, config_to_args
+
+# The project's own sections of a server config: not sglang arguments.
+PROJECT_KEYS = ("env", "sink", "arguments")
+
+
+def _suggestion(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(key).replace("-", "_"), argument_table.known_keys(), n=1, cutoff=0.6)
+    return close[0] if close else ""
+
+
+def unknown_item(key: str, words: list[str], file: str, message: str | None = None) -> dict[str, Any]:
+    suggestion = _suggestion(key)
+    return {
+        "key": str(key),
+        "suggestion": suggestion,
+        "file": file,
+        "message": message or "unrecognized arguments: " + " ".join(words),
+        "flag": "--" + suggestion.replace("_", "-") if suggestion else "",
+    }
+
+
+def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    fields = ServerConfig.model_fields
+    out: dict[str, Any] = {}
+    arguments: dict[str, Any] = dict(data.get("arguments") or {}) if isinstance(data.get("arguments"), dict) else {}
+    unknown: list[dict[str, Any]] = []
+    for key, value in data.items():
+        if key in fields:
+            if key != "arguments":
+                out[key] = value
+            continue
+        row = argument_table.lookup(str(key))
+        if row is not None and row["dest"] in fields:
+            out[row["dest"]] = value
+            continue
+        # A known argument in any spelling (the project's files use dests: an extension, as
+        # sglang's own --config passes `--<key>` as written and argparse knows only dashes).
+        spelled = argument_table.flag(row)[2:] if row is not None else key
+        try:
+            words = config_to_args({spelled: value})[0][1]
+        except ConfigRefused as exc:
+            raise InputError(file, str(key), str(exc)) from None
+        if not words:  # a store_true flag set false, an empty list: sglang leaves it out
+            continue
+        parsed = _parsed(words, str(key), file, unknown)
+        for dest, converted in parsed.items():
+            if dest in fields:
+                out[dest] = converted
+            else:
+                arguments[dest] = converted
+    if arguments:
+        out["arguments"] = arguments
+    return out, unknown
+
+
+_PARSED: dict[tuple[str, ...], dict[str, Any]] = {}  # one key's words -> argparse's values
+
+
+def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]) -> dict[str, Any]:
+    """argparse's values of one key's words (remembered: a config's keys repeat across checks)."""
+    hit = _PARSED.get(tuple(words))
+    if hit is not None:
+        return hit
+    try:
+        parsed = argument_table.parse(words, require_model_path=False)
+    except argument_table.ArgumentsRefused as exc:
+        if exc.message.startswith("unrecognized arguments:") or exc.message.startswith("ambiguous option:"):
+            unknown.append(unknown_item(key, words, file, exc.message))
+            return {}
+        raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
+    if len(_PARSED) >= 4096:
+        _PARSED.clear()
+    if all(isinstance(v, (str, int, float, bool, type(None))) for v in parsed.values()):
+        _PARSED[tuple(words)] = parsed  # (mutable values are converted again each time)
+    return parsed

@@ -1,0 +1,259 @@
+"""sglang 0.5.23's own argument parser and config-file merger, imported from the wheel.
+
+`load(wheel)` imports `sglang.srt.server_args` straight out of the wheel (a zip on sys.path)
+and builds the parser as `prepare_server_args` does (server_args.py l.668:
+`argparse.ArgumentParser(prog="sglang serve")`, `ServerArgs.add_cli_args(parser)`); it also
+imports `sglang.srt.utils.server_args_config_parser.ConfigArgumentMerger`. Nothing of sglang's
+argument code is replaced.
+
+What is stood in, and why it cannot change the table:
+
+* the packages `sglang/__init__.py` and `sglang.srt` are empty package objects whose path is
+  the wheel's folder: sglang's own `__init__` applies Hugging Face patches and imports its
+  runtime, none of which registers an argument;
+* third-party packages that are not installed (torch extensions, zmq, orjson, PIL, psutil, ...)
+  are answered by a meta-path finder with a module whose every attribute is an inert object.
+  The finder never answers for `sglang.*`, the standard library, or a module any other finder
+  can import. The argument fields are declared in sglang/srt/arg_groups/fields/*.py with their
+  types, choices and defaults as literals or sglang constants; the stood-in packages are
+  imported by runtime modules that server_args.py also imports (network, hardware backends),
+  whose values no `add_argument` reads. `stood_in` lists every name the finder answered for;
+* `orjson`, the one stood-in package whose function a type converter calls at parse time
+  (`json_list_type`), is `json` (`orjson.loads` parses the same JSON; `orjson.JSONDecodeError`
+  is a `json.JSONDecodeError`);
+* SGLANG_* environment variables are removed while the parser is built, so env-dependent
+  choices (`--sampling-backend`'s token_oracle) are what the wheel gives with default env.
+
+The modules imported are removed from sys.modules afterwards (the parser keeps what it
+references), so other oracles that execute sglang files under their own names are unaffected.
+
+`python -m oracle.sglang_argparse --wheel PATH [--out FILE]` (from tests/) writes the argument
+table the checker ships (inkling_compat/data/sglang-0.5.23-arguments.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+TABLE_PATH = REPO / "inkling_compat" / "data" / "sglang-0.5.23-arguments.json"
+
+
+class _Inert:
+    """Every attribute, call, item and iteration of a stood-in package: inert."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> "_Inert":
+        return _Inert(self._name + "()")
+
+    def __getattr__(self, name: str) -> "_Inert":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Inert(f"{self._name}.{name}")
+
+    def __mro_entries__(self, bases: tuple) -> tuple:
+        return (object,)
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __or__(self, other: Any) -> "_Inert":
+        return self
+
+    __ror__ = __or__
+
+    def __getitem__(self, key: Any) -> "_Inert":
+        return self
+
+
+class _InertModule(types.ModuleType):
+    __path__: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Inert(f"{self.__name__}.{name}")
+
+
+class _MissingOnly(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers only for a third-party module no other finder can import."""
+
+    def __init__(self) -> None:
+        self.stood_in: set[str] = set()
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        top = name.split(".")[0]
+        if top == "sglang" or top in sys.stdlib_module_names or top.startswith("_"):
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            try:
+                if finder.find_spec(name, path, target) is not None:
+                    return None
+            except Exception:  # noqa: BLE001 - a finder that fails does not find it
+                continue
+        self.stood_in.add(name)
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return _InertModule(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+@dataclass
+class SglangArgparse:
+    parser: argparse.ArgumentParser
+    merger_class: type
+    stood_in: tuple[str, ...]
+    wheel: Path
+    server_args_module: Any = field(repr=False, default=None)
+
+    def merger(self) -> Any:
+        return self.merger_class(self.parser)
+
+
+_LOADED: dict[Path, SglangArgparse] = {}
+
+
+def load(wheel: Path | None = None) -> SglangArgparse:
+    from oracle.sglang_sink import find_wheel
+
+    wheel = Path(wheel or find_wheel()).resolve()
+    if wheel in _LOADED:
+        return _LOADED[wheel]
+    before = set(sys.modules)
+    saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SGLANG_")}
+    finder = _MissingOnly()
+    sys.path.insert(0, str(wheel))
+    sys.meta_path.append(finder)
+    orjson = types.ModuleType("orjson")
+    orjson.loads = json.loads  # type: ignore[attr-defined]
+    orjson.dumps = lambda value, *a, **k: json.dumps(value).encode()  # type: ignore[attr-defined]
+    orjson.JSONDecodeError = json.JSONDecodeError  # type: ignore[attr-defined]
+    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
+    if not real_orjson:
+        sys.modules["orjson"] = orjson
+    for package in ("sglang", "sglang.srt"):
+        module = types.ModuleType(package)
+        module.__path__ = [f"{wheel}/{package.replace('.', '/')}"]
+        sys.modules[package] = module
+    try:
+        server_args = importlib.import_module("sglang.srt.server_args")
+        merger_module = importlib.import_module("sglang.srt.utils.server_args_config_parser")
+        parser = argparse.ArgumentParser(prog="sglang serve")
+        server_args.ServerArgs.add_cli_args(parser)
+    finally:
+        sys.meta_path.remove(finder)
+        sys.path.remove(str(wheel))
+        os.environ.update(saved_env)
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+    loaded = SglangArgparse(parser, merger_module.ConfigArgumentMerger, tuple(sorted(finder.stood_in)), wheel, server_args)
+    _LOADED[wheel] = loaded
+    return loaded
+
+
+# --- the table -------------------------------------------------------------------------------
+
+_ACTION_KINDS = {
+    argparse._StoreAction: "store",
+    argparse._StoreTrueAction: "store_true",
+    argparse._StoreFalseAction: "store_false",
+    argparse._StoreConstAction: "store_const",
+    argparse._AppendAction: "append",
+    argparse._HelpAction: "help",
+    argparse.BooleanOptionalAction: "boolean_optional",
+}
+
+
+def _plain(value: Any) -> Any:
+    """A default or const as JSON: containers kept, anything else as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return {"repr": repr(value)}
+
+
+def _choices(choices: Any) -> Any:
+    if choices is None:
+        return None
+    if isinstance(choices, (set, frozenset)):
+        # argparse names a set's choices in its iteration order, which string hashing makes
+        # differ per process: recorded sorted, marked as a set.
+        return {"set": sorted(choices)}
+    return [_plain(c) for c in choices]
+
+
+def action_row(action: argparse.Action) -> dict[str, Any]:
+    kind = _ACTION_KINDS.get(type(action), type(action).__name__)
+    row: dict[str, Any] = {
+        "options": list(action.option_strings),
+        "dest": action.dest,
+        "action": kind,
+        "type": None if action.type is None else getattr(action.type, "__name__", repr(action.type)),
+        "choices": _choices(action.choices),
+        "nargs": action.nargs,
+        "const": _plain(action.const),
+        "default": _plain(action.default),
+        "required": action.required,
+    }
+    for extra in ("new_flag", "const_value", "error_message"):
+        if hasattr(action, extra):
+            row[extra] = _plain(getattr(action, extra))
+    return row
+
+
+def table(loaded: SglangArgparse) -> dict[str, Any]:
+    parser = loaded.parser
+    return {
+        "sglang": "0.5.23",
+        "prog": parser.prog,
+        "generated_by": "tests/oracle/sglang_argparse.py (python -m oracle.sglang_argparse --wheel PATH)",
+        "stood_in": list(loaded.stood_in),
+        "arguments": [action_row(a) for a in parser._actions],
+    }
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """One argument per line: small diffs, and a file json.loads reads in about a millisecond."""
+    head = {k: v for k, v in data.items() if k != "arguments"}
+    lines = [json.dumps(head, sort_keys=True)[:-1] + ', "arguments": [']
+    rows = [json.dumps(row, sort_keys=True) for row in data["arguments"]]
+    lines += [row + ("," if i < len(rows) - 1 else "") for i, row in enumerate(rows)]
+    lines.append("]}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = argparse.ArgumentParser(prog="python -m oracle.sglang_argparse", description="Write sglang's argument table from its wheel.")
+    cli.add_argument("--wheel", type=Path, default=None, help="the sglang 0.5.23 wheel (default: the tests' cache)")
+    cli.add_argument("--out", type=Path, default=TABLE_PATH)
+    args = cli.parse_args(argv)
+    text = dumps(table(load(args.wheel)))
+    args.out.write_text(text)
+    print(f"{args.out}: {text.count(chr(10)) - 2} arguments")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""The launch command and sglang's config file as inputs (inputs/launch.py, sglang_config.py,
+server_arguments.py, read_by_sglang.py): real files, sglang's and argparse's words."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inkling_compat import check
+from inkling_compat.errors import InputError
+from inkling_compat.inputs.launch import parse_launch, read_words
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ["python", "-m", "sglang.launch_server", "--config", "examples/sglang-config.yaml", "--lora-paths", "support=examples/adapter", "--experts-shared-outer-loras"]
+
+
+@pytest.fixture(autouse=True)
+def _in_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # the examples name their model and adapter relative to the repository
+
+
+def _problems(report):
+    return [(p.rule_id, p.message) for p in report.problems]
+
+
+def test_examples_check_ok_with_no_model_and_no_adapter() -> None:
+    for report in (check(argv=read_words("examples/launch.sh")), check(argv=LAUNCH)):
+        assert report.ok, str(report)
+        assert "model" not in report.not_given and report.coverage is not None
+    assert check(config="examples/sglang-config.yaml").ok
+
+
+def test_launch_dash_config_and_underscore_file_check_alike(tmp_path: Path) -> None:
+    underscore = tmp_path / "serve.yaml"
+    underscore.write_text(
+        "model_path: examples/model\nenable_lora: true\nlora_backend: triton\nmax_loras_per_batch: 4\nmax_lora_rank: 16\n"
+        "lora_target_modules: [gate_up_proj, down_proj]\nexperts_shared_outer_loras: true\nlora_paths: [support=examples/adapter]\ndtype: bfloat16\n"
+    )
+    a = check(config=str(underscore))
+    b = check(argv=LAUNCH)
+    assert a.ok and b.ok
+    assert str(a).splitlines()[-1] == str(b).splitlines()[-1]  # the same rules checked / not applicable
+
+
+def test_argparse_refusals_are_located_at_their_argument() -> None:
+    with pytest.raises(InputError) as raised:
+        parse_launch(["python3", "-m", "sglang.launch_server", "--model-path", "m", "--max-lora-rank", "abc"])
+    assert raised.value.field == "argument 3: --max-lora-rank"
+    assert raised.value.reason == "argument --max-lora-rank: invalid int value: 'abc'"
+
+
+def test_config_refusals_are_sglangs(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text("{}")
+    with pytest.raises(InputError) as raised:
+        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.json")])
+    assert raised.value.reason == "Config file must be YAML format, got: .json"
+    (tmp_path / "c.yaml").write_text("- a\n")
+    with pytest.raises(InputError) as raised:
+        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert raised.value.reason == "Config file must contain a dictionary at root level"
+    (tmp_path / "c.yaml").write_text("lora-paths: [a=b]\n")
+    with pytest.raises(InputError) as raised:
+        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert (raised.value.file, raised.value.field) == (str(tmp_path / "c.yaml"), "lora-paths (line 1)")
+    assert raised.value.reason == "Unsupported config option 'lora_paths' with action 'LoRAPathAction'"
+
+
+def test_an_unknown_flag_is_argparses_unrecognized_arguments() -> None:
+    report = check(argv=["SGLANG_OPT_LINEARIZED_SHARED_SINK=1", "python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--max-lora-rnk", "8"])
+    assert [p.rule_id for p in report.errors] == ["unknown-config-key"]
+    assert report.errors[0].message == "<command>: unrecognized arguments: --max-lora-rnk 8 (did you mean --max-lora-rank?)"
+
+
+def test_a_bad_value_in_the_config_file_is_placed_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("port: 1\nmax-lora-rank: abc\n")
+    with pytest.raises(InputError) as raised:
+        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert (raised.value.field, raised.value.reason) == ("max-lora-rank (line 2)", "argument --max-lora-rank: invalid int value: 'abc'")
+
+
+def test_command_line_wins_over_its_config_file(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("max-lora-rank: 8\nport: 1\n")
+    launch = parse_launch(["sglang", "serve", "m", "--max-lora-rank", "16", "--config", str(tmp_path / "c.yaml")])
+    assert launch.values["max_lora_rank"] == 16 and launch.values["port"] == 1 and launch.values["model_path"] == "m"
+
+
+def test_every_argument_in_any_spelling_is_accepted_in_a_config() -> None:
+    report = check(config={"model-path": "/nowhere", "host": "0.0.0.0", "mem_fraction_static": 0.8, "tensor_parallel_size": 1, "trust_remote_code": True, "log-level": "info"})
+    assert not [p for p in report.errors if p.rule_id == "unknown-config-key"]
+    with pytest.raises(InputError, match=r"argument --port: invalid int value: 'http'"):
+        check(config={"port": "http"})
+
+
+def test_cli_takes_the_command_after_a_double_dash() -> None:
+    done = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--", *LAUNCH], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", "-"], input=(ROOT / "examples/launch.sh").read_text(), capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_paths_not_on_this_machine_are_named_not_read() -> None:
+    report = check(argv=["python", "-m", "sglang.launch_server", "--model-path", "org/inkling", "--enable-lora", "--lora-paths", "a=/nowhere/a"])
+    assert report.not_read == [
+        "--model-path org/inkling: not a local folder with config.json (a hub id?): the model checks are not checked",
+        "--lora-paths a=/nowhere/a: not a local folder: that adapter is not checked",
+    ]
+    assert "model" in report.not_given and report.to_dict()["not_read"] == report.not_read
+    assert "note: not read: --model-path org/inkling" in str(report)
