@@ -88,7 +88,7 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     from inkling_compat.report.gate import check_words, gated
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
-    args.config = cli_config(args.config, args.launch, args.launch_words)
+    args.config = cli_config(args.config, args.launch, getattr(args, "launch_words", None))
     if (args.fix or args.diff) and not isinstance(args.config, str):
         raise InputError("(command line)", "--fix" if args.fix else "--diff", "fixes a server config file (--config FILE); a launch command is not edited yet")
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
