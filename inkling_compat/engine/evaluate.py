@@ -57,7 +57,21 @@ def check(
     `config`, `model`, `platform` and each adapter may be a path (YAML/JSON), a dict or
     the typed model. `adapter` may also be a list. Unusable input raises `InputError`.
     """
+    _refuse_nul(config, model, platform, *(adapter if isinstance(adapter, (list, tuple)) else [adapter]))
     return evaluate(config, adapter, model=model, platform=platform, sglang_version=sglang_version, rules=rules).report
+
+
+def _refuse_nul(*sources: Any) -> None:
+    """A path with a NUL byte names no file (every OS call raises ValueError): unusable input."""
+    import os
+
+    from inkling_compat.errors import InputError
+
+    for source in sources:
+        if isinstance(source, (str, os.PathLike)):
+            text = os.fspath(source)
+            if (b"\0" if isinstance(text, bytes) else "\0") in text:
+                raise InputError(repr(text), "(path)", "holds a NUL byte: not a file name")
 
 
 def evaluate(
