@@ -85,3 +85,19 @@ def test_an_input_error_line_escapes_the_name(tmp_path):
 def test_shown_keeps_the_text_outputs_own_colours_only():
     assert shown("\x1b[31merror\x1b[0m a\x1b[8mb", keep_colors=True) == "\x1b[31merror\x1b[0m a\\x1b[8mb"
     assert shown("tab\tnew\nline\r\x7f\x85\udcff") == "tab\tnew\nline\\x0d\\x7f\\x85\\xff"
+
+
+@pytest.mark.parametrize("where", ["config", "model", "adapter"])
+def test_a_nul_in_a_path_given_to_the_api_is_an_input_error(where):
+    from inkling_compat.api import check
+    from inkling_compat.errors import InputError
+
+    args = {"config": "examples/serve.yaml"}
+    if where == "config":
+        args["config"] = "examples/ser\0ve.yaml"
+    elif where == "model":
+        args["model"] = "examples/con\0fig.json"
+    else:
+        args["adapter"] = ["examples/ad\0apter"]
+    with pytest.raises(InputError, match="NUL"):
+        check(**args)

@@ -63,6 +63,7 @@ def check(
     settings file: .inkling-compat.yaml or pyproject.toml; none is looked for by default) move
     problems to `report.ignored`, each with its reason, as the command does.
     """
+    _refuse_nul(config, model, platform, *(adapter if isinstance(adapter, (list, tuple)) else [adapter]))
     if rules is not None:
         rules = tuple(rules)
     report = evaluate(config, adapter, model=model, platform=platform, sglang_version=sglang_version, rules=rules).report
@@ -76,6 +77,19 @@ def check(
 
 def _words(value: str | Iterable[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
+
+
+def _refuse_nul(*sources: Any) -> None:
+    """A path with a NUL byte names no file (every OS call raises ValueError): unusable input."""
+    import os
+
+    from inkling_compat.errors import InputError
+
+    for source in sources:
+        if isinstance(source, (str, os.PathLike)):
+            text = os.fspath(source)
+            if (b"\0" if isinstance(text, bytes) else "\0") in text:
+                raise InputError(repr(text), "(path)", "holds a NUL byte: not a file name")
 
 
 def evaluate(

@@ -544,23 +544,32 @@ def _json_duplicate(name: str, text: str, key: str) -> InputError:
     return InputError(name, found.path, f"duplicate key {found.key!r} (lines {found.first_line} and {found.second_line}): say it once")
 
 
-def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[dict[str, str]]:
+# A "did you mean" costs ~1 ms per unknown key (difflib against every known key): only the
+# first MAX_SUGGESTED unknown keys of a document get one, so 20,000 of them stay linear and fast.
+MAX_SUGGESTED = 100
+
+
+def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "", _found: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
     """Keys of `data` that `model` forbids, with the closest known key as a suggestion."""
-    found: list[dict[str, str]] = []
+    found: list[dict[str, str]] = [] if _found is None else _found
     fields = _field_models(model)
     if fields is None:
         return found
+    known = None
     for key, value in data.items():
         path = f"{prefix}{key}"
         if key not in fields:
-            import difflib  # only for an unknown key: most checks have none (~1 ms at start-up)
+            close: list[str] = []
+            if len(found) < MAX_SUGGESTED:
+                import difflib  # only for an unknown key: most checks have none (~1 ms at start-up)
 
-            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+                known = known if known is not None else list(fields)
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
             found.append({"key": path, "suggestion": f"{prefix}{close[0]}" if close else ""})
             continue
         sub = fields[key]
         if sub is not None and isinstance(value, dict):
-            found += unknown_keys(sub, value, f"{path}.")
+            unknown_keys(sub, value, f"{path}.", found)
     return found
 
 

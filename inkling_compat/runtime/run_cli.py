@@ -27,16 +27,38 @@ from inkling_compat.kernels.accuracy import TOLERANCE  # the one bound (plain nu
 MAX_TP_TIMEOUT_S = 86400  # a day: timedelta and the launcher's deadline stay finite
 
 
+# A batch the reference runtime allocates in full (activations x hidden size): more than this
+# many tokens is refused on the command line instead of failing inside torch.
+MAX_TOKENS = 1 << 20
+
+
+def _int_in(low: int | None, high: int) -> Any:
+    """An argparse type: an integer from `low` to `high` (else argparse's one-line error, exit 2);
+    `low` None: values below are left to the command's own checks (their wording)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if value > high or (low is not None and value < low):
+            raise argparse.ArgumentTypeError(f"{value} is not from {low} to {high}")
+        return value
+
+    return parse
+
+
 def add_run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="run one shared-sink forward (Triton kernels) on random inputs vs the torch reference")
     run.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
     run.add_argument("--model", help="the model's config.json")
     run.add_argument("--platform", help="platform file or preset (as for check)")
     run.add_argument("--adapter", action="append", default=[], help="one pool manifest, or PEFT adapter directories/manifests (slot i = i-th); repeatable")
-    run.add_argument("--tokens", type=int, default=16, help="tokens in the batch (default 16)")
+    run.add_argument("--tokens", type=_int_in(None, MAX_TOKENS), default=16, help=f"tokens in the batch (default 16, at most {MAX_TOKENS})")
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="cpu runs the Triton interpreter (default: cuda if available)")
     run.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=_int_in(-(2**63), 2**64 - 1), default=0, help="torch's seed (-2**63 to 2**64-1, torch.manual_seed's range)")
     run.add_argument("--tp-rank", type=int, default=None, help="which TP rank's shard to run on its own (default 0)")
     run.add_argument("--tp", type=int, default=None, metavar="N",
                      help="run tensor-parallel: N processes, one per TP rank (tp_size = N), outputs all-reduced and compared with the unsharded layer")
