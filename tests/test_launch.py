@@ -38,6 +38,7 @@ def test_launch_dash_config_and_underscore_file_check_alike(tmp_path: Path) -> N
     underscore.write_text(
         "model_path: examples/model\nenable_lora: true\nlora_backend: triton\nmax_loras_per_batch: 4\nmax_lora_rank: 16\n"
         "lora_target_modules: [gate_up_proj, down_proj]\nexperts_shared_outer_loras: true\nlora_paths: [support=examples/adapter]\ndtype: bfloat16\n"
+        "served_model_name: inkling-lora\n"
     )
     a = check(config=str(underscore))
     b = check(argv=LAUNCH)

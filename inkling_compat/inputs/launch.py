@@ -51,6 +51,10 @@ class Launch:
     config_file: str | None = None
     unknown: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
+    def server_config_data(self) -> dict[str, Any]:
+        """The project's server config mapping of this launch (`server_config_data`)."""
+        return server_config_data(self)
+
 
 def read_words(path: str) -> list[str]:
     """The words of a launch file (or stdin for `-`)."""

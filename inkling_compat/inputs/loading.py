@@ -638,12 +638,9 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
         return source, []
     if source is None:
         return ServerConfig(), []
-    from inkling_compat.inputs.launch import Launch
-
-    if isinstance(source, Launch):  # a launch command, already parsed as sglang parses it
-        from inkling_compat.inputs.launch import server_config_data
-
-        return validate(ServerConfig, server_config_data(source), source.label), [dict(u) for u in source.unknown]
+    as_data = getattr(source, "server_config_data", None)
+    if callable(as_data):  # a launch command (inputs/launch.Launch), already parsed as sglang parses it
+        return validate(ServerConfig, as_data(), source.label), [dict(u) for u in source.unknown]
     data, file = _as_mapping(source, "<config>")
     fields = ServerConfig.model_fields
     if all(key in fields for key in data):  # today's files: only the typed fields
