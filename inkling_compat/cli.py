@@ -83,14 +83,22 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     GitHub Action renders one check several ways (inkling_compat/ci/action.py)."""
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
-    from inkling_compat.errors import InputError
     from inkling_compat.inputs.launch import cli_config
     from inkling_compat.report.gate import check_words, gated
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
-    args.config = cli_config(args.config, args.launch, getattr(args, "launch_words", None))
+    words = getattr(args, "launch_words", None)
+    if (args.fix or args.diff) and args.launch is not None:
+        from inkling_compat.inputs.launch import read_words
+
+        words = read_words(args.launch)  # (a launch file's command is printed corrected, never rewritten)
+    args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words)
     if (args.fix or args.diff) and not isinstance(args.config, str):
-        raise InputError("(command line)", "--fix" if args.fix else "--diff", "fixes a server config file (--config FILE); a launch command is not edited yet")
+        from inkling_compat.fix.command import run_fix_launch
+
+        selection = _selection(args, load_rules())
+        _started()
+        return run_fix_launch(args, list(words or []), selection, load_rules(), _emit), None
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _refuse_output_over_inputs(args)

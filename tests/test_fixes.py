@@ -410,3 +410,24 @@ def test_the_loop_over_a_launch_command():
     assert result.config == tuple(tokens) + ("--lora-backend", "triton")
     assert [f.rule_id for f in result.applied] == ["sink-lora-multislot-needs-triton"] and result.report.ok
     assert result.diff.splitlines()[-1] == "+" + result.after
+
+
+def test_a_launch_command_is_printed_corrected(tmp_path, capsys, monkeypatch):
+    """`check --diff/--fix -- <launch command>` edits the command's words (a launch file is
+    never rewritten): the multi-slot legacy sink gets the Triton backend it requires."""
+    from inkling_compat.cli import main
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    command = ["python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--enable-lora", "--lora-backend", "csgmv",
+               "--max-loras-per-batch", "4", "--max-lora-rank", "16", "--lora-target-modules", "gate_up_proj", "down_proj",
+               "--experts-shared-outer-loras", "--lora-paths", "support=examples/adapter"]
+    assert main(["check", "--diff", "--", *command]) == 1
+    out = capsys.readouterr().out
+    assert "-python -m sglang.launch_server" in out and "--lora-backend triton" in out.split("+python", 1)[1]
+    launch = tmp_path / "launch.sh"
+    launch.write_text("exec " + " ".join(command) + "\n")
+    before = launch.read_bytes()
+    assert main(["check", "--fix", "--launch", str(launch)]) == 0
+    out = capsys.readouterr().out
+    assert "corrected command: " in out and "--lora-backend triton" in out and "ok: no errors" in out
+    assert launch.read_bytes() == before

@@ -80,3 +80,58 @@ def summary(result: FixResult, would: bool = False) -> str:
 
 def _who(fix: Any) -> str:
     return f" [{fix.adapter}]" if fix.adapter else ""
+
+
+def launch_arity() -> dict[str, str]:
+    """What each sglang flag takes, by dest, from sglang 0.5.23's argument table (a flag alone,
+    one value, or a list), for editing a launch command's words."""
+    from inkling_compat.fix.argv_edit import FLAG, MANY, ONE
+    from inkling_compat.inputs.argument_table import table
+
+    out: dict[str, str] = {}
+    for row in table()["arguments"]:
+        if row["action"] in ("store_true", "boolean_optional", "DeprecatedStoreTrueAction"):
+            out[row["dest"]] = FLAG
+        elif row["nargs"] in ("+", "*") or row["action"] == "LoRAPathAction":
+            out[row["dest"]] = MANY
+        elif row["action"] != "help":
+            out[row["dest"]] = ONE
+    return out
+
+
+def run_fix_launch(args: Any, words: list[str], selection: Any, rules: Any, emit: Callable[[str, str | None, str], None]) -> int:
+    """`--fix` / `--diff` on a launch command: the command checked, fixed and checked again as
+    words; the corrected command is printed (a launch file is never rewritten: its shell form
+    around the command is the user's)."""
+    from inkling_compat.engine.evaluate import check
+    from inkling_compat.engine.selection import apply
+    from inkling_compat.fix.apply import apply_fixes_argv
+    from inkling_compat.inputs.launch import parse_launch
+    from inkling_compat.report.gate import exit_status, gated, use_color
+    from inkling_compat.report.outputs import render
+
+    def run(tokens: tuple[str, ...]) -> Any:
+        report = check(parse_launch(list(tokens)), args.adapter or None, model=args.model, platform=args.platform, sglang_version=args.sglang_version)
+        return apply(report, selection)
+
+    result = apply_fixes_argv(words, run=run, arity=launch_arity(), unsafe=args.unsafe_fixes)
+    report = gated(result.report, args.fail_on, args.strict)
+    color = args.output is None and use_color(args.color, sys.stdout.isatty())
+    if args.format == "json":
+        document = json.loads(render("json", report, rules))
+        document["fixes"] = [f.to_dict() for f in result.fixes]
+        document["command"] = result.after
+        if args.diff:
+            document["diff"] = result.diff
+        emit(json.dumps(document, indent=2), args.output, "json")
+    else:
+        parts = [result.diff.rstrip("\n")] if args.diff and result.diff else []
+        parts.append(summary(result, would=args.diff))
+        if not args.diff:
+            parts.append("corrected command: " + result.after)
+            if args.format == "text":
+                parts.append(render("text", report, rules, color=color))
+        emit("\n".join(p for p in parts if p), args.output, "text")
+    if args.diff and result.diff and not args.exit_zero:
+        return 1
+    return exit_status(report, args.exit_zero)
