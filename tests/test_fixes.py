@@ -314,7 +314,8 @@ def test_fixing_never_introduces_an_error(setup, faults, unsafe):
     new = {p.rule_id for p in after.errors} - {p.rule_id for p in before.errors} - hidden
     assert not new, (config, result.config, new)
     assert len(after.errors) <= len(before.errors) + len(hidden)
-    assert not any(f.safety == "safe" and "taken back" in (f.reason or "") for f in result.fixes)  # safe: only makes it load
+    if len(before.errors) <= 1:  # safe: only makes it load (with another fault beside it, the loop may take it back)
+        assert not any(f.safety == "safe" and "taken back" in (f.reason or "") for f in result.fixes)
     again = apply_fixes(result.config, unsafe=unsafe, **args)  # idempotent
     assert again.config == result.config and not again.applied
     # The same fixes made in a YAML file, in place, read back as the dict the dict editor made.

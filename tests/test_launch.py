@@ -110,3 +110,18 @@ def test_paths_not_on_this_machine_are_named_not_read() -> None:
     ]
     assert "model" in report.not_given and report.to_dict()["not_read"] == report.not_read
     assert "note: not read: --model-path org/inkling" in str(report)
+
+
+def test_a_rules_problem_is_located_at_its_argument(tmp_path: Path) -> None:
+    """A problem of a launch command points at the words that set its fields, or at the key
+    of the command's --config file."""
+    words = ["python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--enable-lora", "--lora-backend", "csgmv",
+             "--max-loras-per-batch", "4", "--max-lora-rank", "16", "--lora-target-modules", "gate_up_proj", "down_proj"]
+    report = check(argv=words)
+    problem = next(p for p in report.problems if p.rule_id == "sink-lora-multislot-needs-triton")
+    assert [str(loc) for loc in problem.locations] == ["<command> (argument 4: --lora-backend)", "<command> (argument 6: --max-loras-per-batch)"]
+    config = tmp_path / "sglang.yaml"
+    config.write_text("model-path: examples/model\nenable-lora: true\nlora-backend: csgmv\nmax-loras-per-batch: 4\n")
+    report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config), "--max-lora-rank", "16", "--lora-target-modules", "gate_up_proj", "down_proj"])
+    problem = next(p for p in report.problems if p.rule_id == "sink-lora-multislot-needs-triton")
+    assert [(loc.line, loc.field) for loc in problem.locations] == [(3, "lora-backend"), (4, "max-loras-per-batch")]

@@ -127,5 +127,6 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
             model=model_file(model),
             platform=None if isinstance(platform, str) and platform.lower() in PLATFORM_PRESETS else path_of(platform),
             adapters=tuple(None if getattr(m, "source", None) is not None else path_of(item) for item, m in zip(_adapter_items(adapter), manifests)),
+            arguments=tuple(getattr(config, "places", ())),
         ),
     )

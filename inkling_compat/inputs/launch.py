@@ -50,6 +50,9 @@ class Launch:
     label: str = COMMAND
     config_file: str | None = None
     unknown: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    # Where each dest was set, (dest, file, where): the command's "argument 12: --max-lora-rank"
+    # or the --config file's key; the last setting wins, as in argparse.
+    places: tuple[tuple[str, str, str], ...] = ()
 
     def server_config_data(self) -> dict[str, Any]:
         """The project's server config mapping of this launch (`server_config_data`)."""
@@ -221,7 +224,24 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         if origin[0] == "command":
             item["suggestion"] = item["flag"]
         unknown.append(item)
-    return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown))
+    return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file))
+
+
+def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[tuple[str, str, str], ...]:
+    """(dest, file, where) for each dest an option word sets (see `Launch.places`)."""
+    found: dict[str, tuple[str, str]] = {}
+    for word, (kind, at) in zip(argv, origins):
+        if not word.startswith("--"):
+            continue
+        option = word.split("=", 1)[0]
+        row = argument_table.lookup(option[2:])
+        if row is None:
+            continue
+        if kind == "config" and config_file:
+            found[row["dest"]] = (config_file, str(at))
+        else:
+            found[row["dest"]] = (label, f"argument {at}: {option}")
+    return tuple((dest, file, where) for dest, (file, where) in found.items())
 
 
 def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> InputError:

@@ -45,9 +45,13 @@ class Location:
     line: int | None = None
     column: int | None = None
     tensor: str | None = None
+    # A word of a launch command ("argument 12: --max-lora-rank"), not a line of a file.
+    argument: str | None = None
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"
+        if self.argument:
+            return f"{where} ({self.argument})"
         if self.tensor:
             return f"{where} (tensor {self.tensor})"
         if self.field and self.line is None:
@@ -55,7 +59,8 @@ class Location:
         return f"{where} ({self.field})" if self.field else where
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "field": self.field, "line": self.line, "column": self.column, "tensor": self.tensor}
+        out = {"file": self.file, "field": self.field, "line": self.line, "column": self.column, "tensor": self.tensor}
+        return {**out, "argument": self.argument} if self.argument else out
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class Sources:
     model: str | None = None
     platform: str | None = None
     adapters: tuple[str | None, ...] = ()
+    # A launch command's (dest, file, where) (inputs/launch.Launch.places); config is None then.
+    arguments: tuple[tuple[str, str, str], ...] = ()
 
 
 def path_of(source: Any) -> str | None:
@@ -220,6 +227,8 @@ def locate(
             head, rest = "env", rest[4:]
         if head in ("config", "env") and sources.config and rest:
             found.append(maps.place(sources.config, rest if head == "config" else f"env.{rest}"))
+        elif head == "config" and sources.arguments and rest:
+            found.extend(_argument_place(maps, sources.arguments, rest))
         elif head == "model" and sources.model and rest:
             found.append(_model_place(maps, sources.model, rest))
         elif head == "platform" and sources.platform and rest:
@@ -235,6 +244,16 @@ def locate(
     for loc in found:
         unique.setdefault((loc.file, loc.line, loc.column, loc.tensor, loc.field if loc.line is None else ""), loc)
     return tuple(unique.values())
+
+
+def _argument_place(maps: SourceMaps, arguments: tuple[tuple[str, str, str], ...], rest: str) -> list[Location]:
+    """A server argument of a launch command: the word that set it, or its key in the command's
+    --config file; nothing for a dest the command leaves at its default."""
+    dest = rest.split(".", 1)[0]
+    for name, file, where in arguments:
+        if name == dest:
+            return [Location(file, rest, argument=where)] if where.startswith("argument ") else [maps.place(file, where)]
+    return []
 
 
 def _model_place(maps: SourceMaps, file: str, rest: str) -> Location:

@@ -117,7 +117,7 @@ def _places(locations, indent: str) -> list[str]:
     defaults are what fired) on one line per file."""
     lines, defaults = [], {}
     for loc in locations:
-        if loc.line is None and loc.field and not loc.tensor:
+        if loc.line is None and loc.field and not loc.tensor and not loc.argument:
             defaults.setdefault(loc.file, []).append(loc.field)
         else:
             lines.append(f"{indent}at {loc}")
