@@ -31,6 +31,17 @@ def join_strings(values: list[Any], separator: str) -> str:
     return separator.join(str(v) for v in values)
 
 
+def unknown_keys_text(keys: list[Any]) -> str:
+    """`input.unknown_keys` as the unknown-key message lists them ("file: key (did you mean
+    x?)", comma-separated). In Python: CEL's `map` over a list is quadratic in its length
+    (20,000 keys took over 15 s), this is linear."""
+    parts = []
+    for k in keys:
+        suggestion = k.get("suggestion") or ""
+        parts.append(f"{k.get('file', '')}: {k.get('key', '')}" + (f" (did you mean {suggestion}?)" if suggestion else ""))
+    return ", ".join(parts)
+
+
 def cel_context(variables: dict[str, Any]) -> Any:
     ctx = cel.Context()
     # Functions first: added after the variables, each addition costs ~5 us more (measured
@@ -38,6 +49,7 @@ def cel_context(variables: dict[str, Any]) -> Any:
     ctx.add_function("pytype", python_type_name)
     ctx.add_function("pysorted", python_sorted)
     ctx.add_function("join", join_strings)
+    ctx.add_function("unknown_keys_text", unknown_keys_text)
     try:
         ctx.update(variables)
     except ValueError:

@@ -27,6 +27,7 @@ from inkling_compat.inputs.limits import (
     LimitExceeded,
     bad_text,
     check_data,
+    json_values,
     long_layer_reason,
     long_number_reason,
     scan_json,
@@ -63,7 +64,15 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
     """The safe loader, remembering the tag of each plain scalar text: libyaml calls the
     pure-Python resolver (a regex scan) once per scalar, and config keys repeat."""
 
+    # Every node the composer builds is resolved once (aliases are not): counting here stops a
+    # long document while it is composed, before its nodes cost time and memory (a 16 MB block
+    # list composed whole took 10 s and 2 GB).
+    nodes = 0
+
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_EXPANDED_NODES:
+            raise TooManyNodes(f"more than {MAX_EXPANDED_NODES} values")
         if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
             tag = _RESOLVED.get(value)
             if tag is None:
@@ -130,6 +139,10 @@ def _check_scalar(node: yaml.Node, path: str) -> None:
 
 class ExpandsTooFar(yaml.YAMLError):
     """A YAML document whose aliases expand to more than MAX_EXPANDED_NODES values."""
+
+
+class TooManyNodes(yaml.YAMLError):
+    """A document of more than MAX_EXPANDED_NODES values (keys count), found while composing."""
 
 
 class DuplicateKey(yaml.YAMLError):
@@ -401,6 +414,10 @@ def _parse_yaml(text: str) -> Any:
 
 
 def _parse_json(raw: bytes, text: str) -> Any:
+    # The value count first (before json builds them, and before scan_json's exact walk,
+    # which a long list of digits takes): 10 MB of a list took 4 s and 770 MB.
+    if json_values(raw) > MAX_EXPANDED_NODES:
+        raise LimitExceeded("(root)", f"more than {MAX_EXPANDED_NODES} values")
     scan_json(raw)  # depth and number limits before json recurses or converts
     data = json.loads(text, object_pairs_hook=_unique_pairs)
     check_data(data, count_limit=MAX_EXPANDED_NODES)  # lone surrogates ("\ud800") and the value cap
@@ -468,11 +485,17 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if "\r" in text:  # as read_text's universal newlines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        data = _json_data(raw, text) if path.suffix == ".json" else _yaml_data(text)
+        kind = "json" if path.suffix == ".json" else "yaml"
+        data = _json_data(raw, text) if kind == "json" else _yaml_data(text)
     except LimitExceeded as exc:
         if exc.reason.startswith("more than"):
+            if kind == "json":
+                raise InputError(name, "(json)", _too_many(kind)) from None
+            # YAML's nodes were counted while composing: only aliases reach this cap
             raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)") from None
         raise InputError(name, exc.path, exc.reason) from None
+    except TooManyNodes:
+        raise InputError(name, "(yaml)", _too_many("yaml")) from None
     except _JsonDuplicate as exc:
         raise _json_duplicate(name, text, exc.key) from None
     except DuplicateKey as exc:
@@ -491,6 +514,10 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(name, "(root)", f"expected a mapping, got {type(data).__name__}")
     return data
+
+
+def _too_many(kind: str) -> str:
+    return f"more than {MAX_EXPANDED_NODES} values (keys count) in this {kind.upper()} document: a config holds far fewer"
 
 
 def _read_up_to(fd: int, size: int) -> bytes:
@@ -536,23 +563,32 @@ def _json_duplicate(name: str, text: str, key: str) -> InputError:
     return InputError(name, found.path, f"duplicate key {found.key!r} (lines {found.first_line} and {found.second_line}): say it once")
 
 
-def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[dict[str, str]]:
+# A "did you mean" costs ~1 ms per unknown key (difflib against every known key): only the
+# first MAX_SUGGESTED unknown keys of a document get one, so 20,000 of them stay linear and fast.
+MAX_SUGGESTED = 100
+
+
+def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "", _found: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
     """Keys of `data` that `model` forbids, with the closest known key as a suggestion."""
-    found: list[dict[str, str]] = []
+    found: list[dict[str, str]] = [] if _found is None else _found
     fields = _field_models(model)
     if fields is None:
         return found
+    known = None
     for key, value in data.items():
         path = f"{prefix}{key}"
         if key not in fields:
-            import difflib  # only for an unknown key: most checks have none (~1 ms at start-up)
+            close: list[str] = []
+            if len(found) < MAX_SUGGESTED:
+                import difflib  # only for an unknown key: most checks have none (~1 ms at start-up)
 
-            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+                known = known if known is not None else list(fields)
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
             found.append({"key": path, "suggestion": f"{prefix}{close[0]}" if close else ""})
             continue
         sub = fields[key]
         if sub is not None and isinstance(value, dict):
-            found += unknown_keys(sub, value, f"{path}.")
+            unknown_keys(sub, value, f"{path}.", found)
     return found
 
 
