@@ -36,7 +36,8 @@ def _snapshot(compiled):
     for c in compiled:
         versions = {v: (None if w is None else (w.file, w.expression, sorted(w.param_programs), sorted(w.paths), w.rule.model_dump()))
                     for v, w in c._versions.items()}  # fmt: skip
-        out.append((c.file, c.expression, sorted(c.paths), sorted(c.param_programs), c.rule.model_dump(), versions))
+        # (as JSON text: key order counts too, the rule pages print the examples in it)
+        out.append((c.file, c.expression, sorted(c.paths), sorted(c.param_programs), json.dumps(c.rule.model_dump(), default=str), versions))
     return out
 
 
