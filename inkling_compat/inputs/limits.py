@@ -300,6 +300,8 @@ def read_bounded(path: Any, cap: int, field: str = "(file)") -> bytes:
         raise InputError(name, field, "no such file") from None
     except OSError as exc:
         raise InputError(name, field, f"cannot read: {exc.strerror}") from None
+    except ValueError:  # a NUL in the path
+        raise InputError(name, field, "the path holds a NUL character: no such file") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -478,6 +478,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file") from None
     except OSError as exc:
         raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
+    except ValueError:  # os.open of a path holding a NUL (no file can have one)
+        raise InputError(name, "(file)", "the path holds a NUL character: no such file") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
