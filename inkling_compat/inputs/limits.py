@@ -147,14 +147,17 @@ def scan_json(raw: bytes) -> JsonScan:
 
 
 def json_values(raw: bytes) -> int:
-    """An upper bound on the values (keys count) of JSON bytes, exact outside strings: each
-    value but a container's first follows a comma, each key precedes a colon. All in C (count,
-    and the string regex only when the quick bound is over `MAX_JSON_VALUES`)."""
-    quick = raw.count(b",") + raw.count(b":") + raw.count(b"[") + raw.count(b"{") + 1
+    """The values (keys count) of JSON bytes that follow a comma or precede a colon, outside
+    strings, plus one: each value but a container's first follows a comma, each key precedes a
+    colon. A container's first value is not counted, so nesting without commas is left to the
+    depth limit (scan_json: "nested too deeply", with its line) and `check_data` counts exactly
+    after parsing. All in C (count, and the string regex only when the quick bound is over
+    `MAX_JSON_VALUES`)."""
+    quick = raw.count(b",") + raw.count(b":") + 1
     if quick <= MAX_JSON_VALUES:
         return quick
     bare = _STRING.sub(b'""', raw)
-    return bare.count(b",") + bare.count(b":") + bare.count(b"[") + bare.count(b"{") + 1
+    return bare.count(b",") + bare.count(b":") + 1
 
 
 MAX_JSON_VALUES = 100_000  # the quick bound's threshold (inputs/loading.py's MAX_EXPANDED_NODES)
