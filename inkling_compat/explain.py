@@ -39,7 +39,12 @@ _LOG_PREFIX = re.compile(rf"^\s*(?:(?:{_BRACKETED}|{_TIMESTAMP}|{_LEVEL})[\s:|\-
 # An exception line: "ValueError: ...", "torch.OutOfMemoryError: ...", "SystemExit: 2".
 _EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning|Interrupt)(?::|$)")
 # Everything up to the last exception class (or "Traceback ...:") of a line.
-_EXCEPTION_PREFIX = re.compile(r"^.*?\b(?:[A-Z]\w*(?:Error|Exception|Exit)|Traceback[^:]*):\s?")
+# Found in two linear searches (`strip_exception_prefix`): the one pattern
+# `^.*?\b(?:...|Traceback[^:]*):` scans to the end of the line from each "Traceback" when no
+# colon follows, quadratic in a line of them.
+_EXCEPTION_CLASS = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Exit):\s?")
+_TRACEBACK = re.compile(r"\bTraceback")
+_SPACE = re.compile(r"\s")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _CHAINING = re.compile(r"^\s*(?:Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct cause)")
 _SPACES = re.compile(r"\s+")
@@ -120,10 +125,25 @@ def candidates(lines: list[str]) -> list[str]:
     out: list[str] = []
     for text in texts:
         for spaced in (text, _SPACES.sub(" ", text).strip()):
-            for variant in (spaced, _EXCEPTION_PREFIX.sub("", spaced, count=1)):
+            for variant in (spaced, strip_exception_prefix(spaced)):
                 if variant.strip() and variant not in out:
                     out.append(variant)
     return out
+
+
+def strip_exception_prefix(text: str) -> str:
+    """The text after its first exception class ("...ValueError: ") or "Traceback ...:" (the
+    earliest of the two; the class wins where both start), or the text as it is."""
+    found = _EXCEPTION_CLASS.search(text)
+    last_colon = text.rfind(":")
+    # "Traceback" matches with the first colon after it, so only one before the last colon can
+    trace = _TRACEBACK.search(text, 0, last_colon) if last_colon > 0 else None
+    if trace is not None and (found is None or trace.start() < found.start()):
+        end = text.index(":", trace.end()) + 1
+        if _SPACE.match(text, end):
+            end += 1
+        return text[end:]
+    return text[found.end():] if found is not None else text
 
 
 # --- specificity -----------------------------------------------------------------------------

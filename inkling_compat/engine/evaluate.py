@@ -89,7 +89,7 @@ def _refuse_nul(*sources: Any) -> None:
         if isinstance(source, (str, os.PathLike)):
             text = os.fspath(source)
             if (b"\0" if isinstance(text, bytes) else "\0") in text:
-                raise InputError(repr(text), "(path)", "holds a NUL byte: not a file name")
+                raise InputError(repr(text), "(path)", "the path holds a NUL character: no such file")
 
 
 def evaluate(
@@ -199,11 +199,15 @@ def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[c
                 codes.append(gated)
                 continue
             if isinstance(hit, RuleEvaluationError):
-                raise hit
+                raise _too_large(hit, names[index] if index >= 0 else None)
             codes.append(CHECKED)
             scope_fired.add(rule.id)
             key = (STAGES.index(rule.stage), index, rule.order)
-            fired.append((key, c, _render(c, ctx), names[index] if index >= 0 else None))
+            try:
+                rendered = _render(c, ctx)
+            except RuleEvaluationError as exc:
+                raise _too_large(exc, names[index] if index >= 0 else None) from None
+            fired.append((key, c, rendered, names[index] if index >= 0 else None))
         if index < 0:
             tally.global_codes = codes
         else:
@@ -364,6 +368,15 @@ def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> tu
         except Exception as exc:  # noqa: BLE001
             results.append(RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}"))
     return results, program.applies(ctx) if program is not None else [None] * len(rules)
+
+
+def _too_large(error: RuleEvaluationError, adapter: str | None) -> Exception:
+    """An int64 overflow in a rule's arithmetic is input beyond any real size (a pool axis of
+    2**62: no tensor of that shape exists), so unusable input, not a defect of the rule."""
+    if "OverflowError" not in str(error):
+        return error
+    where = f"adapter {adapter}" if adapter is not None else "<inputs>"
+    return InputError(where, "(sizes)", f"values too large to compute with (64-bit integer overflow in {error})")
 
 
 def _render(c: CompiledRule, ctx: Any) -> tuple[str, str, str | None]:

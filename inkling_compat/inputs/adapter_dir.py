@@ -98,12 +98,15 @@ class AdapterFileError(Exception):
 
 @dataclass(frozen=True)
 class _Key:
-    """What identifies a file's content for the header cache (path, size, mtime, inode)."""
+    """What identifies a file's content for the header cache (path, size, mtime, inode, and
+    ctime: a rewrite in place that keeps size and mtime, `os.utime` included, still moves the
+    change time, which no user call can set back)."""
 
     path: str
     size: int
     mtime_ns: int
     inode: int
+    ctime_ns: int = 0
 
 
 # The header cache keeps validated headers within a byte budget, least recently used out
@@ -316,7 +319,7 @@ def _header(path: str, root_real: str) -> _Header:
     label = os.path.basename(path)
     real = _resolve_inside(path, root_real, label)
     info = _regular_file(real, label)
-    key = _Key(real, info.st_size, info.st_mtime_ns, info.st_ino)
+    key = _Key(real, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
     caching = _caching()
     cached = _HEADERS.by_file(key) if caching else None
     if cached is not None:

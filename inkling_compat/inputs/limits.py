@@ -146,6 +146,23 @@ def scan_json(raw: bytes) -> JsonScan:
     return JsonScan(objects, escapes and _SURROGATE_ESCAPE.search(raw) is not None, long_digits)
 
 
+def json_values(raw: bytes) -> int:
+    """The values (keys count) of JSON bytes that follow a comma or precede a colon, outside
+    strings, plus one: each value but a container's first follows a comma, each key precedes a
+    colon. A container's first value is not counted, so nesting without commas is left to the
+    depth limit (scan_json: "nested too deeply", with its line) and `check_data` counts exactly
+    after parsing. All in C (count, and the string regex only when the quick bound is over
+    `MAX_JSON_VALUES`)."""
+    quick = raw.count(b",") + raw.count(b":") + 1
+    if quick <= MAX_JSON_VALUES:
+        return quick
+    bare = _STRING.sub(b'""', raw)
+    return bare.count(b",") + bare.count(b":") + 1
+
+
+MAX_JSON_VALUES = 100_000  # the quick bound's threshold (inputs/loading.py's MAX_EXPANDED_NODES)
+
+
 def _locate(raw: bytes) -> None:
     """The slow path of scan_json: the first place a limit is exceeded, with its field path
     and line; returns if there is none (the brackets merely do not pair up, or the long digit
@@ -286,6 +303,8 @@ def read_bounded(path: Any, cap: int, field: str = "(file)") -> bytes:
         raise InputError(name, field, "no such file") from None
     except OSError as exc:
         raise InputError(name, field, f"cannot read: {exc.strerror}") from None
+    except ValueError:  # a NUL in the path
+        raise InputError(name, field, "the path holds a NUL character: no such file") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

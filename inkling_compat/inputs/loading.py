@@ -28,6 +28,7 @@ from inkling_compat.inputs.limits import (
     LimitExceeded,
     bad_text,
     check_data,
+    json_values,
     long_layer_reason,
     long_number_reason,
     scan_json,
@@ -64,7 +65,15 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
     """The safe loader, remembering the tag of each plain scalar text: libyaml calls the
     pure-Python resolver (a regex scan) once per scalar, and config keys repeat."""
 
+    # Every node the composer builds is resolved once (aliases are not): counting here stops a
+    # long document while it is composed, before its nodes cost time and memory (a 16 MB block
+    # list composed whole took 10 s and 2 GB).
+    nodes = 0
+
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_EXPANDED_NODES:
+            raise TooManyNodes(f"more than {MAX_EXPANDED_NODES} values")
         if kind is yaml.ScalarNode and implicit[0] and not self.yaml_path_resolvers:
             tag = _RESOLVED.get(value)
             if tag is None:
@@ -131,6 +140,10 @@ def _check_scalar(node: yaml.Node, path: str) -> None:
 
 class ExpandsTooFar(yaml.YAMLError):
     """A YAML document whose aliases expand to more than MAX_EXPANDED_NODES values."""
+
+
+class TooManyNodes(yaml.YAMLError):
+    """A document of more than MAX_EXPANDED_NODES values (keys count), found while composing."""
 
 
 class DuplicateKey(yaml.YAMLError):
@@ -402,6 +415,10 @@ def _parse_yaml(text: str) -> Any:
 
 
 def _parse_json(raw: bytes, text: str) -> Any:
+    # The value count first (before json builds them, and before scan_json's exact walk,
+    # which a long list of digits takes): 10 MB of a list took 4 s and 770 MB.
+    if json_values(raw) > MAX_EXPANDED_NODES:
+        raise LimitExceeded("(root)", f"more than {MAX_EXPANDED_NODES} values")
     scan_json(raw)  # depth and number limits before json recurses or converts
     data = json.loads(text, object_pairs_hook=_unique_pairs)
     check_data(data, count_limit=MAX_EXPANDED_NODES)  # lone surrogates ("\ud800") and the value cap
@@ -464,6 +481,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file") from None
     except OSError as exc:
         raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
+    except ValueError:  # os.open of a path holding a NUL (no file can have one)
+        raise InputError(name, "(file)", "the path holds a NUL character: no such file") from None
     return parse_document(raw, name, is_json=path.suffix == ".json")
 
 
@@ -476,11 +495,17 @@ def parse_document(raw: bytes, name: str, is_json: bool) -> dict[str, Any]:
     if "\r" in text:  # as read_text's universal newlines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        data = _json_data(raw, text) if is_json else _yaml_data(text)
+        kind = "json" if is_json else "yaml"
+        data = _json_data(raw, text) if kind == "json" else _yaml_data(text)
     except LimitExceeded as exc:
         if exc.reason.startswith("more than"):
+            if kind == "json":
+                raise InputError(name, "(json)", _too_many(kind)) from None
+            # YAML's nodes were counted while composing: only aliases reach this cap
             raise InputError(name, "(yaml)", f"expands to more than {MAX_EXPANDED_NODES} values (YAML alias bomb?)") from None
         raise InputError(name, exc.path, exc.reason) from None
+    except TooManyNodes:
+        raise InputError(name, "(yaml)", _too_many("yaml")) from None
     except _JsonDuplicate as exc:
         raise _json_duplicate(name, text, exc.key) from None
     except DuplicateKey as exc:
@@ -499,6 +524,10 @@ def parse_document(raw: bytes, name: str, is_json: bool) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(name, "(root)", f"expected a mapping, got {type(data).__name__}")
     return data
+
+
+def _too_many(kind: str) -> str:
+    return f"more than {MAX_EXPANDED_NODES} values (keys count) in this {kind.upper()} document: a config holds far fewer"
 
 
 def _read_up_to(fd: int, size: int) -> bytes:

@@ -13,6 +13,9 @@ own prefix matching) is an unknown key whose message is argparse's "unrecognized
 
 from __future__ import annotations
 
+import bisect
+from functools import lru_cache
+
 from typing import Any
 
 from inkling_compat.errors import InputError
@@ -31,8 +34,13 @@ def _suggestion(key: str) -> str:
     return close[0] if close else ""
 
 
-def unknown_item(key: str, words: list[str], file: str, message: str | None = None) -> dict[str, Any]:
-    suggestion = _suggestion(key)
+# "Did you mean" for this many unknown keys of one input: each suggestion scores the key
+# against every argument (difflib), so 5,000 unknown keys would take seconds.
+MAX_SUGGESTIONS = 100
+
+
+def unknown_item(key: str, words: list[str], file: str, message: str | None = None, suggest: bool = True) -> dict[str, Any]:
+    suggestion = _suggestion(key) if suggest else ""
     return {
         "key": str(key),
         "suggestion": suggestion,
@@ -84,11 +92,14 @@ def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]
     hit = _PARSED.get(tuple(words))
     if hit is not None:
         return hit
+    if not _could_match(words[0]):  # no option has it as a prefix: argparse cannot take it
+        unknown.append(unknown_item(key, words, file, "unrecognized arguments: " + " ".join(words), suggest=len(unknown) < MAX_SUGGESTIONS))
+        return {}
     try:
         parsed = argument_table.parse(words, require_model_path=False)
     except argument_table.ArgumentsRefused as exc:
         if exc.message.startswith("unrecognized arguments:") or exc.message.startswith("ambiguous option:"):
-            unknown.append(unknown_item(key, words, file, exc.message))
+            unknown.append(unknown_item(key, words, file, exc.message, suggest=len(unknown) < MAX_SUGGESTIONS))
             return {}
         raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
     if len(_PARSED) >= 4096:
@@ -96,3 +107,19 @@ def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]
     if all(isinstance(v, (str, int, float, bool, type(None))) for v in parsed.values()):
         _PARSED[tuple(words)] = parsed  # (mutable values are converted again each time)
     return parsed
+
+
+@lru_cache(maxsize=1)
+def _long_options() -> tuple[str, ...]:
+    return tuple(sorted(o for row in argument_table.table()["arguments"] for o in row["options"] if o.startswith("--")))
+
+
+def _could_match(word: str) -> bool:
+    """Whether argparse could read `word` as an option: it is one, or (abbreviations are
+    allowed) a prefix of one."""
+    option = word.split("=", 1)[0]
+    if not option.startswith("--"):
+        return True  # (argparse's own words for it)
+    options = _long_options()
+    i = bisect.bisect_left(options, option)
+    return i < len(options) and options[i].startswith(option)

@@ -416,6 +416,14 @@ def _peft_pool(peft: list[Any], geo: Any, layer: int | None, seed: int, notes: l
     for m in peft:
         source = getattr(m, "source", None)
         if source is not None and getattr(source, "directory", None):
+            if getattr(source, "weights_format", "safetensors") != "safetensors":
+                # The checker only warns (sglang would torch.load it); the runtime never unpickles.
+                files = ", ".join(source.weights_files) or "no weights file"
+                raise RuntimeInputError(
+                    source.directory, "adapter",
+                    f"{files}: {'a pickle, which inkling-compat never unpickles' if source.weights_format == 'pickle' else 'no *.safetensors weights'}"
+                    " (the runtime reads safetensors only); convert the weights to safetensors in a trusted environment",
+                )
             tensors = pb.read_safetensors(source.directory, list(source.weights_files) or None)
             origin = source.directory
         else:

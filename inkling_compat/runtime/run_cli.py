@@ -27,38 +27,16 @@ from inkling_compat.kernels.accuracy import TOLERANCE  # the one bound (plain nu
 MAX_TP_TIMEOUT_S = 86400  # a day: timedelta and the launcher's deadline stay finite
 
 
-# A batch the reference runtime allocates in full (activations x hidden size): more than this
-# many tokens is refused on the command line instead of failing inside torch.
-MAX_TOKENS = 1 << 20
-
-
-def _int_in(low: int | None, high: int) -> Any:
-    """An argparse type: an integer from `low` to `high` (else argparse's one-line error, exit 2);
-    `low` None: values below are left to the command's own checks (their wording)."""
-    import argparse
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-        if value > high or (low is not None and value < low):
-            raise argparse.ArgumentTypeError(f"{value} is not from {low} to {high}")
-        return value
-
-    return parse
-
-
 def add_run_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="run one shared-sink forward (Triton kernels) on random inputs vs the torch reference")
     run.add_argument("--config", required=True, help="server config (YAML/JSON, sglang argument names)")
     run.add_argument("--model", help="the model's config.json")
     run.add_argument("--platform", help="platform file or preset (as for check)")
     run.add_argument("--adapter", action="append", default=[], help="one pool manifest, or PEFT adapter directories/manifests (slot i = i-th); repeatable")
-    run.add_argument("--tokens", type=_int_in(None, MAX_TOKENS), default=16, help=f"tokens in the batch (default 16, at most {MAX_TOKENS})")
+    run.add_argument("--tokens", type=int, default=16, help="tokens in the batch (default 16, at most 65,536)")
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="cpu runs the Triton interpreter (default: cuda if available)")
     run.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
-    run.add_argument("--seed", type=_int_in(-(2**63), 2**64 - 1), default=0, help="torch's seed (-2**63 to 2**64-1, torch.manual_seed's range)")
+    run.add_argument("--seed", type=int, default=0, help="torch's seed (0 to 2**63-2)")
     run.add_argument("--tp-rank", type=int, default=None, help="which TP rank's shard to run on its own (default 0)")
     run.add_argument("--tp", type=int, default=None, metavar="N",
                      help="run tensor-parallel: N processes, one per TP rank (tp_size = N), outputs all-reduced and compared with the unsharded layer")
@@ -82,9 +60,63 @@ def _under_torchrun() -> bool:
     return "TORCHELASTIC_RUN_ID" in os.environ and "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
+# Bounds of the numeric options: what torch accepts (a seed is a u64 for torch.Generator, but
+# the runtime adds to it) and what one process can hold (a batch of --tokens x hidden floats).
+_BOUNDS = {
+    "tokens": (0, 65_536),
+    "seed": (0, 2**63 - 2),
+    "tp_rank": (0, 1023),
+    "tp": (1, 1024),
+    "layer": (0, 1_000_000),
+    "repeat": (0, 1_000_000),
+}
+_TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+
+
+def _argument_problem(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(option, one line) for a numeric option out of its bounds, or None."""
+    for name, (low, high) in _BOUNDS.items():
+        value = getattr(args, name, None)
+        if value is not None and not low <= value <= high:
+            option = "--" + name.replace("_", "-")
+            shown = str(value) if len(str(value)) <= 40 else f"a number of {len(str(value))} digits"
+            if value < 0 == low:
+                return option, f"{option}: {shown} is negative"
+            return option, f"{option}: {shown} is out of range ({low} to {high:,})"
+    timeout = getattr(args, "tp_timeout", None)
+    if timeout is not None and not 0 < timeout <= 86_400:  # (NaN fails both comparisons)
+        return "--tp-timeout", f"--tp-timeout: {timeout} is out of range (more than 0, at most 86,400 seconds)"
+    return None
+
+
+def _torchrun_problem() -> str | None:
+    """One line for torchrun's variables that do not describe a rank of a world, or None."""
+    values = {}
+    for name in _TORCHRUN_VARIABLES:
+        text = os.environ.get(name)
+        if text is None:
+            continue
+        if not (text.isascii() and text.isdigit() and len(text) <= 6):
+            return f"torchrun's {name}={text[:40]!r} is not a non-negative integer (of at most 6 digits)"
+        values[name] = int(text)
+    rank, world = values.get("RANK", 0), values.get("WORLD_SIZE", 1)
+    if world < 1 or rank >= world:
+        return f"torchrun's RANK={rank} is not a rank of WORLD_SIZE={world} (0 to {world - 1})"
+    local_world = values.get("LOCAL_WORLD_SIZE", world)
+    local_rank = values.get("LOCAL_RANK", rank)
+    if local_world < 1 or local_rank >= local_world:
+        return f"torchrun's LOCAL_RANK={local_rank} is not a rank of LOCAL_WORLD_SIZE={local_world} (0 to {local_world - 1})"
+    return None
+
+
 def run_command(args: argparse.Namespace) -> int:
-    if args.tokens < 0:
-        return _fail(args, f"--tokens: {args.tokens} is negative", "--tokens")
+    problem = _argument_problem(args)
+    if problem is not None:
+        return _fail(args, problem[1], problem[0])
+    if _under_torchrun():
+        line = _torchrun_problem()
+        if line is not None:
+            return _fail(args, line, "(environment)")
     if args.tp is not None or _under_torchrun():
         return _run_tp(args)
     device = args.device

@@ -315,8 +315,11 @@ FIELDS_BY_KIND = {"config": SERVER_FIELDS, "model": MODEL_FIELDS, "platform": PL
 
 # ---------------------------------------------------------------- recipes
 
-FAMILIES = ["bytes", "type", "keys", "nesting", "sizes", "unicode", "fs", "fleet"]
-WEIGHTS = [12, 30, 8, 9, 13, 9, 11, 8]
+FAMILIES = ["bytes", "type", "keys", "nesting", "sizes", "unicode", "fs", "fleet", "caps"]
+WEIGHTS = [12, 30, 8, 9, 13, 9, 11, 8, 6]
+# The worst cases under the documented caps (docs/fuzz.md): long lists, many unknown keys or
+# env entries, a pool re-bound with an axis no int64 product holds, NUL and control names.
+CAPS_OPS = ["long_list", "many_unknown", "many_env", "rebind_huge", "control_key"]
 FS_OPS = ["missing", "dir", "loop", "dangling", "outside", "chmod000", "fifo", "devnull", "devzero", "empty", "self_dir"]
 
 
@@ -368,6 +371,8 @@ def _mutation(rng: random.Random, family: str, r: dict[str, Any], targets: list[
         adapter_targets = [t for t in targets if t.startswith("fleet/")]
         sub = rng.choices(["bytes", "type", "keys", "nesting", "sizes", "unicode", "fs"], [2, 4, 1, 2, 3, 1, 3])[0]
         return _mutation(rng, sub, r, adapter_targets)
+    if family == "caps":
+        return _caps_mutation(rng, r, targets)
     target = rng.choice(targets)
     kind = _kind(target)
     if family == "sizes" and kind not in ("safetensors",) and rng.random() < 0.6:
@@ -397,6 +402,20 @@ def _mutation(rng: random.Random, family: str, r: dict[str, Any], targets: list[
         return {"target": target, "op": "set", "path": _some_path(rng, r, target, leaves=True, fields=True), "value": rng.choice(INTS[6:] + [digits(5000), digits(4301), digits(20), -(10**20), 10**6, 2**31, 0, -1])}
     # type swaps: any path of the document, or a field the example leaves out
     return {"target": target, "op": "set", "path": _some_path(rng, r, target, fields=True), "value": pick_value(rng)}
+
+
+def _caps_mutation(rng: random.Random, r: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+    op = rng.choice(CAPS_OPS)
+    documents = [t for t in targets if _kind(t) in ("config", "model", "adapter_config", "manifest", "platform")]
+    if op == "rebind_huge" and "manifest" in targets and r["setup"] == "pool":
+        return {"target": "manifest", "op": "caps_rebind", "buffer": rng.choice(["gate_up_lora_b", "down_lora_a", "gate_up_lora_a"]), "axis": rng.randrange(4), "value": rng.choice([2**62, 2**63 - 1, 2**40])}
+    if op in ("many_env", "rebind_huge"):
+        return {"target": "config", "op": "caps_keys", "under": "env", "count": rng.choice([1000, 5_000]), "name": "SGLANG_FAKE_"}
+    if op == "many_unknown":
+        return {"target": rng.choice(documents), "op": "caps_keys", "under": None, "count": rng.choice([100, 5_000]), "name": "unknown_key_"}
+    if op == "control_key":
+        return {"target": rng.choice(documents), "op": "caps_keys", "under": None, "count": rng.choice([1, 50]), "name": rng.choice(["\x1b[2J\x1b[H", "\x00", "\u202e", "\x85", "\x07"])}
+    return {"target": rng.choice(documents), "op": "caps_list", "path": _some_path(rng, r, rng.choice(documents)) or ["x"], "count": rng.choice([99_000, 100_001, 300_000]), "style": rng.choice(["block", "flow"])}
 
 
 def _some_path(rng: random.Random, r: dict[str, Any], target: str, leaves: bool = False, fields: bool = False) -> list:
@@ -504,6 +523,21 @@ def materialize(r: dict[str, Any], directory: Path) -> dict[str, Any]:
             doc[(str(k)[:-1] + "x") if str(k) else "x"] = doc.pop(k)
         elif op == "duplicate":
             extra_dup[t] = (str(m["path"][0]) if m["path"] else "enable_lora", m["rand"])
+        elif op == "caps_keys" and isinstance(doc, dict):
+            keys = {f"{m['name']}{i:06d}": True for i in range(m["count"])}
+            if m["under"] is None:
+                doc.update(keys)
+            else:
+                doc[m["under"]] = dict(doc.get(m["under"]) or {}, **keys) if isinstance(doc.get(m["under"]), (dict, type(None))) else keys
+        elif op == "caps_list":
+            doc = _set(doc, m["path"], [0] * m["count"]) if m["path"] and isinstance(doc, dict) else {**doc, "x": [0] * m["count"]} if isinstance(doc, dict) else doc
+            if m["style"] == "flow" and fmt == "yaml":
+                fmt = "yaml_flow"
+        elif op == "caps_rebind" and isinstance(doc, dict) and isinstance(doc.get("pool"), dict):
+            rebind = {k: dict(v, shape=list(v["shape"])) for k, v in doc["pool"].items() if isinstance(v, dict) and isinstance(v.get("shape"), list)}
+            if m["buffer"] in rebind and len(rebind[m["buffer"]]["shape"]) > m["axis"]:
+                rebind[m["buffer"]]["shape"][m["axis"]] = m["value"]
+            doc["rebind"] = rebind
         elif op.startswith("st_") and fmt == "safetensors" and isinstance(doc, dict):
             doc, size = _st_mutate(doc, m)
             data_sizes[t] = size if size is not None else data_sizes.get(t)
@@ -514,6 +548,8 @@ def materialize(r: dict[str, Any], directory: Path) -> dict[str, Any]:
             if any(m.get("op") == "st_header_len" and m.get("target") == t for m in r["muts"]):
                 value = next(m["value"] for m in r["muts"] if m.get("op") == "st_header_len" and m.get("target") == t)
                 raw = struct.pack("<Q", value % 2**64) + raw[8:]
+        elif fmt == "yaml_flow":
+            raw = (_yaml_flow(doc) + "\n").encode("utf-8", "surrogatepass")
         elif fmt == "json":
             raw = write_json(doc, ascii_only=(r["index"] % 2 == 0), indent="  " if r["index"] % 3 == 0 else None).encode("utf-8", "surrogatepass")
         else:
