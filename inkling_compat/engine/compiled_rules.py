@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -106,26 +105,12 @@ def load(folder: Path) -> list[tuple[str, dict[str, Any]]] | None:
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:
-    """The bytes of a regular file of at most `cap` bytes, else None (a FIFO or device is
-    never read: O_NONBLOCK for the open, fstat before the first read)."""
+    """The bytes of a regular file of at most `cap` bytes, else None (inputs/limits.read_bounded:
+    a FIFO or device is never read); an unusable artifact is not used, never an error."""
+    from inkling_compat.errors import InputError
+    from inkling_compat.inputs.limits import read_bounded
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        return read_bounded(path, cap)
+    except InputError:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
-            return None
-        chunks, left = [], info.st_size + 1
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        raw = b"".join(chunks)
-        return None if len(raw) > info.st_size else raw  # grew while read: not the file fstat saw
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
