@@ -13,7 +13,12 @@ shrink output [T, KB] and ``B`` is ``[S, H, KB]``:
 
 Reference: :func:`down_proj_reference`.
 
-Fused path (``shrink_a`` instead of ``bridge``, issue 11): group-aligned tiles (one slot each)
+Library-GEMM path (``accumulate=True``): ``out`` already holds ``act @ w2_lin`` in token order,
+from the library GEMM (cuBLAS through ``torch.mm``, faster than this kernel's K loop at
+T >= ``sink.BLAS_MIN_T``); the kernel skips the K loop and adds only the delta, in place, to the
+rows of tokens that have an adapter (a tile with none returns at once).
+
+Fused path (``shrink_a`` instead of ``bridge``): group-aligned tiles (one slot each)
 accumulate the down shrink ``act_tile . A[slot]^T`` in the GEMM's K loop, each bridge column over
 its window of activations. Reference: the same function, the bridge from
 :func:`lora_shrink_reference`.
@@ -37,7 +42,8 @@ def _down_proj_kernel(
     stride_brm, stride_brk,
     stride_bs, stride_bh, stride_bk,
     stride_as, stride_ar, stride_ak_a,
-    HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr,
+    HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, SCATTER: tl.constexpr, ACC_IN: tl.constexpr,
+    UPCAST: tl.constexpr, ROUND: tl.constexpr,
     DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
@@ -70,7 +76,19 @@ def _down_proj_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     a_base = act_ptr + offs_m[:, None] * stride_am
     w_base = w_ptr + offs_n[None, :] * stride_wn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if ACC_IN:
+        # Groups are sorted by slot with "no adapter" first: the tile's last group has the
+        # highest slot, so a tile whose last group has none has no adapter rows at all.
+        g_last = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
+        if tl.load(group_slot_ptr + g_last) < 0:
+            return
+        row_slot = tl.load(group_slot_ptr + tl.load(row_group_ptr + offs_m, mask=m_mask, other=0), mask=m_mask, other=-1)
+        m_mask = m_mask & (row_slot >= 0)  # rows without an adapter keep the library's value
+        dst0 = tl.load(order_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)
+        acc = tl.load(out_ptr + dst0[:, None] * stride_om + offs_n[None, :] * stride_on,
+                      mask=m_mask[:, None] & n_mask[None, :], other=0.0).to(tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if FUSED:
         # Bridge column c = block c // A_BLOCK (an expert when windowed) reads A row c over the
         # activation columns of its window [blk*WINDOW, blk*WINDOW + KWIN) (WINDOW 0: KWIN = K).
@@ -80,7 +98,7 @@ def _down_proj_kernel(
         col_shift = (offs_kb // A_BLOCK) * WINDOW
         sa_base = a_ptr + slot.to(tl.int64) * stride_as + offs_kb[None, :] * stride_ar
         br = tl.zeros((BLOCK_M, BLOCK_KB), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(0, 0 if ACC_IN else K, BLOCK_K):
         k_mask = (k0 + offs_k) < K
         at = tl.load(a_base + (k0 + offs_k)[None, :] * stride_ak, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
         wt = tl.load(w_base + (k0 + offs_k).to(tl.int64)[:, None] * stride_wk, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
@@ -172,6 +190,14 @@ def _heuristic(T: int, K: int, H: int) -> dict:
     return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
 
 
+def _accumulate_config(T: int, H: int) -> dict:
+    """Tiles of the library-GEMM path (the delta added to out; BLOCK_K unused)."""
+    if INTERPRET:
+        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(128, next_pow2(H)), "BLOCK_K": 16, "GROUP_M": 8,
+                "num_warps": 4, "num_stages": 1}
+    return {"BLOCK_M": 32 if T <= 256 else 64, "BLOCK_N": 128, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
+
+
 def down_proj(
     act: torch.Tensor,
     w2_lin: torch.Tensor,
@@ -183,6 +209,7 @@ def down_proj(
     shrink_rank: int = 0,
     shrink_window: int = 0,
     out: torch.Tensor | None = None,
+    accumulate: bool = False,
 ) -> torch.Tensor:
     """``out`` [T, H] in token order. ``act`` is in sorted order when ``routing`` is given
     (rows are scattered back through ``routing.order``). ``bridge`` [T, KB] (sorted order) and
@@ -191,7 +218,10 @@ def down_proj(
     ``shrink_a`` instead of ``bridge``: the fused path, the down shrink computed in the GEMM's
     K loop over group-aligned tiles. It is the shrink's A as :func:`lora_shrink` takes it,
     ``[S, KB, K_a]`` in blocks of ``shrink_rank`` rows, each block over the activation window
-    ``[blk * shrink_window, blk * shrink_window + K_a)`` (``shrink_window`` 0: all of them)."""
+    ``[blk * shrink_window, blk * shrink_window + K_a)`` (``shrink_window`` 0: all of them).
+
+    ``accumulate``: ``out`` (token order) already holds ``act @ w2_lin``; only the delta of the
+    ``bridge`` is added to it, in place (``act`` is then not read)."""
     T, K = act.shape
     if w2_lin.shape[0] != K:
         raise ValueError(f"down_proj: w2_lin {tuple(w2_lin.shape)} does not take {K} activations")
@@ -207,7 +237,9 @@ def down_proj(
         if (getattr(routing, 'group_start', 0) is None or shrink_rank <= 0 or rows % shrink_rank
                 or (k_a != K if shrink_window == 0 else (shrink_window != k_a or rows // shrink_rank * k_a > K))):
             raise ValueError(f"down_proj: shrink A {tuple(shrink_a.shape)} (rank {shrink_rank}, window {shrink_window}) does not fit {K} activations")
-    check_device(act, w2_lin, bridge, b, shrink_a)
+    if accumulate and (bridge is None or out is None or out.shape != (T, H) or getattr(routing, "group_start", None) is None):
+        raise ValueError("down_proj: accumulate adds a bridge's delta to a given out [T, H] (a SlotRouting needed)")
+    check_device(act, w2_lin, bridge, b, shrink_a, out)
     if out is None:
         out = torch.empty((T, H), dtype=act.dtype, device=act.device)
     if T == 0:
@@ -237,9 +269,13 @@ def down_proj(
     # registers and 49 HMMA, against 63 and 18 at 32 wide; benchmarks/ops/compile_report.py).
     # Unfused: up to 64 bridge columns per expand step.
     block_kb = (next_pow2(KB, 32) if fused else min(64, next_pow2(KB))) if has_lora else 16
-    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None and not single, ONE_TOKEN=single, UPCAST=INTERPRET, ROUND=round_flag(out),
-                 DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
-    if _tuned is not None:
+    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None and not single, ONE_TOKEN=single, ACC_IN=accumulate,
+                 UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
+    if accumulate:  # no K loop: a memory-bound read-add-write of the adapter rows, one config
+        cfg = _accumulate_config(T, H)
+        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * triton.cdiv(H, cfg["BLOCK_N"]),)
+        _down_proj_kernel[grid](*args, **flags, **cfg)
+    elif _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:

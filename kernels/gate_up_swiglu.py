@@ -17,7 +17,14 @@ tile (``routing.py``): the delta never round-trips through memory and the activa
 GEMM's epilogue, so Y itself is never stored. The activation is written in sorted order for the
 down kernel. Reference: :func:`gate_up_swiglu_reference`.
 
-Fused path (``a_gu`` instead of ``bridge``, issue 11): the tiles are cut per slot group
+Library-GEMM path (``y`` given): the base product ``y = x @ w13_lin^T`` [T, n*2F] comes from the
+library GEMM (cuBLAS through ``torch.mm``), which at T >= ``sink.BLAS_MIN_T`` runs faster than
+this kernel's K loop; the kernel then loads y (token order) instead of running the K loop and
+keeps the rest: the LoRA expand per slot group on sorted tiles and the SwiGLU, writing the
+activation back in token order (``scatter``) for the library down GEMM. y is read once; the
+delta is never stored.
+
+Fused path (``a_gu`` instead of ``bridge``): the tiles are cut per slot group
 (``routing.group_tile``), so each has one slot, and the bridge ``x_tile . A_gu[slot]^T`` is
 accumulated in the same K loop from the x tiles the GEMM streams (every N program recomputes
 its expert's bridge: A is small and read from L2). Reference: the same function, the bridge from
@@ -43,7 +50,8 @@ def _gate_up_swiglu_kernel(
     stride_brm, stride_brn,
     stride_bs, stride_be, stride_bf, stride_br,
     stride_as, stride_ae, stride_ar, stride_ak,
-    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr,
+    INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, GATHER: tl.constexpr,
+    Y_IN: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr,
     ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
@@ -91,8 +99,13 @@ def _gate_up_swiglu_kernel(
     x_base = x_ptr + src[:, None] * stride_xm
     wg_base = w_ptr + row_g.to(tl.int64)[None, :] * stride_wn
     wu_base = w_ptr + row_u.to(tl.int64)[None, :] * stride_wn
-    acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if Y_IN:  # x_ptr is y = x @ w13_lin^T (token order): w13 row i is y's column i
+        ymask = m_mask[:, None] & j_mask[None, :]
+        acc_g = tl.load(x_base + row_g[None, :] * stride_xk, mask=ymask, other=0.0).to(tl.float32)
+        acc_u = tl.load(x_base + row_u[None, :] * stride_xk, mask=ymask, other=0.0).to(tl.float32)
+    else:
+        acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if FUSED:
         # The tile's bridge (gate and up halves of this expert's 2R rank rows) accumulates
         # beside the GEMM from the same x tiles; a tile without an adapter masks the A loads off.
@@ -106,7 +119,7 @@ def _gate_up_swiglu_kernel(
         c_use = rank_c < R * (slot >= 0).to(tl.int32)  # no rank rows to load without an adapter
         a_base = a_ptr + slot.to(tl.int64) * stride_as + e * stride_ae + (rank_c + tl.where(is_up, R, 0))[None, :] * stride_ar
         br = tl.zeros((BLOCK_M, 2 * BLOCK_R), dtype=tl.float32)
-    for k0 in range(0, H, BLOCK_K):
+    for k0 in range(0, 0 if Y_IN else H, BLOCK_K):
         k_mask = (k0 + offs_k) < H
         xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
         wmask = k_mask[:, None] & j_mask[None, :]
@@ -180,7 +193,11 @@ def _gate_up_swiglu_kernel(
 
     gamma = tl.load(gamma_ptr + src * stride_gm + e * stride_ge, mask=m_mask, other=0.0).to(tl.float32)
     act = acc_g * tl.sigmoid(acc_g) * acc_u * gamma[:, None]
-    out = act_ptr + offs_m[:, None] * stride_am + (e * F + offs_j)[None, :] * stride_an
+    if SCATTER:  # back to token order (the library down GEMM reads it there)
+        dst = src
+    else:
+        dst = offs_m.to(tl.int64)
+    out = act_ptr + dst[:, None] * stride_am + (e * F + offs_j)[None, :] * stride_an
     if ROUND:
         act = round_bf16_rne(act)
     tl.store(out, act.to(act_ptr.dtype.element_ty), mask=m_mask[:, None] & j_mask[None, :])
@@ -213,6 +230,15 @@ def _heuristic(T: int, H: int, F: int) -> dict:
     return {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
 
 
+def _epilogue_config(T: int, F: int) -> dict:
+    """Tiles of the library-GEMM path (y loaded, no K loop). Sorted rows of one slot share a
+    tile's expand; BLOCK_K is unused there."""
+    if INTERPRET:
+        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(64, next_pow2(F)), "BLOCK_K": 16, "GROUP_M": 8,
+                "num_warps": 4, "num_stages": 1}
+    return {"BLOCK_M": 32 if T <= 256 else 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
+
+
 def gate_up_swiglu(
     x: torch.Tensor,
     w13_lin: torch.Tensor,
@@ -225,10 +251,15 @@ def gate_up_swiglu(
     b_gu: torch.Tensor | None = None,
     bridge_expert_stride: int = 0,
     a_gu: torch.Tensor | None = None,
+    y: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Activation ``[T, n*F]`` (dtype of x). In sorted order when ``routing`` is given (x and
     gammas are then read through ``routing.order``), else in token order.
+
+    ``y`` [T, n*2F]: the base product ``x @ w13_lin^T`` already computed (token order) by the
+    library GEMM; the kernel adds the delta and the SwiGLU to it, and the activation is then in
+    token order whether or not ``routing`` is given.
 
     ``bridge`` [T, E_a*2R] (sorted order) and ``b_gu`` [S, n, 2F, R] enable the LoRA delta.
     ``a_gu`` [S, E_a, 2R, H] instead of ``bridge``: the fused path, the gate/up shrink computed
@@ -250,11 +281,14 @@ def gate_up_swiglu(
     if fused and (getattr(routing, 'group_start', 0) is None or a_gu.shape[0] != b_gu.shape[0] or a_gu.shape[3] != H
                   or a_gu.shape[2] != 2 * b_gu.shape[3] or a_gu.shape[1] not in (1, n_experts)):
         raise ValueError(f"gate_up_swiglu: A {tuple(a_gu.shape)} / B {tuple(b_gu.shape)} do not fit H={H}, n={n_experts}")
-    check_device(x, w13_lin, gammas, bridge, b_gu, a_gu)
+    if y is not None and (fused or y.shape != (T, rows)):
+        raise ValueError(f"gate_up_swiglu: y {tuple(y.shape)} must be x @ w13_lin^T {(T, rows)}, without A (fused shrink)")
+    check_device(x, w13_lin, gammas, bridge, b_gu, a_gu, y)
     if out is None:
         out = torch.empty((T, n_experts * F), dtype=x.dtype, device=x.device)
     if T == 0:
         return out
+    base_in = x if y is None else y  # the kernel's first operand: x for its own K loop, else y
     if has_lora:
         R = b_gu.shape[3]
         br = a_gu if fused else bridge  # the bridge pointer is never read when fused
@@ -270,18 +304,24 @@ def gate_up_swiglu(
         a_strides = (0, 0, 0, 0)
     S, single, extra, routing_args = kernel_routing(routing, fused=fused, tokens=T, filler=x)
     args = (
-        x, w13_lin, gammas, out, *lora_args, *routing_args,
+        base_in, w13_lin, gammas, out, *lora_args, *routing_args,
         T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T), extra, S if single else S + 1,
-        x.stride(0), x.stride(1),
+        base_in.stride(0), base_in.stride(1),
         w13_lin.stride(0), w13_lin.stride(1),
         gammas.stride(0), gammas.stride(1),
         out.stride(0), out.stride(1),
         *lora_strides, *a_strides,
     )
-    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=routing is not None and not single, ONE_TOKEN=single, UPCAST=INTERPRET,
+    gather = routing is not None and not single
+    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=gather, ONE_TOKEN=single,
+                 Y_IN=y is not None, SCATTER=y is not None and gather, UPCAST=INTERPRET,
                  ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=next_pow2(R) if has_lora else 16,
                  BLOCK_G=next_pow2(S + 1, 2))
-    if _tuned is not None:
+    if y is not None:  # no K loop: a memory-bound epilogue over y, one config
+        cfg = _epilogue_config(T, F)
+        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
+        _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
+    elif _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:

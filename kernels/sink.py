@@ -10,10 +10,14 @@ One forward (spec sections 1.4 and 6), the split path::
 
 Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
 (``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
-reduced inside the shrink launch in a fixed order. The fused path (issue 11, few slot groups:
+reduced inside the shrink launch in a fixed order. The fused path (few slot groups:
 :func:`use_fused`) is three launches: the routing, then each GEMM with its shrink in its own K
 loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot; for
-one token two launches (no routing: each kernel reads the token's slot, ``one_token``). ``SinkOperands``
+one token two launches (no routing: each kernel reads the token's slot, ``one_token``).
+The library-GEMM path (:func:`use_blas`: CUDA, T >= ``BLAS_MIN_T``) hands the two base GEMMs
+to cuBLAS (``torch.mm``) and keeps the LoRA and the epilogues in Triton: the gate/up kernel
+loads y instead of running its K loop, and the down kernel adds only the delta to the library's
+output (``forward_blas``). ``SinkOperands``
 holds the base weights in their linearized views and the four pool buffers plus the two derived
 down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
@@ -112,19 +116,56 @@ def sink_forward_triton(
 ) -> torch.Tensor:
     """out [T, H] (dtype of x). ``slot_ids`` [T] (-1 = no adapter) or None for base only."""
     x_td, g_td = _flatten(x, gammas, ops.n, ops.hidden)
+    T = x_td.shape[0]
     if slot_ids is None or not ops.has_pool:
+        if use_blas(ops, T, lora=False):
+            return forward_blas(ops, x_td, g_td, None)
         act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
         return down_proj(act, ops.w2_lin)
     if ops._down_shrink_a is None:
         ops.refresh()
-    T = x_td.shape[0]
     if routing is None and T == 1 and use_fused(ops, 1):
         return forward_fused(ops, x_td, g_td, one_token(slot_ids.to(x_td.device), ops.slots, ops.slot_active))
     if routing is None:
         routing = build_routing(slot_ids.to(x_td.device), ops.slots, ops.slot_active)
+    if use_blas(ops, T, lora=True) and routing.group_start is not None:
+        return forward_blas(ops, x_td, g_td, routing)
     if use_fused(ops, T) and routing.group_start is not None:
         return forward_fused(ops, x_td, g_td, routing)
     return forward_split(ops, x_td, g_td, routing)
+
+
+# From how many tokens the base GEMMs go to the library (cuBLAS through torch.mm) and the Triton
+# kernels keep the epilogues (SwiGLU with the gate/up expand; the down expand added in place):
+# at T >= 64 the library's GEMMs beat this package's K loops, at T = 1 they do not (figures in
+# docs/performance.md). Only CUDA: on the CPU (Triton's interpreter) every path is exercised by
+# the tests through ``path=``, and the default keeps the Triton kernels.
+BLAS_MIN_T = 16
+BLAS_MIN_T_BASE = 16
+
+
+def use_blas(ops: SinkOperands, tokens: int, *, lora: bool) -> bool:
+    """Whether :func:`sink_forward_triton` computes the base GEMMs with the library GEMM."""
+    return ops.w13_lin.is_cuda and tokens >= (BLAS_MIN_T if lora else BLAS_MIN_T_BASE)
+
+
+def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | None) -> torch.Tensor:
+    """The base GEMMs on the library (token order throughout), the LoRA in Triton around them:
+    the gate/up shrink, ``y = x @ w13^T``, the expand + SwiGLU epilogue over y (sorted tiles,
+    activation back in token order), the down shrink (rows gathered), ``out = act @ w2``, the
+    down expand added in place to the adapter rows. Base only (``routing`` None): the two GEMMs
+    and the SwiGLU epilogue."""
+    y = torch.mm(x_td, ops.w13_lin.t())
+    if routing is None:
+        act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, y=y)
+        return torch.mm(act, ops.w2_lin)
+    plan = _ShrinkPlan.of(ops, x_td)
+    bridge_gu = plan.gate_up(ops, x_td, routing)
+    act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
+                         bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=plan.bridge_expert_stride, y=y)
+    bridge_dn = plan.down(ops, act, routing, gather=True)
+    out = torch.mm(act, ops.w2_lin)
+    return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b, out=out, accumulate=True)
 
 
 # When the fused path (shrinks inside the GEMMs' K loops) is taken: at T = 1 only. Measured on one
@@ -165,27 +206,53 @@ def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rou
 def forward_split(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
     """Five launches (and a memset at small T): routing, the gate/up shrink, gate/up, the down
     shrink, down; the shrinks split K at small T."""
-    S, E_a, R2, H = ops.gate_up_a.shape
-    R = R2 // 2
-    T = x_td.shape[0]
-    # Up to 128 rank rows per gate/up block (same bridge layout): each x tile is read once, not
-    # 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
-    block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
-    nb_gu, nb_dn = E_a * R2 // block, ops._down_shrink_a.shape[1] // R
-    split_gu, split_dn = choose_split(T, nb_gu, H), choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
-    # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
-    need_gu = counters_needed(T, nb_gu)
-    counters = torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device) if max(split_gu, split_dn) > 1 else None
-    bridge_gu = lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, block, split_k=split_gu,
-                            counters=None if counters is None else counters[:need_gu])
+    plan = _ShrinkPlan.of(ops, x_td)
+    bridge_gu = plan.gate_up(ops, x_td, routing)
     act = gate_up_swiglu(
         x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
-        bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,
+        bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=plan.bridge_expert_stride,
     )
-    window = 0 if ops.shared_outer else ops.f_local
-    bridge_dn = lora_shrink(act, ops._down_shrink_a, routing, R, window=window, gather=False, split_k=split_dn,
-                            counters=None if counters is None else counters[need_gu:])
+    bridge_dn = plan.down(ops, act, routing, gather=False)
     return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b)
+
+
+@dataclass(frozen=True)
+class _ShrinkPlan:
+    """The two shrinks of one forward (split and block choices, one counter buffer), shared by
+    the split and the library-GEMM paths."""
+
+    block: int  # gate/up rank rows per shrink block
+    bridge_expert_stride: int
+    split_gu: int
+    split_dn: int
+    counters_gu: torch.Tensor | None
+    counters_dn: torch.Tensor | None
+
+    @staticmethod
+    def of(ops: SinkOperands, x_td: torch.Tensor) -> "_ShrinkPlan":
+        S, E_a, R2, H = ops.gate_up_a.shape
+        R, T = R2 // 2, x_td.shape[0]
+        # Up to 128 rank rows per gate/up block (same bridge layout): each x tile is read once,
+        # not 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
+        block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
+        nb_gu, nb_dn = E_a * R2 // block, ops._down_shrink_a.shape[1] // R
+        split_gu, split_dn = choose_split(T, nb_gu, H), choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
+        # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
+        need_gu = counters_needed(T, nb_gu)
+        counters = (torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device)
+                    if max(split_gu, split_dn) > 1 else None)
+        return _ShrinkPlan(block, 0 if E_a == 1 else R2, split_gu, split_dn,
+                           None if counters is None else counters[:need_gu], None if counters is None else counters[need_gu:])
+
+    def gate_up(self, ops: SinkOperands, x_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
+        S, E_a, R2, H = ops.gate_up_a.shape
+        return lora_shrink(x_td, ops.gate_up_a.reshape(S, E_a * R2, H), routing, self.block, split_k=self.split_gu,
+                           counters=self.counters_gu)
+
+    def down(self, ops: SinkOperands, act: torch.Tensor, routing: SlotRouting, *, gather: bool) -> torch.Tensor:
+        window = 0 if ops.shared_outer else ops.f_local
+        return lora_shrink(act, ops._down_shrink_a, routing, ops.rank, window=window, gather=gather, split_k=self.split_dn,
+                           counters=self.counters_dn)
 
 
 def torch_segments(ops: SinkOperands, slot_ids: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
