@@ -100,9 +100,19 @@ def _gate_up_swiglu_kernel(
     wg_base = w_ptr + row_g.to(tl.int64)[None, :] * stride_wn
     wu_base = w_ptr + row_u.to(tl.int64)[None, :] * stride_wn
     if Y_IN:  # x_ptr is y = x @ w13_lin^T (token order): w13 row i is y's column i
-        ymask = m_mask[:, None] & j_mask[None, :]
-        acc_g = tl.load(x_base + row_g[None, :] * stride_xk, mask=ymask, other=0.0).to(tl.float32)
-        acc_u = tl.load(x_base + row_u[None, :] * stride_xk, mask=ymask, other=0.0).to(tl.float32)
+        if INTERLEAVED:
+            # (g, u) pairs are adjacent columns: one contiguous [BLOCK_M, 2*BLOCK_N] load, split
+            # in registers (two stride-2 loads would each issue 2-byte accesses).
+            offs_c = jb * 2 * BLOCK_N + tl.arange(0, 2 * BLOCK_N)
+            pairs = tl.load(x_base + (e * 2 * F + offs_c)[None, :] * stride_xk,
+                            mask=m_mask[:, None] & (offs_c < 2 * F)[None, :], other=0.0)
+            acc_g, acc_u = tl.split(tl.reshape(pairs, (BLOCK_M, BLOCK_N, 2)))
+            acc_g = acc_g.to(tl.float32)
+            acc_u = acc_u.to(tl.float32)
+        else:
+            ymask = m_mask[:, None] & j_mask[None, :]
+            acc_g = tl.load(x_base + row_g[None, :] * stride_xk, mask=ymask, other=0.0).to(tl.float32)
+            acc_u = tl.load(x_base + row_u[None, :] * stride_xk, mask=ymask, other=0.0).to(tl.float32)
     else:
         acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)

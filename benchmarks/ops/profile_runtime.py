@@ -28,7 +28,9 @@ def part_of(name: str) -> str:
     for key, part in PARTS:
         if key in name:
             return part
-    return "torch_ops"  # the routing's torch glue before issue 11 (nothing else launches torch kernels)
+    if any(key in name.lower() for key in ("gemm", "nvjet", "cutlass", "xmma", "gemv")):
+        return "library_gemm"  # torch.mm (cuBLAS) on the library-GEMM path
+    return "torch_ops"  # memsets and any other torch kernel
 
 
 def profile(sink, ops, p, slot_ids, forwards: int = 20) -> dict:
@@ -82,16 +84,23 @@ def main(argv=None) -> int:
             w13_lin = p.w13.reshape(n * 2 * F, H)
             w2_lin = p.w2.permute(0, 2, 1).reshape(n * F, H).contiguous()
             ops = sink.SinkOperands(w13_lin, w2_lin, n, True, *p.pool).refresh()
-            # Both LoRA paths where the package has them (its dispatch forced for the measurement).
-            variants = ("fused", "split") if hasattr(sink, "use_fused") else ("",)
-            for variant in variants:
-                if variant:
-                    saved, sink.use_fused = sink.use_fused, (lambda _ops, _t, fused=variant == "fused": fused)
+            # Every LoRA path the package has (its dispatch forced for the measurement), and the
+            # base forward with its own dispatch.
+            variants = [v for v, need in (("fused", "use_fused"), ("split", "use_fused"), ("blas", "use_blas"))
+                        if hasattr(sink, need)] or [""]
+            for variant in [*variants, "base"]:
+                saved = {name: getattr(sink, name) for name in ("use_fused", "use_blas") if hasattr(sink, name)}
+                if variant and variant != "base":
+                    if "use_fused" in saved:
+                        sink.use_fused = lambda _ops, _t, v=variant: v == "fused"
+                    if "use_blas" in saved:
+                        sink.use_blas = lambda _ops, _t, lora=True, v=variant: v == "blas"
                 try:
-                    row = {"package": args.package, "path": variant, "H": H, "n": n, "F": F, "T": T, **profile(sink, ops, p, p.slot_ids)}
+                    ids = None if variant == "base" else p.slot_ids
+                    row = {"package": args.package, "path": variant, "H": H, "n": n, "F": F, "T": T, **profile(sink, ops, p, ids)}
                 finally:
-                    if variant:
-                        sink.use_fused = saved
+                    for name, fn in saved.items():
+                        setattr(sink, name, fn)
                 rows.append(row)
                 parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["parts_us"].items()))
                 print(f"{args.package} {variant} ({H}, {n}, {F}) T={T}: GPU {row['gpu_us']:.1f} us in {row['kernels_per_forward']:.0f} kernels | {parts}", flush=True)
