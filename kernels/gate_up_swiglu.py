@@ -42,7 +42,7 @@ from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_toke
 def _gate_up_swiglu_kernel(
     x_ptr, w_ptr, gamma_ptr, act_ptr, bridge_ptr, b_ptr, a_ptr,
     order_ptr, row_group_ptr, group_slot_ptr, group_start_ptr,
-    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, TB, EXTRA_M, N_GROUPS,
+    T, H, F, N_EXP, R, BRIDGE_EXPERT_STRIDE, BRIDGE_SLOT_STRIDE, TB, EXTRA_M, N_GROUPS,
     stride_xm, stride_xk,
     stride_wn, stride_wk,
     stride_gm, stride_ge,
@@ -51,7 +51,7 @@ def _gate_up_swiglu_kernel(
     stride_bs, stride_be, stride_bf, stride_br,
     stride_as, stride_ae, stride_ar, stride_ak,
     INTERLEAVED: tl.constexpr, HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, GATHER: tl.constexpr,
-    Y_IN: tl.constexpr, SCATTER: tl.constexpr, UPCAST: tl.constexpr,
+    Y_IN: tl.constexpr, SCATTER: tl.constexpr, BRIDGE_TOKEN_ORDER: tl.constexpr, UPCAST: tl.constexpr,
     ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_G: tl.constexpr,
     GROUP_M: tl.constexpr,
@@ -176,17 +176,22 @@ def _gate_up_swiglu_kernel(
         g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
         g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
         offs_r = tl.arange(0, BLOCK_R)
-        br_base = bridge_ptr + offs_m[:, None] * stride_brm + (e * BRIDGE_EXPERT_STRIDE) * stride_brn
+        if BRIDGE_TOKEN_ORDER:  # the library GEMM's extra columns: token rows, each slot's own columns
+            br_rows = src
+        else:
+            br_rows = offs_m.to(tl.int64)
+        br_base = bridge_ptr + br_rows[:, None] * stride_brm + (e * BRIDGE_EXPERT_STRIDE) * stride_brn
         for g in range(g_lo, g_hi + 1):
             slot = tl.load(group_slot_ptr + g)
             if slot >= 0:
                 in_group = m_mask & (row_group == g)
                 b_base = b_ptr + slot.to(tl.int64) * stride_bs + e * stride_be
+                br_slot = br_base + (slot * BRIDGE_SLOT_STRIDE) * stride_brn
                 for r0 in range(0, R, BLOCK_R):
                     r_mask = (r0 + offs_r) < R
                     bmask = in_group[:, None] & r_mask[None, :]
-                    br_g = tl.load(br_base + (r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
-                    br_u = tl.load(br_base + (R + r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
+                    br_g = tl.load(br_slot + (r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
+                    br_u = tl.load(br_slot + (R + r0 + offs_r)[None, :] * stride_brn, mask=bmask, other=0.0)
                     lmask = r_mask[:, None] & j_mask[None, :]
                     bg = tl.load(b_base + offs_j[None, :] * stride_bf + (r0 + offs_r)[:, None] * stride_br, mask=lmask, other=0.0)
                     bu = tl.load(b_base + (F + offs_j)[None, :] * stride_bf + (r0 + offs_r)[:, None] * stride_br, mask=lmask, other=0.0)
@@ -260,6 +265,7 @@ def gate_up_swiglu(
     bridge: torch.Tensor | None = None,
     b_gu: torch.Tensor | None = None,
     bridge_expert_stride: int = 0,
+    bridge_slot_stride: int = 0,
     a_gu: torch.Tensor | None = None,
     y: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
@@ -269,7 +275,9 @@ def gate_up_swiglu(
 
     ``y`` [T, n*2F]: the base product ``x @ w13_lin^T`` already computed (token order) by the
     library GEMM; the kernel adds the delta and the SwiGLU to it, and the activation is then in
-    token order whether or not ``routing`` is given.
+    token order whether or not ``routing`` is given. ``bridge_slot_stride`` > 0: the bridge is in
+    token order and holds every slot's shrink, slot s at columns ``s * bridge_slot_stride``
+    (the library GEMM's extra columns ``x @ A_all^T``, computed with y in one product).
 
     ``bridge`` [T, E_a*2R] (sorted order) and ``b_gu`` [S, n, 2F, R] enable the LoRA delta.
     ``a_gu`` [S, E_a, 2R, H] instead of ``bridge``: the fused path, the gate/up shrink computed
@@ -315,7 +323,7 @@ def gate_up_swiglu(
     S, single, extra, routing_args = kernel_routing(routing, fused=fused, tokens=T, filler=x)
     args = (
         base_in, w13_lin, gammas, out, *lora_args, *routing_args,
-        T, H, F, n_experts, R, bridge_expert_stride, t_bucket(T), extra, S if single else S + 1,
+        T, H, F, n_experts, R, bridge_expert_stride, bridge_slot_stride, t_bucket(T), extra, S if single else S + 1,
         base_in.stride(0), base_in.stride(1),
         w13_lin.stride(0), w13_lin.stride(1),
         gammas.stride(0), gammas.stride(1),
@@ -324,7 +332,7 @@ def gate_up_swiglu(
     )
     gather = routing is not None and not single
     flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=gather, ONE_TOKEN=single,
-                 Y_IN=y is not None, SCATTER=y is not None and gather, UPCAST=INTERPRET,
+                 Y_IN=y is not None, SCATTER=y is not None and gather, BRIDGE_TOKEN_ORDER=bridge_slot_stride > 0, UPCAST=INTERPRET,
                  ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=next_pow2(R) if has_lora else 16,
                  BLOCK_G=next_pow2(S + 1, 2))
     if y is not None:  # no K loop: a memory-bound epilogue over y, one config

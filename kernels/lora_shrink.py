@@ -122,11 +122,15 @@ def _heuristic(T: int, K: int) -> dict:
     return {"BLOCK_M": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
 
 
-def choose_split(T: int, nb: int, K: int, block_m: int = 16, *, sms: int = 132, max_split: int = 32) -> int:
+def choose_split(T: int, nb: int, K: int, block_m: int | None = None, *, sms: int = 132, max_split: int = 32) -> int:
     """K splits for the shrink: enough programs to cover the SMs when the (M tile, block) grid
-    is small, each range at least 256 deep; 1 (no split) once the grid alone fills the chip."""
+    is small, each range at least 256 deep; 1 (no split) once the grid alone fills the chip.
+    ``block_m``: the launch's M tile (default: the heuristic's for T)."""
     if INTERPRET:
         return 1 if K < 64 else 3  # exercised on the CPU too, at test shapes
+    if nb <= 0:
+        return 1
+    block_m = _heuristic(T, K)["BLOCK_M"] if block_m is None else block_m
     programs = triton.cdiv(max(T, 1), block_m) * nb
     if programs >= sms:
         return 1

@@ -52,13 +52,14 @@ def test_blas_forward_matches_reference_and_split_path(case):
 @given(cases(max_T=80))
 def test_blas_forward_all_unassigned_is_its_base_forward(case):
     """No token has an adapter: every down tile returns at once and the gate/up epilogue adds
-    nothing, so the output is the library path's base forward, bit for bit."""
+    nothing, so the output is the library path's base forward (up to the library GEMM's
+    summation order, which may differ for the wider [w13; A_all] product)."""
     p = make_problem(case)
     ops = p.operands()
     x, g = _flat(p, case)
     ids = torch.full((case.T,), -1, dtype=torch.int64, device=DEVICE)
     out = sink.forward_blas(ops, x, g, build_routing(ids, case.S, ops.slot_active))
-    assert torch.equal(out, sink.forward_blas(ops, x, g, None))
+    assert relative_error(out, sink.forward_blas(ops, x, g, None)) <= tolerance(case)
     assert relative_error(out, p.reference(lora=False)) <= p.bound(lora=False)
 
 
