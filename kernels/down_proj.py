@@ -35,7 +35,7 @@ from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_toke
 def _down_proj_kernel(
     act_ptr, w_ptr, out_ptr, bridge_ptr, b_ptr, a_ptr,
     order_ptr, row_group_ptr, group_slot_ptr, group_start_ptr,
-    T, K, H, KB, TB, EXTRA_M, N_GROUPS, A_BLOCK, WINDOW, KWIN,
+    T, K, H, KB, BRIDGE_SLOT_STRIDE, TB, EXTRA_M, N_GROUPS, A_BLOCK, WINDOW, KWIN,
     stride_am, stride_ak,
     stride_wk, stride_wn,
     stride_om, stride_on,
@@ -43,6 +43,7 @@ def _down_proj_kernel(
     stride_bs, stride_bh, stride_bk,
     stride_as, stride_ar, stride_ak_a,
     HAS_LORA: tl.constexpr, FUSED: tl.constexpr, ONE_TOKEN: tl.constexpr, SCATTER: tl.constexpr, ACC_IN: tl.constexpr,
+    BRIDGE_TOKEN_ORDER: tl.constexpr,
     UPCAST: tl.constexpr, ROUND: tl.constexpr,
     DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_KB: tl.constexpr, BLOCK_G: tl.constexpr,
@@ -136,15 +137,19 @@ def _down_proj_kernel(
         g_lo = tl.load(row_group_ptr + pid_m * BLOCK_M)
         g_hi = tl.load(row_group_ptr + tl.minimum(pid_m * BLOCK_M + BLOCK_M, T) - 1)
         offs_kb = tl.arange(0, BLOCK_KB)
-        br_base = bridge_ptr + offs_m[:, None] * stride_brm
+        if BRIDGE_TOKEN_ORDER:  # the library GEMM's bridge: token rows, each slot's own columns
+            br_base = bridge_ptr + tl.load(order_ptr + offs_m, mask=m_mask, other=0).to(tl.int64)[:, None] * stride_brm
+        else:
+            br_base = bridge_ptr + offs_m[:, None] * stride_brm
         for g in range(g_lo, g_hi + 1):
             slot = tl.load(group_slot_ptr + g)
             if slot >= 0:
                 in_group = m_mask & (row_group == g)
                 b_base = b_ptr + slot.to(tl.int64) * stride_bs + offs_n[None, :] * stride_bh
+                br_slot = br_base + (slot * BRIDGE_SLOT_STRIDE) * stride_brk
                 for kb0 in range(0, KB, BLOCK_KB):
                     kb_mask = (kb0 + offs_kb) < KB
-                    br = tl.load(br_base + (kb0 + offs_kb)[None, :] * stride_brk, mask=in_group[:, None] & kb_mask[None, :], other=0.0)
+                    br = tl.load(br_slot + (kb0 + offs_kb)[None, :] * stride_brk, mask=in_group[:, None] & kb_mask[None, :], other=0.0)
                     bt = tl.load(b_base + (kb0 + offs_kb)[:, None] * stride_bk, mask=kb_mask[:, None] & n_mask[None, :], other=0.0)
                     if UPCAST:
                         br = br.to(tl.float32)
@@ -210,6 +215,7 @@ def down_proj(
     shrink_window: int = 0,
     out: torch.Tensor | None = None,
     accumulate: bool = False,
+    bridge_slot_stride: int = 0,
 ) -> torch.Tensor:
     """``out`` [T, H] in token order. ``act`` is in sorted order when ``routing`` is given
     (rows are scattered back through ``routing.order``). ``bridge`` [T, KB] (sorted order) and
@@ -221,7 +227,9 @@ def down_proj(
     ``[blk * shrink_window, blk * shrink_window + K_a)`` (``shrink_window`` 0: all of them).
 
     ``accumulate``: ``out`` (token order) already holds ``act @ w2_lin``; only the delta of the
-    ``bridge`` is added to it, in place (``act`` is then not read)."""
+    ``bridge`` is added to it, in place (``act`` is then not read). ``bridge_slot_stride`` > 0:
+    the bridge is in token order and holds every slot's shrink, slot s at columns
+    ``s * bridge_slot_stride`` (``act @ A_all^T`` from the library GEMM)."""
     T, K = act.shape
     if w2_lin.shape[0] != K:
         raise ValueError(f"down_proj: w2_lin {tuple(w2_lin.shape)} does not take {K} activations")
@@ -245,8 +253,8 @@ def down_proj(
     if T == 0:
         return out
     if has_lora:
-        KB = shrink_a.shape[1] if fused else bridge.shape[1]
-        if b.shape[1] != H or b.shape[2] != KB:
+        KB = shrink_a.shape[1] if fused else (bridge_slot_stride or bridge.shape[1])
+        if b.shape[1] != H or b.shape[2] != KB or (bridge_slot_stride and bridge.shape[1] != b.shape[0] * KB):
             raise ValueError(f"down_proj: B {tuple(b.shape)} does not fit H={H}, bridge width {KB}")
         lora_args = (shrink_a if fused else bridge, b, shrink_a if fused else act)
         lora_strides = (0 if fused else bridge.stride(0), 0 if fused else bridge.stride(1), *b.stride())
@@ -258,7 +266,7 @@ def down_proj(
     S, single, extra, routing_args = kernel_routing(routing, fused=fused, tokens=T, filler=act)
     args = (
         act, w2_lin, out, *lora_args, *routing_args,
-        T, K, H, KB, t_bucket(T), extra, S if single else S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,
+        T, K, H, KB, bridge_slot_stride, t_bucket(T), extra, S if single else S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,
         act.stride(0), act.stride(1),
         w2_lin.stride(0), w2_lin.stride(1),
         out.stride(0), out.stride(1),
@@ -270,6 +278,7 @@ def down_proj(
     # Unfused: up to 64 bridge columns per expand step.
     block_kb = (next_pow2(KB, 32) if fused else min(64, next_pow2(KB))) if has_lora else 16
     flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None and not single, ONE_TOKEN=single, ACC_IN=accumulate,
+                 BRIDGE_TOKEN_ORDER=bridge_slot_stride > 0,
                  UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
     if accumulate:  # no K loop: a memory-bound read-add-write of the adapter rows, one config
         cfg = _accumulate_config(T, H)

@@ -171,8 +171,9 @@ def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rout
     """The base GEMMs on the library (token order throughout), the LoRA in Triton around them:
     ``[y | bridges] = x @ [w13; A_all]^T`` (one library GEMM gives the gate/up shrink of every
     slot too), the expand + SwiGLU epilogue over y (sorted tiles, each row reading its slot's
-    bridge columns; activation back in token order), the down shrink (rows gathered),
-    ``out = act @ w2``, the down expand added in place to the adapter rows. Base only
+    bridge columns; activation back in token order), ``out = act @ w2``, the down shrink (shared
+    outer: ``act @ A_cat_all^T`` on the library; per expert: the windowed Triton shrink), the
+    down expand added in place to the adapter rows. Base only
     (``routing`` None): the two GEMMs and the SwiGLU epilogue."""
     if routing is None:
         y = torch.mm(x_td, ops.w13_lin.t())
@@ -184,8 +185,14 @@ def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rout
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
                          bridge=y_ext[:, rows:], b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,
                          bridge_slot_stride=E_a * R2, y=y_ext[:, :rows])
-    bridge_dn = _ShrinkPlan.of(ops, x_td, gate_up=False).down(ops, act, routing, gather=True)
     out = torch.mm(act, ops.w2_lin)
+    if ops.shared_outer:  # every slot's down shrink as one library GEMM: [T, S*R], slot s at s*R
+        bridge_dn = torch.mm(act, ops._down_shrink_a.reshape(S * ops.rank, -1).t())
+        return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b, out=out,
+                         accumulate=True, bridge_slot_stride=ops.rank)
+    # Per expert the shrink is block-diagonal (expert e's activations meet only its A): as one dense
+    # GEMM it would be n times the work, so the Triton shrink reads each window.
+    bridge_dn = _ShrinkPlan.of(ops, x_td, gate_up=False).down(ops, act, routing, gather=True)
     return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b, out=out, accumulate=True)
 
 
