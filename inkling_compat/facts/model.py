@@ -332,13 +332,11 @@ def routed_moe_facts(model: ModelConfig, config: ServerConfig, quant: QuantFacts
         method = "compressed_tensors"
     else:
         method = "other"
-    ep = max(config.ep_size, 1)
-    moe_tp = max(max(config.tp_size, 1) // ep, 1)
+    moe_tp = max(max(config.tp_size, 1) // max(config.ep_size, 1), 1)
     return RoutedMoeFacts(
         quant_method=method,
         fp8_block_size=block,
         fp8_mxfp8=mxfp8,
-        local_experts=max(model.n_routed_experts, 0) // ep,
         intermediate_size_per_partition=model.intermediate_size // moe_tp,
     )
 

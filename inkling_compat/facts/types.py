@@ -211,7 +211,6 @@ class RoutedMoeFacts(_Facts):
         "layers/quantization/fp8.py Fp8Config.from_config l.346-385, Fp8MoEMethod.__init__ l.1490-1500",
     )
     fp8_mxfp8: bool = fact("An fp8 method with MXFP8 weights (quant_method mxfp8).", "layers/quantization/fp8.py Fp8Config.from_config l.348")
-    local_experts: int = fact("Routed experts on one EP rank: n_routed_experts // ep_size.", "layers/moe/fused_moe_triton/layer.py FusedMoE.__init__")
     intermediate_size_per_partition: int = fact(
         "The routed experts' intermediate size on one MoE-TP rank: intermediate_size // (tp_size // ep_size).",
         "layers/moe/fused_moe_triton/layer.py FusedMoE.__init__ (w2_weight.shape[2])",
