@@ -8,7 +8,18 @@ own code runs on the CPU from the 0.5.23 wheel:
 * the --served-model-name check of `check_server_args` (arg_groups/validation_hook.py: the one
   `if` statement that tests served_model_name, cut out of the function with `ast`, run with
   `is_runai_obj_uri` and its SUPPORTED_SCHEMES from utils/runai_utils.py): it raises  <=>  check()
-  reports served-model-name-colon, with exactly its text.
+  reports served-model-name-colon, with exactly its text;
+* `validate_experimental_sgl_marlin_server_args` and `validate_experimental_sgl_marlin_contract`
+  (lora/marlin_lora_temp/policy.py, executed whole) on generated arguments and GPUs;
+* `_admit_fp8_block_weights` (lora/moe/quant_info.py: the function's own source, with torch) on
+  generated FP8 block sizes and expert sizes, against the lora_* runner's FP8 rules;
+* `InklingCausalLLM.set_dflash_layers_to_capture` (models/inkling.py: the method's own source,
+  bound to a stand-in with the decoder layers it reads) on generated layer-id lists, through
+  both ways the ids reach it;
+* `plan_out_scales` and `_prime_factors` (models/inkling_common/hmlp.py, their own source, with
+  numpy) on generated vision patch sizes;
+* `load_lora_weight_to_buffer` (lora/mem_pool.py, the pool oracle `oracle/sglang_mem_pool.py`) on
+  generated shared-expert factors (numbered or packed, of rank 2 to 4) on dense and MoE layers.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ import types
 from typing import Any, Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from inkling_compat import check
@@ -167,3 +178,241 @@ def test_experimental_sgl_marlin_policy_matches_the_rules(marlin_policy, case):
     config = {k: v for k, v in case.items() if v is not None or k == "enable_lora"}
     config.update(moe_runner_backend="experimental_sgl_marlin", tp_size=case["ep_size"], max_lora_rank=8, lora_target_modules=["all"])
     assert _ours(config, MARLIN_RULES) == theirs
+
+
+# validate_experimental_sgl_marlin_contract: the layer-level check of init_experimental_sgl_marlin_lora.
+CONTRACT_RULE = "experimental-sgl-marlin-needs-sm90"
+_NVFP4 = {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": [], "modelopt_quant_config": {
+    "quant_cfg": {"*weight_quantizer": {"num_bits": [2, 1], "block_sizes": {"-1": 16, "scale_bits": [4, 3]}}}}}}
+
+
+def _load_contract() -> Callable[..., None]:
+    wheel = sglang_sink.find_wheel()
+    stubs = {"sglang.srt.arg_groups.overrides": {"resolving_view": lambda server_args: server_args}}
+    module = wheel_source.exec_module(wheel_source.read(wheel, POLICY), f"{wheel}/{POLICY}", "sglang_marlin_contract", stubs)
+    return module.validate_experimental_sgl_marlin_contract
+
+
+@pytest.fixture(scope="module")
+def marlin_contract() -> Callable[..., None]:
+    return load_or_skip(_load_contract, "experimental_sgl_marlin contract")
+
+
+@EXAMPLES
+@given(major=st.sampled_from([7, 8, 9, 10, 12]), minor=st.sampled_from([0, 6, 9]), ep=st.sampled_from([1, 2, 4]),
+       experts=st.sampled_from([8, 64, 128]))
+def test_experimental_sgl_marlin_contract_matches_the_rule(marlin_contract, major, minor, ep, experts):
+    # Inkling's routed FusedMoE as InklingMoE builds it (inkling_common/moe.py l.830-848): gated
+    # SiLU, FusedMoE's defaults for the rest; an EP split the model accepts (experts % ep == 0).
+    runner_config = types.SimpleNamespace(
+        activation="silu", is_gated=True, gemm1_alpha=None, gemm1_clamp_limit=None, swiglu_limit=None,
+        apply_router_weight_on_input=False, no_combine=False, num_experts=experts, num_local_experts=experts // ep,
+    )
+    theirs = _sglang_error(lambda: marlin_contract(runner_config, moe_ep_size=ep, device_capability=(major, minor)))
+    config = {"enable_lora": True, "lora_backend": "triton", "lora_use_virtual_experts": True, "max_lora_rank": 8,
+              "lora_target_modules": ["all"], "moe_runner_backend": "experimental_sgl_marlin", "tp_size": ep, "ep_size": ep}
+    found = [p for p in check(config=config, model={"n_routed_experts": experts, "quantization_config": _NVFP4},
+                              platform={"compute_capability": [major, minor]}).problems if p.rule_id == CONTRACT_RULE]
+    assert ((found[0].error_class, found[0].message) if found else None) == theirs
+
+
+# _admit_fp8_block_weights: what a lora_* runner's FP8 provider checks when it binds the weights.
+QUANT_INFO = "sglang/srt/lora/moe/quant_info.py"
+FP8_RULES = {"lora-moe-runner-fp8-block-128", "lora-moe-runner-fp8-dims-128"}
+
+
+def _load_fp8_admit() -> Callable[[Any], None]:
+    import torch
+
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(wheel_source.top_level(wheel_source.read(sglang_sink.find_wheel(), QUANT_INFO), "_admit_fp8_block_weights"), namespace)
+    return namespace["_admit_fp8_block_weights"]
+
+
+@pytest.fixture(scope="module")
+def fp8_admit() -> Callable[[Any], None]:
+    return load_or_skip(_load_fp8_admit, "MoE LoRA FP8 quant info")
+
+
+def _sglang_not_implemented(run: Callable[[], None]) -> tuple[str, str] | None:
+    try:
+        run()
+    except NotImplementedError as exc:
+        return type(exc).__name__, str(exc)
+    return None
+
+
+@EXAMPLES
+@given(block=st.sampled_from([[128, 128], [128, 128], [64, 64], [128, 64], [256, 128]]), hidden=st.sampled_from([1536, 2048, 1600, 1408]),
+       intermediate=st.sampled_from([768, 1024, 1536, 2816]), tp=st.sampled_from([1, 2, 4]), ep=st.sampled_from([1, 2]))
+def test_fp8_block_admission_matches_the_rules(fp8_admit, block, hidden, intermediate, tp, ep):
+    import torch
+
+    moe_tp = max(tp // ep, 1)
+    local_experts = 64 // ep
+    per_rank = intermediate // moe_tp
+    # The layer as FusedMoE holds it: w13 [E, 2I, H], scales of 128-blocks in fp32 (meta tensors).
+    scale = lambda rows, cols: torch.empty((local_experts, -(-rows // 128), -(-cols // 128)), dtype=torch.float32, device="meta")  # noqa: E731
+    quant_info = types.SimpleNamespace(
+        block_shape=tuple(block), hidden_size=hidden, intermediate_size=per_rank, num_local_experts=local_experts,
+        w13_weight=torch.empty((local_experts, 2 * per_rank, hidden), device="meta"), w13_scale=scale(2 * per_rank, hidden),
+        w2_scale=scale(hidden, per_rank),
+    )
+    theirs = _sglang_not_implemented(lambda: fp8_admit(quant_info))
+    config = {"enable_lora": True, "lora_backend": "triton_v2", "moe_runner_backend": "lora_triton", "quantization": "fp8",
+              "max_lora_rank": 16, "lora_target_modules": ["gate_up_proj", "down_proj"], "tp_size": tp, "ep_size": ep}
+    model = {"n_routed_experts": 64, "n_shared_experts": 2, "shared_expert_sink": True, "hidden_size": hidden,
+             "intermediate_size": intermediate, "num_attention_heads": 16, "num_key_value_heads": 4,
+             "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": block}}
+    found = [p for p in check(config=config, model=model).problems if p.rule_id in FP8_RULES]
+    assert ((found[0].error_class, found[0].message) if found else None) == theirs
+
+
+# InklingCausalLLM.set_dflash_layers_to_capture, reached from a DFLASH draft's target_layer_ids
+# (resolve_target_layer_ids: non-empty, each in range) or from --return-aux-hidden-state-layer-ids
+# (handle_aux_hidden_state_capture: non-empty, non-negative, distinct; then in range).
+INKLING = "sglang/srt/models/inkling.py"
+DFLASH_RULES = {"inkling-dflash-layer-ids-repeated", "inkling-dflash-layer-ids-unsorted"}
+LAYERS = 16
+
+
+def _load_dflash_capture() -> Callable[[list[int]], None]:
+    namespace: dict[str, Any] = {}
+    source = wheel_source.method(wheel_source.read(sglang_sink.find_wheel(), INKLING), "InklingCausalLLM", "set_dflash_layers_to_capture")
+    exec("from __future__ import annotations\n" + source, namespace)
+    method = namespace["set_dflash_layers_to_capture"]
+
+    def capture(ids: list[int]) -> None:
+        model = types.SimpleNamespace(layers=[types.SimpleNamespace(layer_id=i, mlp_ar_fusable=True) for i in range(LAYERS)])
+        method(model, ids)
+
+    return capture
+
+
+@pytest.fixture(scope="module")
+def dflash_capture() -> Callable[[list[int]], None]:
+    return load_or_skip(_load_dflash_capture, "Inkling DFLASH capture")
+
+
+@EXAMPLES
+@given(ids=st.lists(st.integers(0, LAYERS - 1), min_size=1, max_size=5), aux=st.booleans())
+def test_dflash_capture_ids_match_the_rules(dflash_capture, ids, aux):
+    if aux and len(set(ids)) != len(ids):
+        ids = sorted(set(ids), reverse=True)  # the argument check refuses a repeat before the model
+    theirs = _sglang_error(lambda: dflash_capture(list(ids)))
+    if aux:
+        config = {"enable_return_aux_hidden_states": True, "speculative_algorithm": "DFLASH", "return_aux_hidden_state_layer_ids": ids}
+    else:
+        config = {"speculative_algorithm": "DFLASH", "draft": {"dflash_target_layer_ids": ids}}
+    found = [p for p in check(config=config, model={"n_routed_experts": 8, "num_hidden_layers": LAYERS}).problems if p.rule_id in DFLASH_RULES]
+    assert ((found[0].error_class, found[0].message) if found else None) == theirs
+
+
+# HMLPPatchEncoder's scale plan (hmlp.py plan_out_scales, _prime_factors).
+HMLP = "sglang/srt/models/inkling_common/hmlp.py"
+VISION_RULES = {"inkling-vision-patch-size-too-small", "inkling-vision-temporal-patch-size-not-positive"}
+
+
+def _load_plan_out_scales() -> Callable[..., Any]:
+    import numpy as np
+
+    source = wheel_source.read(sglang_sink.find_wheel(), HMLP)
+    namespace: dict[str, Any] = {"np": np}
+    for name in ("_prime_factors", "plan_out_scales"):
+        exec("from __future__ import annotations\n" + wheel_source.top_level(source, name), namespace)
+    return namespace["plan_out_scales"]
+
+
+@pytest.fixture(scope="module")
+def plan_out_scales() -> Callable[..., Any]:
+    return load_or_skip(_load_plan_out_scales, "HMLP scale plan")
+
+
+@EXAMPLES
+@given(patch=st.integers(-3, 32), temporal=st.integers(-3, 8))
+def test_hmlp_scale_plan_matches_the_rules(plan_out_scales, patch, temporal):
+    # n_layers past the number of scales: the plan takes numpy's argmin, not scipy's assignment.
+    theirs = _sglang_error(lambda: plan_out_scales(temporal, patch, 64, 3))
+    model = {"n_routed_experts": 8, "vision_config": {"decoder_dmodel": 1536, "patch_size": patch, "temporal_patch_size": temporal, "n_layers": 64}}
+    found = [p for p in check(config={"enable_multimodal": True}, model=model).problems if p.rule_id in VISION_RULES]
+    assert ((found[0].error_class, found[0].message) if found else None) == theirs
+
+
+def test_the_model_and_runner_properties_see_both_outcomes(marlin_contract, fp8_admit, dflash_capture, plan_out_scales):
+    config = types.SimpleNamespace(activation="silu", is_gated=True, gemm1_alpha=None, gemm1_clamp_limit=None, swiglu_limit=None,
+                                   apply_router_weight_on_input=False, no_combine=False, num_experts=64, num_local_experts=64)
+    with pytest.raises(ValueError):
+        marlin_contract(config, moe_ep_size=1, device_capability=(8, 0))
+    marlin_contract(config, moe_ep_size=1, device_capability=(9, 0))
+    with pytest.raises(ValueError, match="unique"):
+        dflash_capture([1, 1])
+    with pytest.raises(ValueError, match="sorted"):
+        dflash_capture([2, 1])
+    dflash_capture([1, 2])
+    with pytest.raises(ValueError, match="patch_size"):
+        plan_out_scales(1, 1, 64, 3)
+    with pytest.raises(ValueError, match="positive"):
+        plan_out_scales(0, 16, 64, 3)
+    plan_out_scales(1, 16, 64, 3)
+    import torch
+
+    def quant_info(block: tuple[int, int], hidden: int) -> Any:
+        scale = lambda rows, cols: torch.empty((8, -(-rows // 128), -(-cols // 128)), dtype=torch.float32, device="meta")  # noqa: E731
+        return types.SimpleNamespace(block_shape=block, hidden_size=hidden, intermediate_size=768, num_local_experts=8,
+                                     w13_weight=torch.empty((8, 1536, hidden), device="meta"), w13_scale=scale(1536, hidden), w2_scale=scale(hidden, 768))
+
+    with pytest.raises(NotImplementedError, match=r"\[128, 128\] weight blocks"):
+        fp8_admit(quant_info((64, 64), 1536))
+    with pytest.raises(NotImplementedError, match="hidden_size % 128"):
+        fp8_admit(quant_info((128, 128), 1600))
+    fp8_admit(quant_info((128, 128), 1536))
+
+
+# load_lora_weight_to_buffer's routing of shared-expert factors (mem_pool.py l.985-1020, l.404).
+POOL_RULES = {"adapter-shared-expert-on-dense-layer", "adapter-shared-expert-factor-not-3d"}
+
+
+@pytest.fixture(scope="module")
+def pool_oracle_dense() -> Any:
+    from oracle import sglang_mem_pool
+
+    return load_or_skip(sglang_mem_pool.load, "LoRA memory pool")
+
+
+_FACTOR = st.tuples(
+    st.integers(0, 3),  # layer
+    st.sampled_from([None, 0, 1]),  # expert (None: packed)
+    st.sampled_from(["gate_up_proj", "down_proj"]),
+    st.sampled_from(["lora_A", "lora_B"]),
+    st.sampled_from([2, 3, 4]),  # rank of the tensor
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(factor=_FACTOR, dense=st.integers(0, 2))
+@example(factor=(0, 0, "down_proj", "lora_B", 2), dense=1)  # an expert-0 factor on a dense layer: sglang raises
+@example(factor=(1, None, "down_proj", "lora_B", 4), dense=0)  # a 4-D packed factor: sglang raises
+@example(factor=(1, 0, "down_proj", "lora_B", 2), dense=1)  # on an MoE layer: loads
+def test_shared_expert_routing_matches_the_rules(pool_oracle_dense, factor, dense):
+    from inkling_compat.testing.strategies import SinkSetup
+
+    layer, expert, module, side, rank = factor
+    setup = SinkSetup(n=2, hidden=64, intermediate=32, tp=1, slots=2, rank=8, shared_outer=False, sink_class="legacy")
+    rows = {("gate_up_proj", "lora_A"): [8, 64], ("gate_up_proj", "lora_B"): [64, 8],
+            ("down_proj", "lora_A"): [8, 32], ("down_proj", "lora_B"): [64, 8]}[(module, side)]
+    shape = ([1] * (rank - 2)) + rows if expert is None or rank != 2 else rows
+    where = f"shared_experts.{expert}." if expert is not None else "shared_experts."
+    tensors = {f"base_model.model.llm.layers.{layer}.mlp.{where}{module}.{side}.weight": shape}
+    model = setup.model()
+    kwargs = {"r": 8, "target_modules": ["gate_up_proj", "down_proj"], "architectures": model["architectures"],
+              "model_type": model["model_type"], "n_shared_experts": 2}
+    outcomes = pool_oracle_dense.load(setup, kwargs, tensors, 4, dense_layers=dense)
+    raised = {(o.error_class, o.message.replace("MetaTensor", "Tensor")) for o in outcomes if not o.ok}
+    theirs = {r for r in raised if r[1].startswith(("Cannot load LoRA weight", "Expected dict or 3D"))}
+    adapter = {"name": "g", "adapter_config": {"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["gate_up_proj", "down_proj"]},
+               "tensors": {name: {"shape": s} for name, s in tensors.items()}}
+    report = check(config=setup.config(), model=dict(model, num_hidden_layers=4, dense_mlp_idx=dense), adapter=adapter)
+    ours = {(p.error_class, p.message) for p in report.problems if p.rule_id in POOL_RULES}
+    assert ours == theirs, (raised, [(p.rule_id, p.message) for p in report.problems])
+    if (factor, dense) in (((0, 0, "down_proj", "lora_B", 2), 1), ((1, None, "down_proj", "lora_B", 4), 0)):
+        assert theirs, raised  # the property sees sglang raise both

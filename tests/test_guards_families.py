@@ -91,6 +91,30 @@ ADDED = {
     "marlin-lora-needs-virtual-experts",
     "marlin-lora-needs-triton-backend",
     "marlin-ep-needs-trivial-placement",
+    # The rest of the audit's configuration-dependent sites (issue 19).
+    "lora-moe-runner-fp8-needs-block-quant",
+    "lora-moe-runner-rank-above-256",
+    "lora-moe-runner-fp8-block-128",
+    "lora-moe-runner-fp8-dims-128",
+    "marlin-moe-lora-quant-method-unsupported",
+    "marlin-lora-runner-needs-sm90",
+    "experimental-sgl-marlin-quant-method-unsupported",
+    "experimental-sgl-marlin-needs-sm90",
+    "experimental-sgl-marlin-needs-standard-dispatcher",
+    "experimental-sgl-trtllm-fp8-needs-block-quant",
+    "experimental-sgl-trtllm-no-mxfp8",
+    "experimental-sgl-trtllm-bf16-needs-virtual-experts",
+    "experimental-sgl-trtllm-nvfp4-needs-virtual-experts",
+    "inkling-audio-mode-not-dmel",
+    "inkling-vision-encoder-not-hmlp",
+    "inkling-vision-patch-size-too-small",
+    "inkling-vision-temporal-patch-size-not-positive",
+    "inkling-mtp-banded-needs-multi-layer-eagle",
+    "inkling-dflash-layer-ids-repeated",
+    "inkling-dflash-layer-ids-unsorted",
+    "inkling-scattered-sconv-hidden-div-moe-tp",
+    "adapter-shared-expert-on-dense-layer",
+    "adapter-shared-expert-factor-not-3d",
 }
 
 
@@ -157,6 +181,7 @@ STILL_REPEATED = {
     "facts.quant.is_inkling_nvfp4",
     "facts.lora_enabled && config.max_loaded_loras != null",
     "facts.lora_enabled && type(config.lora_paths) == list",
+    "facts.model.dflash_layer_ids != null",
 }
 
 

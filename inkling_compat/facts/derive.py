@@ -194,7 +194,7 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
         sink=sink,
         pool=pool,
         startup=fleet_mod.startup_facts(lora_paths, own),
-        model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention),
+        model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention, quant=quant),
         fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter, config.max_loras_per_batch),
         inputs_given=inputs_given(inputs),
         adapters=per_adapter,

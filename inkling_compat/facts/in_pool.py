@@ -27,7 +27,7 @@ from inkling_compat.sglang import set_lora_info
 # Published PEFT facts taken as they are from the adapter's own facts.
 _PEFT_OWN = tuple(
     name for name in PeftAdapterFacts.model_fields
-    if name not in ("form", "name", "lora_id", "unmatched_weight_names", "target_failure", "pool_fit", "pool_partial")
+    if name not in ("form", "name", "lora_id", "unmatched_weight_names", "target_failure", "pool_fit", "pool_partial", "indexed_shared_without_sink")
 )
 
 
@@ -94,7 +94,7 @@ def _peft_form(own: dict[str, Any], sink: SinkFacts, pool: PoolFacts | None, tar
     return PeftAdapterFacts(
         form="peft", name=own["name"], lora_id=own["lora_id"], **{k: own[k] for k in _PEFT_OWN},
         unmatched_weight_names=fit["unmatched_weight_names"], target_failure=fit["target_failure"],
-        pool_fit=fit["pool_fit"], pool_partial=fit["pool_partial"],
+        pool_fit=fit["pool_fit"], pool_partial=fit["pool_partial"], indexed_shared_without_sink=fit["indexed_shared_without_sink"],
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from inkling_compat.facts.types import AttentionFacts, AttnPrologueFacts, ModelFacts, Nvfp4Facts, QuantFacts, QuantWiring
+from inkling_compat.facts.types import AttentionFacts, AttnPrologueFacts, ModelFacts, Nvfp4Facts, QuantFacts, QuantWiring, RoutedMoeFacts
 from inkling_compat.inputs.models import ModelConfig, Platform, ServerConfig
 
 # modelopt_quant.py ModelOptFp4Config.from_config
@@ -301,7 +301,70 @@ def attn_prologue_facts(
     return AttnPrologueFacts(**{**derived, **stated})
 
 
-def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platform, attention: AttentionFacts) -> ModelFacts:
+def routed_moe_facts(model: ModelConfig, config: ServerConfig, quant: QuantFacts | None) -> RoutedMoeFacts:
+    """The routed experts' quant method: Inkling's own NVFP4 config when it is built
+    (quantization/config.py get_quant_method: ModelOptNvFp4FusedMoEMethod, or unquantized for
+    excluded experts), else the method --quantization names, else config.json's quant_method
+    (model_config.py `_verify_quantization`)."""
+    checkpoint = model.quantization_config
+    checkpoint_method = str(checkpoint.quant_method) if checkpoint is not None and checkpoint.quant_method is not None else None
+    name = config.quantization or checkpoint_method
+    block: list[int] | None = None
+    mxfp8 = False
+    if quant is not None and quant.inkling_config_built:
+        method = "modelopt_nvfp4" if quant.routed_moe_quantized else "unquantized"
+    elif name is None:
+        method = "unquantized"
+    elif name in ("fp8", "mxfp8"):
+        method = "fp8"
+        # Fp8Config.from_config reads the checkpoint's block (an fp8 checkpoint); an online
+        # --quantization fp8 over a BF16 checkpoint is per-tensor (no block).
+        serialized = checkpoint_method is not None and ("fp8" in checkpoint_method)
+        mxfp8 = name == "mxfp8" or (serialized and "mxfp8" in str(checkpoint_method))
+        raw = getattr(checkpoint, "weight_block_size", None) if serialized else None
+        if mxfp8:
+            block = [1, 32]
+        elif isinstance(raw, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in raw):
+            block = list(raw)
+    elif name == "modelopt_fp4":
+        method = "modelopt_nvfp4"
+    elif name == "compressed-tensors":
+        method = "compressed_tensors"
+    else:
+        method = "other"
+    moe_tp = max(max(config.tp_size, 1) // max(config.ep_size, 1), 1)
+    return RoutedMoeFacts(
+        quant_method=method,
+        fp8_block_size=block,
+        fp8_mxfp8=mxfp8,
+        intermediate_size_per_partition=model.intermediate_size // moe_tp,
+    )
+
+
+def dflash_layer_ids(model: ModelConfig, config: ServerConfig) -> list[int] | None:
+    """The ids configure_aux_hidden_state_capture hands Inkling's set_dflash_layers_to_capture
+    (Inkling has no set_dspark_layers_to_capture), where sglang's checks before it pass:
+    --return-aux-hidden-state-layer-ids on the capture-only path (handle_aux_hidden_state_capture,
+    _check_capture_layer_ids_in_range), or a DFLASH draft's stated target_layer_ids
+    (resolve_target_layer_ids: non-empty, each in [0, num_hidden_layers))."""
+    method = (config.speculative_algorithm or "").upper()
+    layers = model.num_hidden_layers
+    if config.enable_return_aux_hidden_states:
+        ids = config.return_aux_hidden_state_layer_ids
+        if method not in ("DFLASH", "DSPARK") or not ids:
+            return None
+        if any(i < 0 for i in ids) or len(set(ids)) != len(ids) or any(i >= layers for i in ids):
+            return None
+        return list(ids)
+    stated = config.draft.dflash_target_layer_ids if config.draft is not None else None
+    if method != "DFLASH" or not stated or any(i < 0 or i >= layers for i in stated):
+        return None
+    return list(stated)
+
+
+def model_facts(
+    model: ModelConfig, server_config: ServerConfig, platform: Platform, attention: AttentionFacts, quant: QuantFacts | None = None
+) -> ModelFacts:
     """Geometry derived from config.json (sglang's InklingModelConfig defaults), plus how
     this model is served on this platform (NVFP4 kernels, attention prologue)."""
     config = server_config
@@ -311,6 +374,7 @@ def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platf
     tp = max(config.tp_size, 1)
     attn_tp = tp // max(config.dp_size, 1) if config.enable_dp_attention else tp
     attn_tp = max(attn_tp, 1)
+    dflash_ids = dflash_layer_ids(model, config)
     wiring = QuantWiring(**model.quant_method_wiring.model_dump()) if model.quant_method_wiring else QuantWiring(
         routed_experts=None, shared_sink=None, shared_sink_forward=None
     )
@@ -325,4 +389,8 @@ def model_facts(model: ModelConfig, server_config: ServerConfig, platform: Platf
         attn_prologue=attn_prologue_facts(model, config, attention, head_dim, attn_tp),
         quant_wiring=wiring,
         is_pd_decode=config.disaggregation_mode == "decode",
+        routed_moe=routed_moe_facts(model, config, quant),
+        mtp_banded=bool((model.mtp_config.local_layer_ids if model.mtp_config else None) or model.mtp_local_layer_ids),
+        dflash_layer_ids=dflash_ids,
+        dflash_layer_ids_distinct=dflash_ids is None or len(set(dflash_ids)) == len(dflash_ids),
     )

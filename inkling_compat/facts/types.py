@@ -197,6 +197,26 @@ class QuantWiring(_Facts):
     shared_sink_forward: str | None = fact("Stated forward of the shared sink's quant method (None: not stated).")
 
 
+class RoutedMoeFacts(_Facts):
+    """The routed experts' FusedMoE on one rank: its quant method and the sizes MoE runners check."""
+
+    quant_method: Literal["unquantized", "fp8", "modelopt_nvfp4", "compressed_tensors", "other"] = fact(
+        "Family of the routed experts' quant method: --quantization, else config.json's quant_method (Inkling's own NVFP4 config "
+        "when it is a TML NVFP4 checkpoint: modelopt_nvfp4 unless the experts are excluded).",
+        "models/inkling_common/quantization/config.py get_quant_method l.180-205; layers/quantization/fp8.py Fp8MoEMethod l.1477-",
+    )
+    fp8_block_size: list[int] | None = fact(
+        "Fp8Config.weight_block_size for an fp8 method: config.json's weight_block_size ([1, 32] for MXFP8; None: per-tensor, "
+        "e.g. --quantization fp8 on a BF16 checkpoint).",
+        "layers/quantization/fp8.py Fp8Config.from_config l.346-385, Fp8MoEMethod.__init__ l.1490-1500",
+    )
+    fp8_mxfp8: bool = fact("An fp8 method with MXFP8 weights (quant_method mxfp8).", "layers/quantization/fp8.py Fp8Config.from_config l.348")
+    intermediate_size_per_partition: int = fact(
+        "The routed experts' intermediate size on one MoE-TP rank: intermediate_size // (tp_size // ep_size).",
+        "layers/moe/fused_moe_triton/layer.py FusedMoE.__init__ (w2_weight.shape[2])",
+    )
+
+
 class ModelFacts(_Facts):
     """Model geometry per TP rank and how the model is served here."""
 
@@ -207,6 +227,22 @@ class ModelFacts(_Facts):
     attn_prologue: AttnPrologueFacts = fact("The fused attention prologue (derived, or stated in config.json's attn_prologue).")
     quant_wiring: QuantWiring = fact("Stated quant method wiring (config.json quant_method_wiring).")
     is_pd_decode: bool = fact("--disaggregation-mode decode.", "server_args.py")
+    routed_moe: RoutedMoeFacts = fact("The routed experts' quant method and per-rank sizes.")
+    mtp_banded: bool = fact(
+        "A banded MTP head: mtp_config.local_layer_ids (copied onto text_config) or text_config.mtp_local_layer_ids is non-empty.",
+        "configs/inkling.py InklingMMConfig.__init__ l.337-342; models/inkling.py InklingForConditionalGenerationMTP.__init__ l.1792",
+    )
+    dflash_layer_ids: list[int] | None = fact(
+        "The layer ids Inkling's set_dflash_layers_to_capture receives once sglang's checks before it pass: "
+        "--return-aux-hidden-state-layer-ids (--enable-return-aux-hidden-states with DFLASH or DSPARK: non-empty, non-negative, "
+        "distinct, below num_hidden_layers), or, with --speculative-algorithm DFLASH, the draft's target_layer_ids stated in the "
+        "server config's `draft:` (each in [0, num_hidden_layers)) (None: neither).",
+        "arg_groups/validation_hook.py handle_aux_hidden_state_capture l.697-753; model_runner_components/spec_aux_hidden_state.py "
+        "l.90-125; speculative/dflash_utils.py resolve_target_layer_ids l.556-588",
+    )
+    dflash_layer_ids_distinct: bool = fact(
+        "No id of dflash_layer_ids repeats (true when it is None).", "models/inkling.py InklingCausalLLM.set_dflash_layers_to_capture l.751"
+    )
 
 
 class PinRefusal(_Facts):
@@ -335,6 +371,13 @@ class ScalingFailure(_Facts):
     message: str = fact("Python's text, e.g. \"unsupported operand type(s) for /: 'int' and 'str'\".")
 
 
+class IndexedSharedFailure(_Facts):
+    """A per-expert shared-expert factor on a layer that has no shared MoE LoRA module."""
+
+    name: str = fact("The weight's normalized name.")
+    layer: int = fact("Its layer.")
+
+
 class TargetFailure(_Facts):
     """A layer weight with no pool target module."""
 
@@ -346,7 +389,10 @@ class TargetFailure(_Facts):
 class PoolFit(_Facts):
     """A failure copying the adapter into a pool slot."""
 
-    kind: str = fact("dict_entries, expert_dim, unexpected_format, expert_out_of_range, shape_mismatch, or a slice failure's kind.")
+    kind: str = fact(
+        "dict_entries, expert_dim, unexpected_format, expert_out_of_range, shape_mismatch, not_expert_weights (a packed factor "
+        "that is not 3-D in a per-expert buffer), or a slice failure's kind."
+    )
     module: str | None = None
     value: int | None = None
     weight: list[int] | None = None
@@ -472,6 +518,12 @@ class PeftAdapterFacts(_Facts):
     )
     pool_fit: PoolFit | None = fact("First failure copying the adapter into a pool slot.", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
     pool_partial: PoolPartial | None = fact("A shared-outer factor copied into a per-expert pool (only some experts).", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
+    indexed_shared_without_sink: IndexedSharedFailure | None = fact(
+        "First per-expert shared-expert factor (`shared_experts.<N>.`, not 3-D) on a layer without the sink's LoRA module: a dense-MLP "
+        "layer below dense_mlp_idx, with LoRA on the batch-dense sink (None: none, or another setup).",
+        "lora/mem_pool.py load_lora_weight_to_buffer l.985-1020",
+        default=None,
+    )
 
 
 class UnreadableAdapterFacts(_Facts):
@@ -582,4 +634,5 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "adapter_facts.slice_failure": ("adapter", "weights", "config", "model"),
     "adapter_facts.pool_fit": ("adapter", "weights", "config", "model"),
     "adapter_facts.pool_partial": ("adapter", "weights", "config", "model"),
+    "adapter_facts.indexed_shared_without_sink": ("adapter", "weights", "config", "model"),
 }

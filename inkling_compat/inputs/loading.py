@@ -692,10 +692,11 @@ def load_model_config(source: Any) -> ModelConfig:
             raise InputError(str(source), "(file)", "is a directory without config.json (expected the model's config.json or its folder)")
         source = Path(source) / "config.json"
     data, file = _as_mapping(source, "<model>")
-    # Multimodal Inkling configs nest the text model; quantization may sit at either level.
+    # Multimodal Inkling configs nest the text model; quantization may sit at either level, and
+    # the MTP block and the audio/vision towers sit at the top.
     if isinstance(data.get("text_config"), dict):
         merged = dict(data["text_config"])
-        for key in ("architectures", "quantization_config"):
+        for key in ("architectures", "quantization_config", "mtp_config", "audio_config", "vision_config"):
             if key in data and key not in merged:
                 merged[key] = data[key]
         data = merged

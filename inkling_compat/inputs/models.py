@@ -201,6 +201,15 @@ class SinkFacts(_Strict):
     max_loras_per_batch: int | None = None
 
 
+class DraftFacts(_Strict):
+    """Stated: what the speculative draft checkpoint's config.json says, which the checker does
+    not read (--speculative-draft-model-path is another model)."""
+
+    # The DFLASH draft's dflash_config.target_layer_ids (speculative/dflash_utils.py
+    # parse_dflash_draft_config l.590-680); None: not stated (sglang then derives them).
+    dflash_target_layer_ids: list[int] | None = None
+
+
 class ServerConfig(_Strict):
     """sglang server arguments (Python names of the CLI flags) plus environment switches."""
 
@@ -266,6 +275,11 @@ class ServerConfig(_Strict):
     # fields/exec_.py
     elastic_ep_backend: str | None = None
     enable_elastic_expert_backup: bool = False
+    # fields/mm.py; None: sglang decides per model (Inkling is in mm_disabled_models: off).
+    enable_multimodal: bool | None = None
+    # fields/exec_.py: aux hidden-state capture without a draft (validation_hook.py l.697-753).
+    enable_return_aux_hidden_states: bool = False
+    return_aux_hidden_state_layer_ids: list[int] | None = None
     # --- end of the audit's block ---
     # Every other sglang 0.5.23 argument given, under its dest, as sglang's argparse converted
     # it (inputs/argument_table.py): kept so nothing sglang reads is dropped.
@@ -273,6 +287,7 @@ class ServerConfig(_Strict):
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
     sink: SinkFacts | None = None
+    draft: DraftFacts | None = None
 
     @field_validator("lora_target_modules", mode="before")
     @classmethod
@@ -334,6 +349,37 @@ class AttnPrologueFacts(_Strict):
     kv_scale_buffers: bool | None = None
 
 
+class AudioConfig(BaseModel):
+    """config.json `audio_config` (configs/inkling.py InklingAudioConfig; sglang's defaults)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    # The audio tower is built only when it has a width (models/inkling.py l.1004-1008).
+    decoder_dmodel: Annotated[int | None, _bounded(None, None)] = None
+    # Kept as written: InklingAudio asserts `audio_mode == "dmel"` on whatever the file holds.
+    audio_mode: Any = "dmel"
+
+
+class VisionConfig(BaseModel):
+    """config.json `vision_config` (configs/inkling.py InklingVisionConfig; sglang's defaults)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    decoder_dmodel: Annotated[int | None, _bounded(None, None)] = None
+    vision_encoder_type: Any = "hmlp"
+    # Bounded: hmlp.py factors them by trial division; real patches are 14-32 pixels, 1-2 frames.
+    patch_size: Annotated[int, _bounded(-(1 << 20), 1 << 20, "a patch size", "real patches are at most a few dozen pixels")] = 16
+    temporal_patch_size: Annotated[int, _bounded(-(1 << 20), 1 << 20, "a patch size", "real temporal patches are a few frames")] = 1
+
+
+class MtpConfig(BaseModel):
+    """config.json `mtp_config` (the MTP draft head's block, read by InklingMMConfig)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    local_layer_ids: list[Any] | None = None
+
+
 class ModelConfig(BaseModel):
     """The Inkling `config.json` fields the rules read; other keys are HF's and ignored."""
 
@@ -364,6 +410,13 @@ class ModelConfig(BaseModel):
     dense_mlp_idx: Annotated[int, _bounded(0, 4096, "a layer index is never negative", "past every real model's layer count")] = 0
     torch_dtype: str | None = "bfloat16"
     quantization_config: QuantizationConfig | None = None
+    # Banded MTP head: text_config.mtp_local_layer_ids, or mtp_config.local_layer_ids, which
+    # InklingMMConfig copies onto text_config (configs/inkling.py l.337-342).
+    mtp_local_layer_ids: list[Any] | None = None
+    mtp_config: MtpConfig | None = None
+    # The multimodal towers (top-level keys of a multimodal config.json).
+    audio_config: AudioConfig | None = None
+    vision_config: VisionConfig | None = None
     # Stated module facts (not config.json keys): situations sglang 0.5.23's own wiring
     # never produces, stated to check a patched build or a single module.
     quant_method_wiring: QuantMethodWiring | None = None

@@ -24,7 +24,7 @@ from inkling_compat.inputs.models import ServerConfig
 from inkling_compat.inputs.sglang_config import ConfigRefused, config_to_args
 
 # The project's own sections of a server config: not sglang arguments.
-PROJECT_KEYS = ("env", "sink", "arguments")
+PROJECT_KEYS = ("env", "sink", "draft", "arguments")
 
 
 def _suggestion(key: str) -> str:

@@ -272,7 +272,9 @@ def replay_load(
     """`{"target_failure", "pool_fit", "pool_partial", "unmatched_weight_names"}` for one adapter.
 
     `pool` is `startup_pool(...)` (computed once per check by the caller)."""
-    out: dict[str, Any] = {"target_failure": None, "pool_fit": None, "pool_partial": None, "unmatched_weight_names": []}
+    out: dict[str, Any] = {
+        "target_failure": None, "pool_fit": None, "pool_partial": None, "unmatched_weight_names": [], "indexed_shared_without_sink": None,
+    }
     if adapter_facts.get("form") != "peft":
         return out
     if adapter_facts.get("reshape_failure") is not None or adapter_facts.get("cat_failure") is not None:
@@ -304,6 +306,12 @@ def replay_load(
             if out["target_failure"] is not None:
                 break
     sink = facts.get("sink") or {}
+    out["indexed_shared_without_sink"] = indexed_shared_without_sink(layers, model, sink, adapter_facts, out["target_failure"])
+    if out["indexed_shared_without_sink"] is not None:
+        # It raises before any later layer's target lookup or copy.
+        if out["target_failure"] is not None and out["target_failure"]["layer"] > out["indexed_shared_without_sink"]["layer"]:
+            out["target_failure"] = None
+        return out
     r = adapter_facts.get("r")
     if (
         pool is None
@@ -339,6 +347,32 @@ def replay_load(
             break
     out["pool_partial"] = fit.partial
     return out
+
+
+def indexed_shared_without_sink(
+    layers: dict[int, dict[str, list[int]]], model: Any, sink: dict[str, Any], adapter_facts: dict[str, Any], target_failure: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """mem_pool l.985-1020: a per-expert shared factor (`shared_experts.<N>.`, not 3-D) on a
+    layer whose modules hold no shared MoE LoRA module raises "Cannot load LoRA weight ...: layer
+    ... has no matching target for indexed shared-expert weights". With LoRA on the batch-dense
+    sink, that module (is_shared_fused_moe once initialize_lora ran, inkling_common/lora.py
+    l.38) is on every MoE layer and on no dense one (layers below dense_mlp_idx). Only that
+    case is modelled (None otherwise); the first such weight in sglang's order (layers in order,
+    a layer's weights in the adapter's order) unless get_target_module_name raised before it."""
+    if not sink.get("lora_attached") or adapter_facts.get("layer_out_of_range") is not None:
+        return None
+    first_moe = max(int(getattr(model, "dense_mlp_idx", 0) or 0), 0)
+    for lid in sorted(layers):
+        if lid >= first_moe:
+            break
+        for name, shape in layers[lid].items():
+            if target_failure is not None and (lid, name) == (target_failure["layer"], target_failure["name"]):
+                return None
+            if "shared_experts." in name and _EXPERT.search(name) and len(shape) != 3:
+                return {"name": name, "layer": lid}
+        if target_failure is not None and lid >= target_failure["layer"]:
+            return None
+    return None
 
 
 class _Fit:
@@ -427,7 +461,8 @@ class _Fit:
         if len(weight) == 3:
             shape = weight[1:]
             return [(i, shape) for i in sorted({0, max(experts_in_pool, 0)}) if i < weight[0]]
-        return _STOP  # TypeError "Expected dict or 3D torch.Tensor, got Tensor."
+        # l.404: a packed shared factor of another rank than 3 (the sink's slicing passes it on).
+        return {"kind": "not_expert_weights", "weight": list(weight)}
 
     def _outer(self, site: str, weight: Any) -> Any:
         """The one shared-outer expert of gate_up A / down B (l.1164-1201, l.1291-1340)."""
@@ -457,8 +492,8 @@ class _Fit:
             pairs = [outer]
         else:
             pairs = self._experts(weight, experts_in_pool)
-            if pairs is _STOP:
-                return _STOP
+            if isinstance(pairs, dict):
+                return pairs
             if (
                 self.partial is None
                 and site in ("gate_up_a", "down_b")

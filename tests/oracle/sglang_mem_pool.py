@@ -102,11 +102,13 @@ class SglangMemPool:
     def load(
         self, setup: Any, adapter_kwargs: dict[str, Any], tensors: dict[str, list[int]], num_layers: int,
         order: tuple[str, ...] = ("gate_up_proj", "down_proj"),
+        dense_layers: int = 0,
     ) -> list[Outcome]:
         """A pool for `setup` (its server config and model), LoRAManager.validate_new_adapter,
         LoRAAdapter(tensors), then load_lora_weight_to_buffer into slot 0: the first exception, or
         ok; one outcome per buffer order in `order` (the module visited first), the same for all
-        when the failure comes before the copy."""
+        when the failure comes before the copy. The first `dense_layers` layers hold no LoRA
+        module (Inkling's dense-MLP layers)."""
         import torch
 
         sink = self._sink(setup)
@@ -146,7 +148,9 @@ class SglangMemPool:
                 adapter = self.adapter_oracle.adapter(tensors, num_hidden_layers=num_layers, **adapter_kwargs)
             except Exception as exc:  # noqa: BLE001
                 return [Outcome(False, type(exc).__name__, str(exc), "adapter", buffers)] * len(order)
-            modules = [{"mlp.experts": base.routed, "mlp.shared_experts": sink} for _ in range(num_layers)]
+            # Layers below `dense_layers` are dense MLPs (Inkling's dense_mlp_idx): no routed experts,
+            # no sink, and no LoRA module the adapter's MLP factors could go to.
+            modules = [{} if i < dense_layers else {"mlp.experts": base.routed, "mlp.shared_experts": sink} for i in range(num_layers)]
             # load_lora_weight_to_buffer visits the buffers in the pool's dict order, which
             # init_buffers takes from iterating the *set* --lora-target-modules: gate_up_proj
             # before down_proj or after, as the process's string hash seed falls. Both orders.
