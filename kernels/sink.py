@@ -154,11 +154,12 @@ def sink_forward_triton(
 
 
 # From how many tokens the base GEMMs go to the library (cuBLAS through torch.mm) and the Triton
-# kernels keep the epilogues (SwiGLU with the gate/up expand; the down expand added in place):
-# at T >= 64 the library's GEMMs beat this package's K loops, at T = 1 they do not (figures in
-# docs/performance.md). Only CUDA: on the CPU (Triton's interpreter) every path is exercised by
-# the tests through ``path=``, and the default keeps the Triton kernels.
-BLAS_MIN_T = 16
+# kernels keep the LoRA and the epilogues. With LoRA the library path also folds the shrinks into
+# library GEMMs, which pays from the smallest T measured past one token (T = 4); T = 1 keeps the
+# fused path (two launches). Base only, the library's GEMMs win from T = 32 and tie at 16
+# (benchmarks/ops/blas_crossover.py; figures in docs/performance.md). Only on CUDA: on the CPU
+# (Triton's interpreter) the tests call each path directly.
+BLAS_MIN_T = 4
 BLAS_MIN_T_BASE = 16
 
 
