@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from inkling_compat.facts.adapter import OwnFacts
 from inkling_compat.facts.types import FleetFacts, PinRefusal, StartupFacts
 
 # models/inkling.py `supported_lora_modules`
 INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")
 
 
-def startup_facts(lora_paths: list[dict[str, Any]], own: list[dict[str, Any]]) -> StartupFacts:
+def startup_facts(lora_paths: list[dict[str, Any]], own: list[OwnFacts]) -> StartupFacts:
     """The --lora-paths PEFT adapters' largest r and the union of their normalized targets
     (`all` expanded to Inkling's modules)."""
     names = {p["name"] for p in lora_paths}
-    startup = [a for a in own if a["form"] == "peft" and a["name"] in names]
-    ranks = [a["r"] for a in startup if a.get("r") is not None]
+    startup = [a for a in own if a.form == "peft" and a.name in names]
+    ranks = [a.rank for a in startup if a.rank is not None]
     targets: set[str] = set()
     for a in startup:
-        targets.update(a["normalized_targets"])
-        if "all" in a["normalized_targets"]:
+        targets.update(a.normalized_targets)
+        if "all" in a.normalized_targets:
             targets.update(INKLING_LORA_MODULES)
     max_r = max(ranks) if ranks else None
     return StartupFacts(max_r=max_r, max_r_str=None if max_r is None else str(max_r), targets=sorted(targets))
@@ -69,7 +70,7 @@ def pin_refusal(lora_paths: list[dict[str, Any]], runtime_pinned: list[str], max
 
 
 def fleet_facts(
-    lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own: list[dict[str, Any]], per_adapter: list[Any], max_loras_per_batch: int = 8
+    lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own: list[OwnFacts], per_adapter: list[Any], max_loras_per_batch: int = 8
 ) -> FleetFacts:
     """The cross-adapter aggregates, computed in one pass.
 
@@ -84,24 +85,24 @@ def fleet_facts(
     counts: dict[str, int] = {}
     for d in docs:
         counts[d["name"]] = counts.get(d["name"], 0) + 1
-    peft = [a for a in own if a["form"] == "peft"]
-    first_by_name: dict[str, dict[str, Any]] = {}
+    peft = [a for a in own if a.form == "peft"]
+    first_by_name: dict[str, OwnFacts] = {}
     for a in peft:
-        first_by_name.setdefault(a["name"], a)
-    with_outer = {a["name"] for a in peft if a["outer_layouts"]}
+        first_by_name.setdefault(a.name, a)
+    with_outer = {a.name for a in peft if a.outer_layouts}
     reference = None  # outer layout of the first --lora-paths adapter that has one
     first = next((p for p in lora_paths if p["name"] in with_outer), None)
     if first is not None:
-        layouts = first_by_name[first["name"]]["outer_layouts"] or next(
-            a["outer_layouts"] for a in peft if a["name"] == first["name"] and a["outer_layouts"]
+        layouts = first_by_name[first["name"]].outer_layouts or next(
+            a.outer_layouts for a in peft if a.name == first["name"] and a.outer_layouts
         )
         reference = layouts[0]
     conflict_id = None
     if reference is not None:
-        conflicting = {a["name"] for a in peft if any(v != reference for v in a["outer_layouts"])}
+        conflicting = {a.name for a in peft if any(v != reference for v in a.outer_layouts)}
         hit = next((p for p in lora_paths if p["name"] in conflicting), None)
         if hit is not None:
-            conflict_id = first_by_name[hit["name"]]["lora_id"]
+            conflict_id = first_by_name[hit["name"]].lora_id  # type: ignore[union-attr]
     return FleetFacts(
         # adapters.filter(a, a.form == "peft" && !facts.lora_paths.exists(p, p.name == a.name)).map(a, a.name)
         runtime_names=[d["name"] for d in runtime],

@@ -34,7 +34,6 @@ import struct
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
@@ -781,8 +780,3 @@ def _lora_path_index(entries: list[dict[str, Any]]) -> dict[str | None, dict[str
             index.setdefault(real, entry)
     index.pop(None, None)
     return index
-
-
-def is_adapter_dir(source: Any) -> bool:
-    """True for a str/Path naming an existing directory (an adapter to read with this module)."""
-    return isinstance(source, (str, Path)) and os.path.isdir(source)
