@@ -36,7 +36,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from inkling_compat.sglang import slicing
 from inkling_compat.sglang.adapter_loader import layer_name, layer_template
-from inkling_compat.sglang.pool_shapes import PoolBuffers, StartupPool
+from inkling_compat.sglang.pool_shapes import BufferShapes, StartupPool
 _EXPERT = re.compile(r"experts\.(\d+)\.")
 STOP = object()  # sglang fails here with something this module does not report
 _STOP = STOP
@@ -51,7 +51,7 @@ class FactorSliceFailure:
     """A shared-sink factor (`name`) the sink's slice methods reject, and what they raise."""
 
     name: str
-    failure: slicing.SliceFailure
+    failure: slicing.SliceRefusal
 
 
 def first_slice_failure(
@@ -234,7 +234,7 @@ class LoadSetup:
 
 
 @dataclass(frozen=True)
-class TargetFailure:
+class UnmatchedTarget:
     """A layer weight get_target_module_name finds no target for: its name, layer, and the
     pool's target set as sglang prints it."""
 
@@ -281,7 +281,7 @@ class LoadReplay:
     one the copy loop stops on, the first copy failure, and a partial copy."""
 
     unmatched_weight_names: tuple[str, ...] = ()
-    target_failure: TargetFailure | None = None
+    target_failure: UnmatchedTarget | None = None
     pool_fit: CopyFailure | None = None
     pool_partial: PartialCopy | None = None
 
@@ -320,7 +320,7 @@ def replay_load(weights: AdapterWeights | None, setup: LoadSetup, pool: StartupP
     if unmatched_names_:
         unmatched = set(unmatched_names_)
         target_failure = next(
-            (TargetFailure(name=name, layer=lid, targets=set_repr(targets)) for lid, layer in layers for name in layer if name in unmatched),
+            (UnmatchedTarget(name=name, layer=lid, targets=set_repr(targets)) for lid, layer in layers for name in layer if name in unmatched),
             None,
         )
     r = weights.r
@@ -351,7 +351,7 @@ def replay_load(weights: AdapterWeights | None, setup: LoadSetup, pool: StartupP
 
 
 class _Fit:
-    def __init__(self, pool: PoolBuffers, r: int, n: int, shared_outer: bool, tp: int, f_local: int):
+    def __init__(self, pool: BufferShapes, r: int, n: int, shared_outer: bool, tp: int, f_local: int):
         self.r = r
         self.n = n
         self.shared_outer = shared_outer

@@ -16,7 +16,7 @@ Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)
-class PoolBuffers:
+class BufferShapes:
     """The four shared-sink buffer shapes of one TP rank: [S, E_a, 2R, H], [S, n, 2F, R],
     [S, n, R, F], [S, E_b, H, R]."""
 
@@ -56,18 +56,18 @@ class StartupPool:
     """The pool sglang allocates: its buffers, the shared-outer layout, R, and the allocation's
     failure (None: it may fit)."""
 
-    buffers: PoolBuffers
+    buffers: BufferShapes
     shared_outer: bool
     rank: int
     allocation: AllocationFailure | None
 
 
-def expected_pool_shapes(slots: int, n: int, rank: int | None, hidden: int, f_local: int, shared_outer: bool) -> PoolBuffers | None:
+def expected_pool_shapes(slots: int, n: int, rank: int | None, hidden: int, f_local: int, shared_outer: bool) -> BufferShapes | None:
     """mem_pool shapes of the four shared-sink buffers on one TP rank (spec section 3)."""
     if rank is None or n <= 0:
         return None
     outer = 1 if shared_outer else n
-    return PoolBuffers(
+    return BufferShapes(
         gate_up_lora_a=(slots, outer, 2 * rank, hidden),
         gate_up_lora_b=(slots, n, 2 * f_local, rank),
         down_lora_a=(slots, n, rank, f_local),
@@ -110,7 +110,7 @@ GPU_BYTES_BOUND = 1 << 40
 _INT64_MAX = (1 << 63) - 1
 
 
-def allocation_failure(buffers: PoolBuffers, rank: int, num_layers: int) -> AllocationFailure | None:
+def allocation_failure(buffers: BufferShapes, rank: int, num_layers: int) -> AllocationFailure | None:
     """What allocating the pool raises, for a rank that sizes it past any GPU (None: it may fit).
 
     mem_pool.py init_buffers (l.606-700) allocates, for every target module and each of the
