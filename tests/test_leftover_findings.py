@@ -416,7 +416,8 @@ def test_i64b_a_header_dimension_torch_holds_is_read(tmp_path: Path) -> None:
 
 
 def test_i64b_the_copy_replay_shapes_are_texts() -> None:
-    from inkling_compat.facts.types import PoolFit
+    from inkling_compat.facts.in_pool import _pool_fit
+    from inkling_compat.sglang.load_to_buffer import CopyFailure
 
-    fit = PoolFit(kind="shape_mismatch", weight=[2**64 + 1, 0], buffer=[2, 1536])
+    fit = _pool_fit(CopyFailure(kind="shape_mismatch", weight=(2**64 + 1, 0), buffer=(2, 1536)))
     assert (fit.weight_text, fit.buffer_text) == (f"[{2**64 + 1}, 0]", "[2, 1536]")

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Hashable, Union
 
 # The sglang replays these facts read (one implementation, shared with the runtime).
+from inkling_compat.sglang.adapter_loader import CatRefusal, NormalizeFailure, ReshapeRefusal
 from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base
 from inkling_compat.sglang.adapter_loader import layer_id
@@ -43,7 +44,7 @@ from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _norm
 from inkling_compat.sglang.adapter_loader import normalize_template as _normalize_template
 from inkling_compat.sglang.load_to_buffer import AdapterWeights, first_slice_failure
 from inkling_compat.sglang.lora_config import normalized_targets, target_kind
-from inkling_compat.facts.types import BufferDims, PaddedDims, PeftOwnFacts
+from inkling_compat.facts.types import BufferDims, PeftOwnFacts
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
 _NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
@@ -295,7 +296,7 @@ OwnFacts = Union[PoolOwn, PeftOwn, UnreadableOwn]
 
 
 def _dims(buffers: Any) -> BufferDims:
-    return BufferDims(**{name: PaddedDims(**padded_dims(getattr(buffers, name).shape)) for name in _BUFFERS})
+    return BufferDims.model_validate({name: padded_dims(getattr(buffers, name).shape) for name in _BUFFERS})
 
 
 def pool_facts(manifest: PoolManifest) -> PoolOwn:
@@ -388,7 +389,7 @@ class _Normalized:
 
     layers: tuple[tuple[int, dict[str, list[int]]], ...]
     templates: dict[int, Any]
-    failure: dict[str, Any] | None
+    failure: NormalizeFailure | None
 
 
 def normalize(by_layer: dict[int, dict[str, tuple[str, Any]]], r: int | None, n: int, inkling: bool) -> _Normalized:
@@ -447,13 +448,12 @@ def scaling_facts(raw: dict[str, Any], r: int | None, use_rslora: bool) -> dict[
     }
 
 
-def _failure_facts(failure: dict[str, Any] | None) -> dict[str, Any]:
+def _failure_facts(failure: NormalizeFailure | None) -> dict[str, Any]:
     """The first torch failure of the normalization: a reshape (`_normalize_shared_expert_moe`)
     or a concatenation (`normalize_gate_up_proj`, `normalize_qkv_proj`, ...)."""
-    kind = failure["kind"] if failure else None
     return {
-        "reshape_failure": _without_kind(failure) if kind == "reshape" else None,  # type: ignore[arg-type]
-        "cat_failure": {"message": failure["message"]} if kind == "cat" else None,  # type: ignore[index]
+        "reshape_failure": vars(failure) if isinstance(failure, ReshapeRefusal) else None,
+        "cat_failure": {"message": failure.message} if isinstance(failure, CatRefusal) else None,
     }
 
 
@@ -503,8 +503,6 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
         tensor_count=len(manifest.tensors),
         layer_out_of_range=read.out_of_range,
         embedding_weight_names=read.embedding_names,
-        # utils.warn_if_adapter_targets_embeddings joins the sorted names with ", ".
-        embedding_weight_names_text=", ".join(read.embedding_names),
         normalizes_shared_sink=normalizes,
         **_failure_facts(failure),
         slice_failure=None if (normalizes or failure) else _slice_failure(normalized.layers, n),
@@ -535,10 +533,6 @@ def _peft_scaling(alpha: float, r: int, use_rslora: bool) -> float | None:
         return alpha / math.sqrt(r) if use_rslora else alpha / r
     except (OverflowError, ValueError):
         return None
-
-
-def _without_kind(failure: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in failure.items() if k != "kind"}
 
 
 def own_facts(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> OwnFacts:

@@ -20,7 +20,7 @@ from inkling_compat.facts.fleet import INKLING_LORA_MODULES
 from inkling_compat.facts.inputs import Inputs, lora_path_entries
 from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
 from inkling_compat.facts.adapter import OwnFacts
-from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, PoolAllocation, PoolFacts, SinkFacts
+from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, PoolFacts, SinkFacts
 from inkling_compat.inputs.models import ModelConfig, ServerConfig
 from inkling_compat.sglang import pool_shapes
 from inkling_compat.sglang.pool_shapes import StartupAdapter, StartupPool
@@ -139,7 +139,7 @@ def pool_facts(pool: StartupPool | None) -> PoolFacts | None:
     return PoolFacts(
         rank=pool.rank,
         shared_outer=pool.shared_outer,
-        allocation=None if allocation is None else PoolAllocation(**vars(allocation)),
+        allocation=None if allocation is None else vars(allocation),
         **dict(pool.buffers.items()),
     )
 

@@ -24,8 +24,6 @@ from inkling_compat.facts import adapter as adapter_mod
 from inkling_compat.facts.adapter import OwnFacts, PeftOwn, PoolOwn
 from inkling_compat.facts.types import (
     Binding,
-    BindingFailure,
-    BindingSteps,
     PeftAdapterFacts,
     PoolAdapterFacts,
     PoolFit,
@@ -87,8 +85,7 @@ def _pool_form(own: PoolOwn, sink: SinkFacts, model: Any) -> PoolAdapterFacts:
     binding = None
     if sink.lora_attached:
         result = set_lora_info.simulate(sink.sink_class or "", model.n_shared_experts, own.pool_shapes, own.rebind_shapes, own.updated_slots)
-        first = None if result.first is None else BindingFailure(**vars(result.first))
-        binding = Binding(first=first, completed=BindingSteps(**vars(result.completed)))
+        binding = Binding.model_validate({"first": None if result.first is None else vars(result.first), "completed": vars(result.completed)})
     return PoolAdapterFacts(form="pool", name=own.name, pool=own.pool, rebind=own.rebind, binding=binding)
 
 

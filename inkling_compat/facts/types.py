@@ -14,7 +14,7 @@ import typing
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 
 def fact(description: str, sglang: str | None = None, **kwargs: Any) -> Any:
@@ -396,17 +396,6 @@ class PoolFit(_Facts):
     name: str | None = None
 
 
-    @model_validator(mode="before")
-    @classmethod
-    def _texts(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = dict(data)
-            for key in ("weight", "buffer"):
-                if data.get(key) is not None and data.get(f"{key}_text") is None:
-                    data[f"{key}_text"] = str(list(data[key]))
-        return data
-
-
 class PoolPartial(_Facts):
     """A shared-outer factor in a per-expert pool."""
 
@@ -488,8 +477,10 @@ class PeftOwnFacts(_Facts):
         default=None,
     )
     layer_out_of_range: Annotated[LayerOutOfRange | None, From("adapter", "weights", "model")] = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
-    embedding_weight_names: Annotated[list[str], From("adapter", "weights")] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight l.164-200")
-    embedding_weight_names_text: Annotated[str, From("adapter", "weights")] = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings l.14-")
+    embedding_weight_names: Annotated[list[str], From("adapter", "weights")] = fact(
+        "embed_tokens / lm_head tensors kept (targeted), sorted, as the EAGLE warning joins them with ', '.",
+        "lora/lora.py _process_weight l.164-200; lora/utils.py warn_if_adapter_targets_embeddings l.14-",
+    )
     normalizes_shared_sink: Annotated[bool, From("adapter", "model")] = fact("The loader reshapes flat shared-sink factors (Inkling base, n > 0).", "lora/lora.py l.317-370")
     reshape_failure: Annotated[ReshapeFailure | None, From("adapter", "weights", "model")] = fact("First torch reshape failure of the shared-sink normalization.", "lora/lora.py l.317-370")
     cat_failure: Annotated[CatFailure | None, From("adapter", "weights")] = fact(
