@@ -209,6 +209,23 @@ def test_shared_facts_equal_per_adapter_facts(fleet, tmp_path):
     assert fast == plain
 
 
+def test_the_memo_is_keyed_on_content_not_on_the_table_object():
+    """Manifests written by hand hold equal tensor tables that are distinct objects: they
+    still share one derivation, and the result is the plain one."""
+    from inkling_compat.facts import in_pool
+
+    model = load_model_config(EXAMPLES / "config.json")
+    tensors = {name: {"shape": shape} for name, shape in sink_shapes(16).items()}
+    doc = {"adapter_config": {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["gate_up_proj", "down_proj"]}, "tensors": tensors}
+    first, second = (load_adapter(dict(doc, name=name))[0] for name in ("a", "b"))
+    assert first.tensors is not second.tensors and first.tensors.root == second.tensors.root
+    own = in_pool.own_facts([first, second], model)
+    assert own[0].weights is own[1].weights and (own[0].name, own[1].name) == ("a", "b")
+    assert own[0].lora_id != own[1].lora_id
+    inputs = load_inputs(EXAMPLES / "serve.yaml", [first, second], model=model)
+    assert derive(inputs) == derive(inputs, memo=False)
+
+
 def test_input_error_for_missing_adapter_dir_in_api(tmp_path):
     with pytest.raises(InputError):
         check_fleet(EXAMPLES / "serve.yaml", [tmp_path / "missing"])
