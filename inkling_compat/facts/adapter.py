@@ -44,7 +44,7 @@ from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _norm
 from inkling_compat.sglang.adapter_loader import normalize_template as _normalize_template
 from inkling_compat.sglang.load_to_buffer import AdapterWeights, first_slice_failure
 from inkling_compat.sglang.lora_config import normalized_targets, target_kind
-from inkling_compat.facts.types import BufferDims, PeftOwnFacts
+from inkling_compat.facts.types import PeftOwnFacts
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
 _NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
@@ -219,15 +219,13 @@ _SINK_TARGETS = ("gate_up_proj", "down_proj")
 
 @dataclass(frozen=True)
 class PoolOwn:
-    """A pool manifest's own facts: its buffers (published as `pool` / `rebind`), the shapes
-    set_lora_info, the re-bind and slot updates receive, and R and the layout it states."""
+    """A pool manifest's own facts: the buffer shapes set_lora_info, the re-bind and slot
+    updates receive (published as `pool` / `rebind`), and R and the layout they state."""
 
     form: ClassVar[str] = "pool"
     normalized_targets: ClassVar[tuple[str, ...]] = _SINK_TARGETS
     outer_layouts: ClassVar[tuple[bool, ...]] = ()
     name: str
-    pool: BufferDims
-    rebind: BufferDims | None
     pool_shapes: tuple[tuple[int, ...], ...]
     rebind_shapes: tuple[tuple[int, ...], ...] | None
     updated_slots: tuple[int, ...] | None
@@ -295,8 +293,9 @@ class UnreadableOwn:
 OwnFacts = Union[PoolOwn, PeftOwn, UnreadableOwn]
 
 
-def _dims(buffers: Any) -> BufferDims:
-    return BufferDims.model_validate({name: padded_dims(getattr(buffers, name).shape) for name in _BUFFERS})
+def buffer_dims(shapes: tuple[tuple[int, ...], ...]) -> dict[str, Any]:
+    """The four buffers' shapes as `BufferDims` holds them (padded for CEL)."""
+    return {name: padded_dims(list(shape)) for name, shape in zip(_BUFFERS, shapes)}
 
 
 def pool_facts(manifest: PoolManifest) -> PoolOwn:
@@ -306,8 +305,6 @@ def pool_facts(manifest: PoolManifest) -> PoolOwn:
     rebind = manifest.rebind
     return PoolOwn(
         name=manifest.name,
-        pool=_dims(pool),
-        rebind=_dims(rebind) if rebind else None,
         pool_shapes=tuple(tuple(getattr(pool, name).shape) for name in _BUFFERS),
         rebind_shapes=tuple(tuple(getattr(rebind, name).shape) for name in _BUFFERS) if rebind else None,
         updated_slots=tuple(manifest.updated_slots) if manifest.updated_slots is not None else None,

@@ -23,7 +23,6 @@ from typing import Any, Hashable, Sequence
 from inkling_compat.facts import adapter as adapter_mod
 from inkling_compat.facts.adapter import OwnFacts, PeftOwn, PoolOwn
 from inkling_compat.facts.types import (
-    Binding,
     PeftAdapterFacts,
     PoolAdapterFacts,
     PoolFit,
@@ -85,8 +84,14 @@ def _pool_form(own: PoolOwn, sink: SinkFacts, model: Any) -> PoolAdapterFacts:
     binding = None
     if sink.lora_attached:
         result = set_lora_info.simulate(sink.sink_class or "", model.n_shared_experts, own.pool_shapes, own.rebind_shapes, own.updated_slots)
-        binding = Binding.model_validate({"first": None if result.first is None else vars(result.first), "completed": vars(result.completed)})
-    return PoolAdapterFacts(form="pool", name=own.name, pool=own.pool, rebind=own.rebind, binding=binding)
+        binding = {"first": None if result.first is None else vars(result.first), "completed": vars(result.completed)}
+    return PoolAdapterFacts.model_validate({
+        "form": "pool",
+        "name": own.name,
+        "pool": adapter_mod.buffer_dims(own.pool_shapes),
+        "rebind": None if own.rebind_shapes is None else adapter_mod.buffer_dims(own.rebind_shapes),
+        "binding": binding,
+    })
 
 
 def _pool_fit(failure: load_to_buffer.CopyFailure | None) -> PoolFit | None:
@@ -102,7 +107,7 @@ def _pool_fit(failure: load_to_buffer.CopyFailure | None) -> PoolFit | None:
 def _peft_form(own: PeftOwn, setup: load_to_buffer.LoadSetup, pool: StartupPool | None) -> PeftAdapterFacts:
     fit = load_to_buffer.replay_load(own.weights, setup, pool)
     return PeftAdapterFacts(
-        **dict(own.facts),
+        **vars(own.facts),  # the validated field values (dict(model) iterates them in Python)
         unmatched_weight_names=list(fit.unmatched_weight_names),
         target_failure=None if fit.target_failure is None else TargetFailure(**vars(fit.target_failure)),
         pool_fit=_pool_fit(fit.pool_fit),
@@ -120,7 +125,7 @@ def complete(
 ) -> list[Any]:
     """The typed facts of every adapter; alike PEFT adapters (sharing their weights) are
     completed once and copied with their own name and lora_id."""
-    setup = load_to_buffer.load_setup(targets, sink.lora_attached, sink.intermediate_size_per_partition, model, config.tp_size)
+    setup = None  # the same for every PEFT adapter: built with the first
     built: dict[Any, PeftAdapterFacts] = {}
     out: list[Any] = []
     for facts in own:
@@ -132,6 +137,8 @@ def complete(
             key = facts.content
             typed = built.get(key) if key is not None else None
             if typed is None:
+                if setup is None:
+                    setup = load_to_buffer.load_setup(targets, sink.lora_attached, sink.intermediate_size_per_partition, model, config.tp_size)
                 typed = _peft_form(facts, setup, pool)
                 if key is not None:
                     built[key] = typed
