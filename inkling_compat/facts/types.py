@@ -1,8 +1,9 @@
 """The facts rules read, as frozen pydantic models: the contract between Python and rules/.
 
 `Facts` is the CEL variable `facts`; `AdapterFacts` (one model per adapter form) is
-`adapter_facts`. Each field says what it means and which sglang 0.5.23 lines it models
-(`sglang` in the JSON schema). None always means "unknown: the input it needs was not
+`adapter_facts`. Each field says what it means, which sglang 0.5.23 lines it models
+(`sglang` in the JSON schema) and, in its annotation, which inputs it is derived from (`From`,
+`derived_from` in the JSON schema; read by coverage through `derived_from`). None always means "unknown: the input it needs was not
 given", never a value sglang would compute. `schemas/facts.schema.json` and docs/facts.md
 are generated from these models; rules that read a path not defined here are refused
 when they load (`inkling_compat.engine.paths`).
