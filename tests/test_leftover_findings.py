@@ -207,8 +207,8 @@ def test_pc_the_replay_of_the_counter() -> None:
     from inkling_compat.inputs.models import ServerConfig
 
     entries = lora_path_entries(ServerConfig(lora_paths=_entries(2, "0", True, "false")))
-    assert [e["pinned_count"] for e in entries] == [2, 0, 1, None]
-    assert [e["pinned"] for e in entries] == [True, True, True, True]
+    assert [e.pinned_count for e in entries] == [2, 0, 1, None]
+    assert [e.pinned for e in entries] == [True, True, True, True]
     # 2 + 0 + 1 counted: the fourth ("false", pinned by truthiness) finds 3 >= 4 - 1 and is refused
     # before its int() is reached; with 5 slots it loads and its int() raises.
     assert startup_pin_stop(entries, 4) == ("refused", 3)

@@ -21,7 +21,7 @@ from inkling_compat.facts.inputs import Inputs, lora_path_entries
 from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
 from inkling_compat.facts.adapter import OwnFacts
 from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, PoolFacts, SinkFacts
-from inkling_compat.inputs.models import ModelConfig, ServerConfig
+from inkling_compat.inputs.models import LoraRef, ModelConfig, ServerConfig
 from inkling_compat.sglang import pool_shapes
 from inkling_compat.sglang.pool_shapes import StartupAdapter, StartupPool
 
@@ -110,14 +110,14 @@ def sink_facts(config: ServerConfig, model: ModelConfig, serves_fp4: bool, lora_
     )
 
 
-def startup_adapters(lora_paths: list[dict[str, Any]], own: list[OwnFacts]) -> list[StartupAdapter]:
+def startup_adapters(lora_paths: list[LoraRef], own: list[OwnFacts]) -> list[StartupAdapter]:
     """The adapters LoRAManager.init_state sizes the pool from: the --lora-paths PEFT adapters
     and the pool-form manifests (which state a pool)."""
-    names = {p["name"] for p in lora_paths}
+    names = {p.name for p in lora_paths}
     return [StartupAdapter(rank=a.rank, shared_outer=a.shared_outer) for a in own if a.form == "pool" or (a.form == "peft" and a.name in names)]
 
 
-def startup_pool(sink: SinkFacts, lora_paths: list[dict[str, Any]], own: list[OwnFacts], model: ModelConfig, config: ServerConfig) -> StartupPool | None:
+def startup_pool(sink: SinkFacts, lora_paths: list[LoraRef], own: list[OwnFacts], model: ModelConfig, config: ServerConfig) -> StartupPool | None:
     """The one pool: sglang allocates it from --max-lora-rank / --experts-shared-outer-loras,
     else from the start-up adapters (`inkling_compat.sglang.pool_shapes.startup_pool`)."""
     return pool_shapes.startup_pool(
@@ -165,14 +165,14 @@ def inputs_given(inputs: Inputs) -> InputsGiven:
     )
 
 
-def pinned_int_failure(lora_paths: list[dict[str, Any]], max_loras_per_batch: int) -> dict[str, str] | None:
+def pinned_int_failure(lora_paths: list[LoraRef], max_loras_per_batch: int) -> dict[str, str] | None:
     """The entry whose `int(pinned)` ends start-up, if start-up gets that far: an entry refused
     as a pinned adapter before it (adapter-pin-all-slots) never reaches l.319."""
     stop = fleet_mod.startup_pin_stop(lora_paths, max_loras_per_batch)
     if stop is None or stop[0] != "int":
         return None
     entry = lora_paths[stop[1]]
-    return {"name": entry["name"], "error": entry["pinned_int_error"]}
+    return {"name": entry.name, "error": entry.pinned_int_error}
 
 
 def lora_paths_json_failure(lora_paths: Any) -> dict[str, Any] | None:
@@ -212,7 +212,7 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
     attention = attention_backends(config, inputs.platform)
     return Facts(
         lora_enabled=lora_on,
-        lora_paths=[LoraPath(name=p["name"], path=p["path"], pinned=p["pinned"]) for p in lora_paths],
+        lora_paths=[LoraPath(name=p.name, path=p.path, pinned=p.pinned) for p in lora_paths],
         pinned_int_failure=pinned_int_failure(lora_paths, config.max_loras_per_batch),
         lora_paths_json_failure=lora_paths_json_failure(config.lora_paths),
         target_modules=targets,

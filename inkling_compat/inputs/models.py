@@ -418,6 +418,19 @@ PLATFORM_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclass(frozen=True)
+class LoraRef:
+    """One --lora-paths entry as sglang parses it into a LoRARef (lora_registry.py l.28-):
+    name, path, the truthiness of `pinned`, what `int(pinned)` adds to the pinned count
+    (lora_manager.py l.319; None where it raises) and, then, Python's text."""
+
+    name: str
+    path: str
+    pinned: bool = False
+    pinned_count: int | None = 0
+    pinned_int_error: str | None = None
+
+
 class TensorSpec(_Strict):
     """A tensor described by shape and dtype only: the checker never needs the bytes."""
 
