@@ -20,7 +20,7 @@ from inkling_compat.facts.fleet import INKLING_LORA_MODULES
 from inkling_compat.facts.inputs import Inputs, lora_path_entries
 from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
 from inkling_compat.facts.adapter import OwnFacts
-from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, PoolFacts, SinkFacts
+from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, LoraPathJsonFailure, PinnedIntFailure, PoolFacts, SinkFacts
 from inkling_compat.inputs.models import LoraRef, ModelConfig, ServerConfig
 from inkling_compat.sglang import pool_shapes
 from inkling_compat.sglang.pool_shapes import StartupAdapter, StartupPool
@@ -165,17 +165,17 @@ def inputs_given(inputs: Inputs) -> InputsGiven:
     )
 
 
-def pinned_int_failure(lora_paths: list[LoraRef], max_loras_per_batch: int) -> dict[str, str] | None:
+def pinned_int_failure(lora_paths: list[LoraRef], max_loras_per_batch: int) -> PinnedIntFailure | None:
     """The entry whose `int(pinned)` ends start-up, if start-up gets that far: an entry refused
     as a pinned adapter before it (adapter-pin-all-slots) never reaches l.319."""
     stop = fleet_mod.startup_pin_stop(lora_paths, max_loras_per_batch)
     if stop is None or stop[0] != "int":
         return None
     entry = lora_paths[stop[1]]
-    return {"name": entry.name, "error": entry.pinned_int_error}
+    return PinnedIntFailure(name=entry.name, error=entry.pinned_int_error)  # type: ignore[arg-type]  # set where the count is None
 
 
-def lora_paths_json_failure(lora_paths: Any) -> dict[str, Any] | None:
+def lora_paths_json_failure(lora_paths: Any) -> LoraPathJsonFailure | None:
     """argparse_actions.py LoRAPathAction: a --lora-paths string that, stripped, is wrapped in
     braces is parsed with json.loads and must hold lora_name and lora_path (l.13-20)."""
     if not isinstance(lora_paths, list):
@@ -189,11 +189,11 @@ def lora_paths_json_failure(lora_paths: Any) -> dict[str, Any] | None:
         try:
             obj = json.loads(text)
         except ValueError as exc:  # json.JSONDecodeError; RecursionError is no ValueError
-            return {"kind": "invalid_json", "text_repr": repr(text), "error": str(exc)}
+            return LoraPathJsonFailure(kind="invalid_json", text_repr=repr(text), error=str(exc))
         except RecursionError:
-            return {"kind": "invalid_json", "text_repr": repr(text), "error": "maximum recursion depth exceeded while decoding a JSON object"}
+            return LoraPathJsonFailure(kind="invalid_json", text_repr=repr(text), error="maximum recursion depth exceeded while decoding a JSON object")
         if not ("lora_path" in obj and "lora_name" in obj):
-            return {"kind": "missing_keys", "text_repr": repr(text)}
+            return LoraPathJsonFailure(kind="missing_keys", text_repr=repr(text))
     return None
 
 
