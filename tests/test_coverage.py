@@ -1,7 +1,7 @@
 """Coverage: every rule of a check is checked, not applicable or not checked, and "ok" says so.
 
 A rule is not checked when an input it reads (directly, or through a fact derived from it:
-facts/types.py DERIVED_FROM) was not given or could not be read: no --model, an empty or
+each fact field's `From` in facts/types.py) was not given or could not be read: no --model, an empty or
 non-Inkling config.json, no adapter, an unreadable adapter, pickle-only weights. `--strict`
 turns anything not checked, and any warning, into exit 1.
 """
@@ -17,7 +17,6 @@ import typing
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
 from inkling_compat import check
 from inkling_compat.engine import coverage
@@ -58,30 +57,38 @@ def pickle_adapter(folder: Path) -> Path:
 # --- the mapping from facts to inputs ------------------------------------------------------
 
 
-def _field(model: type, name: str) -> typing.Any:
-    """The model class (or None for a leaf) of `model.name`, or KeyError."""
-    info = model.model_fields[name]
-    for arg in [info.annotation, *typing.get_args(info.annotation)]:
-        for inner in [arg, *typing.get_args(arg)]:
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
-                return inner
-    return None
+def _declared_fields() -> list[tuple[str, typing.Any]]:
+    """(path, field) of every fact field, depth first (a list's elements included)."""
+    out: list[tuple[str, typing.Any]] = []
+
+    def walk(model: type, prefix: str, seen: tuple[type, ...]) -> None:
+        for name, field in model.model_fields.items():
+            out.append((f"{prefix}.{name}", field))
+            for sub in types._models_in(field.annotation):
+                if sub not in seen:
+                    walk(sub, f"{prefix}.{name}", seen + (sub,))
+
+    walk(types.Facts, "facts", ())
+    for form in types.ADAPTER_FORMS:
+        walk(form, "adapter_facts", ())
+    return out
 
 
-@pytest.mark.parametrize("key", sorted(types.DERIVED_FROM))
-def test_every_derived_from_key_is_a_fact(key):
-    root, *rest = key.split(".")
-    models = [types.Facts] if root == "facts" else [types.PoolAdapterFacts, types.PeftAdapterFacts, types.UnreadableAdapterFacts]
-    assert root in ("facts", "adapter_facts")
-    for name in rest:
-        found = [m for m in models if name in m.model_fields]
-        assert found, f"{key}: no fact {name!r}"
-        models = [sub for m in found if (sub := _field(m, name)) is not None]
-    assert set(types.DERIVED_FROM[key]) <= set(coverage.INPUTS)
+@pytest.mark.parametrize("path", sorted({p for p, f in _declared_fields() if types._declared(f) is not None}))
+def test_every_declared_input_is_an_input_coverage_knows(path):
+    for field in [f for p, f in _declared_fields() if p == path]:
+        declared = types._declared(field)
+        assert declared is None or set(declared) <= set(coverage.INPUTS)
 
 
-def test_every_global_fact_says_what_it_is_derived_from():
-    assert {f"facts.{name}" for name in types.Facts.model_fields} <= set(types.DERIVED_FROM)
+def test_every_global_and_adapter_fact_says_what_it_is_derived_from():
+    models = [types.Facts, *types.ADAPTER_FORMS]
+    assert [(m.__name__, name) for m in models for name, field in m.model_fields.items() if types._declared(field) is None] == []
+
+
+def test_an_input_that_is_not_one_is_refused_where_it_is_declared():
+    with pytest.raises(ValueError, match="unknown inputs"):
+        types.From("modle")
 
 
 def test_paths_map_to_inputs():

@@ -141,6 +141,25 @@ def test_facts_are_frozen_and_complete():
     assert derive(checked.inputs) == facts  # pure: the same inputs give the same facts
 
 
+def test_an_adapters_own_facts_are_typed_and_frozen():
+    """A misspelt fact is an error where it is read, never a silent None."""
+    import dataclasses
+
+    from inkling_compat.facts import adapter as own_module
+
+    inputs = load_inputs(EXAMPLES / "serve.yaml", EXAMPLES / "adapter", model=EXAMPLES / "config.json")
+    own = own_module.own_facts(inputs.adapters[0], inputs.model)
+    assert isinstance(own, own_module.PeftOwn) and own.rank == own.facts.r == inputs.adapters[0].adapter_config["r"]
+    with pytest.raises(AttributeError):
+        own.rnak  # noqa: B018
+    with pytest.raises(AttributeError):
+        own.facts.normalised_targets  # noqa: B018
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        own.path = "elsewhere"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        own.facts.r = 8
+
+
 def test_unknown_is_none_not_a_default():
     facts = derive(load_inputs(None))  # no rank, no adapter: the pool is unknown
     assert facts.pool is None and facts.startup.max_r is None and facts.fleet.startup_outer_reference is None

@@ -126,7 +126,7 @@ def predicted(case: dict[str, Any]) -> tuple[str | None, dict[int, list[tuple[st
         plan = adapter_loader.plan_layer(by_layer[lid], case["r"], model["n_shared_experts"], inkling)
         if plan.failure is not None:
             failure = plan.failure
-            return f"shape '{list(failure['shape'])}' is invalid for input of size {failure['size']}", layers
+            return f"shape '{list(failure.shape)}' is invalid for input of size {failure.size}", layers
         layers[lid] = [(name, list(shape)) for name, shape in plan.shapes.items()]
     return None, layers
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,23 @@ def test_shared_facts_equal_per_adapter_facts(fleet, tmp_path):
     assert fast == plain
 
 
+def test_the_memo_is_keyed_on_content_not_on_the_table_object():
+    """Manifests written by hand hold equal tensor tables that are distinct objects: they
+    still share one derivation, and the result is the plain one."""
+    from inkling_compat.facts import in_pool
+
+    model = load_model_config(EXAMPLES / "config.json")
+    tensors = {name: {"shape": shape} for name, shape in sink_shapes(16).items()}
+    doc = {"adapter_config": {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["gate_up_proj", "down_proj"]}, "tensors": tensors}
+    first, second = (load_adapter(dict(doc, name=name))[0] for name in ("a", "b"))
+    assert first.tensors is not second.tensors and first.tensors.root == second.tensors.root
+    own = in_pool.own_facts([first, second], model)
+    assert own[0].weights is own[1].weights and (own[0].name, own[1].name) == ("a", "b")
+    assert own[0].lora_id != own[1].lora_id
+    inputs = load_inputs(EXAMPLES / "serve.yaml", [first, second], model=model)
+    assert derive(inputs) == derive(inputs, memo=False)
+
+
 def test_input_error_for_missing_adapter_dir_in_api(tmp_path):
     with pytest.raises(InputError):
         check_fleet(EXAMPLES / "serve.yaml", [tmp_path / "missing"])
@@ -259,7 +277,7 @@ def test_layer_memo_equals_plain_normalization(case, inkling):
 @given(layer_weights(), st.sampled_from([1, 2]), st.booleans())
 def test_pool_fit_layer_memo_equals_plain_replay(case, tp, outer):
     from inkling_compat.sglang.pool_shapes import expected_pool_shapes
-    from inkling_compat.sglang.load_to_buffer import _Fit
+    from inkling_compat.sglang.load_to_buffer import CopyFailure, _Fit
 
     layer, weights, r, n = case
     pool = expected_pool_shapes(4, max(n, 1), 16, 1536, 768 // tp, outer)
@@ -269,8 +287,7 @@ def test_pool_fit_layer_memo_equals_plain_replay(case, tp, outer):
     got = memo_fit.layer(layer, weights, targets)  # the second layer comes from the memo
     plain_fit = _Fit(pool, r or 8, max(n, 1), outer, tp, 768 // tp)
     plain = plain_fit._layer_uncached(layer, weights, targets)
-    if isinstance(plain, dict):
-        plain.pop("layer", None)
-        got = dict(got)
-        got.pop("layer", None)
+    if isinstance(plain, CopyFailure):
+        plain = replace(plain, layer=None)
+        got = replace(got, layer=None)
     assert got == plain

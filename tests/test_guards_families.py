@@ -128,6 +128,7 @@ CHANGED = {
     "adapter-layer-out-of-range": _EXACT_INT,
     "adapter-pool-shape-mismatch": "the shapes read the facts' text (pool_fit.buffer_text, weight_text): every digit",
     "adapter-shared-outer-unexpected-format": "the shape reads pool_fit.weight_text: every digit",
+    "adapter-embedding-under-eagle": "the module list is joined from adapter_facts.embedding_weight_names in its params (no stored text fact); the same message",
     "lora-max-lora-rank-zero": "yields to the copy replay's own assertion (adapter-pool-shape-mismatch) where the copy is replayed: one report",
     **{
         rule_id: "a bare assert: its params state the failed condition's values for `because`"

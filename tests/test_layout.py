@@ -111,6 +111,17 @@ def test_no_import_cycle_between_folders():
     _assert_acyclic(folders)
 
 
+def test_sglang_replays_are_the_bottom_layer():
+    """sglang/ replays sglang's functions on typed inputs: it imports nothing else of the
+    package (the facts, inputs and engine build on it, never the other way)."""
+    outside = {
+        name: sorted(d for d in deps if not d.startswith("inkling_compat.sglang"))
+        for name, deps in _graph().items()
+        if name.startswith("inkling_compat.sglang")
+    }
+    assert {name: deps for name, deps in outside.items() if deps} == {}
+
+
 def test_the_cycle_check_finds_a_cycle():
     with pytest.raises(AssertionError, match="a -> b -> a"):
         _assert_acyclic({"a": {"b"}, "b": {"a"}})

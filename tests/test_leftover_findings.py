@@ -207,8 +207,8 @@ def test_pc_the_replay_of_the_counter() -> None:
     from inkling_compat.inputs.models import ServerConfig
 
     entries = lora_path_entries(ServerConfig(lora_paths=_entries(2, "0", True, "false")))
-    assert [e["pinned_count"] for e in entries] == [2, 0, 1, None]
-    assert [e["pinned"] for e in entries] == [True, True, True, True]
+    assert [e.pinned_count for e in entries] == [2, 0, 1, None]
+    assert [e.pinned for e in entries] == [True, True, True, True]
     # 2 + 0 + 1 counted: the fourth ("false", pinned by truthiness) finds 3 >= 4 - 1 and is refused
     # before its int() is reached; with 5 slots it loads and its int() raises.
     assert startup_pin_stop(entries, 4) == ("refused", 3)
@@ -416,7 +416,8 @@ def test_i64b_a_header_dimension_torch_holds_is_read(tmp_path: Path) -> None:
 
 
 def test_i64b_the_copy_replay_shapes_are_texts() -> None:
-    from inkling_compat.facts.types import PoolFit
+    from inkling_compat.facts.in_pool import _pool_fit
+    from inkling_compat.sglang.load_to_buffer import CopyFailure
 
-    fit = PoolFit(kind="shape_mismatch", weight=[2**64 + 1, 0], buffer=[2, 1536])
+    fit = _pool_fit(CopyFailure(kind="shape_mismatch", weight=(2**64 + 1, 0), buffer=(2, 1536)))
     assert (fit.weight_text, fit.buffer_text) == (f"[{2**64 + 1}, 0]", "[2, 1536]")

@@ -218,7 +218,7 @@ def test_replay_crash_classes_are_what_torch_raises():
     assert step[0] == _torch_raises(lambda: range(0, 10, 0))
     assert permute[0] == _torch_raises(lambda: meta(4, 2, 16).permute(0, 2, 1, 3))
     slot = set_lora_info.simulate("v2", 2, [[4, 1, 32, 64], [4, 2, 64, 16], [4, 2, 16, 32], [4, 1, 64, 16]], updated_slots=[9])
-    assert slot["first"]["error_class"] == _torch_raises(lambda: meta(4, 2, 16, 32)[9]) == "IndexError"
+    assert slot.first.error_class == _torch_raises(lambda: meta(4, 2, 16, 32)[9]) == "IndexError"
 
 
 def test_derived_bind_crash_is_reported_with_torchs_class():

@@ -46,28 +46,28 @@ POOL = [[4, 1, 32, 1536], [4, 2, 1536, 16], [4, 2, 16, 768], [4, 1, 1536, 16]]
 def test_a_consistent_pool_binds_in_both_classes():
     for sink_class in ("legacy", "v2"):
         result = binding.simulate(sink_class, 2, POOL, POOL, [0, 3])
-        assert result["first"] is None
-        assert result["completed"] == {"set_lora_info": True, "rebind": True, "slots": True}
+        assert result.first is None
+        assert result.completed == binding.BindSteps(set_lora_info=True, rebind=True, slots=True)
 
 
 def test_torch_failures_after_the_checks():
     short_down_a = [POOL[0], POOL[1], [2, 2, 16, 768], POOL[3]]
-    legacy = binding.simulate("legacy", 2, short_down_a)["first"]
-    assert legacy == {
-        "step": "set_lora_info",
-        "kind": "torch",
-        "error_class": "IndexError",
-        "message": "index 2 is out of bounds for dimension 0 with size 2",
-    }
-    v2 = binding.simulate("v2", 2, short_down_a)["first"]
-    assert v2["kind"] == "torch" and v2["message"] == "shape '[2, 16, 2, 768]' is invalid for input of size 98304"
-    slots = binding.simulate("v2", 2, POOL, None, [4, 1])["first"]
-    assert (slots["step"], slots["message"]) == ("slots", "index 4 is out of bounds for dimension 0 with size 4")
-    assert binding.simulate("v2", 2, POOL, None, [-1])["first"] is None  # torch accepts -1
+    legacy = binding.simulate("legacy", 2, short_down_a).first
+    assert legacy == binding.BindFailure(
+        step="set_lora_info",
+        kind="torch",
+        error_class="IndexError",
+        message="index 2 is out of bounds for dimension 0 with size 2",
+    )
+    v2 = binding.simulate("v2", 2, short_down_a).first
+    assert v2.kind == "torch" and v2.message == "shape '[2, 16, 2, 768]' is invalid for input of size 98304"
+    slots = binding.simulate("v2", 2, POOL, None, [4, 1]).first
+    assert (slots.step, slots.message) == ("slots", "index 4 is out of bounds for dimension 0 with size 4")
+    assert binding.simulate("v2", 2, POOL, None, [-1]).first is None  # torch accepts -1
 
 
 def test_sglang_checks_come_first():
-    first = binding.simulate("legacy", 2, POOL, None, [4, 1])["first"]
-    assert (first["kind"], first["message"]) == ("sglang", "Shared-sink LoRA slot out of range: [1, 4]")
-    first = binding.simulate("v2", 2, [[1, 32, 1536], *POOL[1:]])["first"]
-    assert (first["kind"], first["message"]) == ("python", "not enough values to unpack (expected 4, got 3)")
+    first = binding.simulate("legacy", 2, POOL, None, [4, 1]).first
+    assert (first.kind, first.message) == ("sglang", "Shared-sink LoRA slot out of range: [1, 4]")
+    first = binding.simulate("v2", 2, [[1, 32, 1536], *POOL[1:]]).first
+    assert (first.kind, first.message) == ("python", "not enough values to unpack (expected 4, got 3)")

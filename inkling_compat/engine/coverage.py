@@ -2,7 +2,7 @@
 
 A rule is *checked* when its `when` held and it ran on inputs that were given and read; *not
 applicable* when its `when` is false for these inputs; *not checked* when an input it reads
-(directly, or through a fact derived from it: `facts.types.DERIVED_FROM`) was not given or
+(directly, or through a fact derived from it: each fact field's `From`, `facts.types.derived_from`) was not given or
 could not be read (no --model, an empty or non-Inkling config.json, no adapter, an adapter
 directory that could not be read, pickle-only weights), or when sglang stops at an earlier
 rule first (`after`). A `when` that is false is trusted only if it reads no input that was
@@ -19,7 +19,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any, Iterable
 
-from inkling_compat.facts.types import DERIVED_FROM
+from inkling_compat.facts.types import derived_from
 from inkling_compat.report.model import Coverage
 
 CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked"
@@ -53,10 +53,9 @@ def path_inputs(path: tuple[str, ...]) -> tuple[str, ...]:
         return _ROOTS[root]
     if root == "adapter":
         return ("adapter", "weights") if path[1:2] == ("tensors",) else ("adapter",)
-    for end in range(len(path), 0, -1):  # facts / adapter_facts: the longest declared prefix
-        key = ".".join(path[:end])
-        if key in DERIVED_FROM:
-            return DERIVED_FROM[key]
+    declared = derived_from(path)  # facts / adapter_facts: the deepest field that declares it
+    if declared is not None:
+        return declared
     return ("config",) if root == "facts" else ("adapter",)
 
 

@@ -1,8 +1,10 @@
 """An adapter's own facts: rank, normalized targets and shapes, shared-outer format, ...
 
-What one adapter decides by itself, before the pool is known. `facts.in_pool.complete`
-turns them, with the sink and the pool, into the published `AdapterFacts` models; the
-intermediate values here (normalized shapes, outer layouts, binding input) are not published.
+What one adapter decides by itself, before the pool is known: `own_facts` gives a frozen
+`PoolOwn`, `PeftOwn` or `UnreadableOwn`. `facts.in_pool.complete` turns them, with the sink
+and the pool, into the published `AdapterFacts` models; a PEFT adapter's published own facts
+are `PeftOwnFacts` (the base of `PeftAdapterFacts`), the rest here (normalized weights, outer
+layouts, the binding's input) is what the pool replays read, not published.
 
 Pool-form manifests describe the buffers directly. PEFT-form manifests are mapped the
 way sglang 0.5.23 maps them (wheel line numbers):
@@ -28,9 +30,11 @@ import math
 import re
 import struct
 import uuid
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Hashable, Union
 
 # The sglang replays these facts read (one implementation, shared with the runtime).
+from inkling_compat.sglang.adapter_loader import CatRefusal, NormalizeFailure, ReshapeRefusal
 from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base
 from inkling_compat.sglang.adapter_loader import layer_id
@@ -38,8 +42,9 @@ from inkling_compat.sglang.adapter_loader import normalize_layer as _normalize_l
 from inkling_compat.sglang.adapter_loader import TEMPLATE as _TEMPLATE
 from inkling_compat.sglang.adapter_loader import normalize_layer_shared as _normalize_layer_shared  # noqa: F401 (tests/test_fleet.py)
 from inkling_compat.sglang.adapter_loader import normalize_template as _normalize_template
-from inkling_compat.sglang.load_to_buffer import first_slice_failure as _slice_failure
+from inkling_compat.sglang.load_to_buffer import AdapterWeights, first_slice_failure
 from inkling_compat.sglang.lora_config import normalized_targets, target_kind
+from inkling_compat.facts.types import PeftOwnFacts
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
 _NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
@@ -208,62 +213,152 @@ def padded_dims(shape: list[int]) -> dict[str, Any]:
     return {"ndim": len(shape), "dim": list(shape[:4]) + [-1] * (4 - len(shape[:4])), "last": shape[-1] if shape else -1}
 
 
-def pool_facts(manifest: PoolManifest) -> dict[str, Any]:
+_BUFFERS = ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")
+_SINK_TARGETS = ("gate_up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class PoolOwn:
+    """A pool manifest's own facts: the buffer shapes set_lora_info, the re-bind and slot
+    updates receive (published as `pool` / `rebind`), and R and the layout they state."""
+
+    form: ClassVar[str] = "pool"
+    normalized_targets: ClassVar[tuple[str, ...]] = _SINK_TARGETS
+    outer_layouts: ClassVar[tuple[bool, ...]] = ()
+    name: str
+    pool_shapes: tuple[tuple[int, ...], ...]
+    rebind_shapes: tuple[tuple[int, ...], ...] | None
+    updated_slots: tuple[int, ...] | None
+    rank: int | None
+    shared_outer: bool | None
+
+
+@dataclass(frozen=True)
+class PeftOwn:
+    """A PEFT adapter's own facts: the published ones (`facts`), its path, the shared-outer
+    layouts detected, and its weights once normalized (None: the normalization failed, so no
+    pool copy follows)."""
+
+    form: ClassVar[str] = "peft"
+    facts: PeftOwnFacts
+    path: str | None
+    outer_layouts: tuple[bool, ...]
+    weights: AdapterWeights | None
+    # What the facts are computed from, besides name and path (`facts.in_pool.content_key`;
+    # None: not memoized): alike adapters share it, and their completion with it.
+    content: Hashable | None = None
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    @property
+    def lora_id(self) -> str:
+        return self.facts.lora_id
+
+    @property
+    def rank(self) -> int | None:
+        # sglang sizes and admits by `r` alone (rank_pattern is not read in 0.5.23).
+        return self.facts.r
+
+    @property
+    def normalized_targets(self) -> list[str]:
+        return self.facts.normalized_targets
+
+    @property
+    def shared_outer(self) -> bool | None:
+        return self.outer_layouts[0] if self.outer_layouts else None
+
+    def named(self, name: str, path: str | None) -> PeftOwn:
+        """The same facts for an alike adapter of another name and path."""
+        if name == self.name and path == self.path:
+            return self
+        return replace(self, facts=self.facts.model_copy(update={"name": name, "lora_id": lora_id(name, path)}), path=path)
+
+
+@dataclass(frozen=True)
+class UnreadableOwn:
+    """An adapter directory that could not be read: form "unreadable", so that no pool or
+    PEFT rule applies to it and only adapter-file-unreadable reports it."""
+
+    form: ClassVar[str] = "unreadable"
+    normalized_targets: ClassVar[tuple[str, ...]] = ()
+    outer_layouts: ClassVar[tuple[bool, ...]] = ()
+    rank: ClassVar[None] = None
+    shared_outer: ClassVar[None] = None
+    name: str
+    path: str | None
+
+
+OwnFacts = Union[PoolOwn, PeftOwn, UnreadableOwn]
+
+
+def buffer_dims(shapes: tuple[tuple[int, ...], ...]) -> dict[str, Any]:
+    """The four buffers' shapes as `BufferDims` holds them (padded for CEL)."""
+    return {name: padded_dims(list(shape)) for name, shape in zip(_BUFFERS, shapes)}
+
+
+def pool_facts(manifest: PoolManifest) -> PoolOwn:
     pool = manifest.pool
     gate_a = pool.gate_up_lora_a.shape
     gate_b = pool.gate_up_lora_b.shape
-    buffers = ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")
-    # The adapter's own facts; `facts.derive` adds what depends on the pool and the sink.
-    return {
-            "pool": {name: padded_dims(getattr(pool, name).shape) for name in buffers},
-            "rebind": {name: padded_dims(getattr(manifest.rebind, name).shape) for name in buffers} if manifest.rebind else None,
-            "name": manifest.name,
-            "form": "pool",
-            "rank": gate_b[-1] if gate_b else None,
-            "normalized_targets": ["gate_up_proj", "down_proj"],
-            "shared_outer": (gate_a[1] == 1) if len(gate_a) >= 2 else None,
-            # Full shapes for facts.derive's `binding` (inkling_compat.sglang.set_lora_info), which needs
-            # the sink class and n: what set_lora_info / re-bind / slot updates do with them.
-            "binding_input": {
-                "pool": [list(getattr(pool, name).shape) for name in buffers],
-                "rebind": [list(getattr(manifest.rebind, name).shape) for name in buffers] if manifest.rebind else None,
-                "updated_slots": manifest.updated_slots,
-            },
-    }
+    rebind = manifest.rebind
+    return PoolOwn(
+        name=manifest.name,
+        pool_shapes=tuple(tuple(getattr(pool, name).shape) for name in _BUFFERS),
+        rebind_shapes=tuple(tuple(getattr(rebind, name).shape) for name in _BUFFERS) if rebind else None,
+        updated_slots=tuple(manifest.updated_slots) if manifest.updated_slots is not None else None,
+        rank=gate_b[-1] if gate_b else None,
+        shared_outer=(gate_a[1] == 1) if len(gate_a) >= 2 else None,
+    )
 
 
-def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
-    raw = manifest.adapter_config
+def _rank(raw: dict[str, Any]) -> int | None:
+    """A boolean r is the int it is, as in sglang's Python (true: rank 1, false: 0); the
+    adapter-config-type-mismatch warning says so. Floats and other types: None (rules of their own)."""
     r_raw = raw.get("r")
-    # A boolean r is the int it is, as in sglang's Python (true: rank 1, false: 0); the
-    # adapter-config-type-mismatch warning says so. Floats and other types: None (rules of their own).
-    r = int(r_raw) if isinstance(r_raw, int) else None
+    return int(r_raw) if isinstance(r_raw, int) else None
+
+
+def _alpha(raw: dict[str, Any]) -> int | float | None:
     alpha = raw.get("lora_alpha")
-    alpha = alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None
+    return alpha if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None
+
+
+def peft_type_state(raw: dict[str, Any]) -> str:
+    """LoRAAdapter asserts hf_config["peft_type"].lower() == "lora" (KeyError if absent)."""
+    if "peft_type" not in raw:
+        return "missing"
+    if not isinstance(raw["peft_type"], str):
+        return "not_string"
+    return "lora" if raw["peft_type"].lower() == "lora" else "other"
+
+
+def _targets(raw: dict[str, Any]) -> tuple[list[str], str | None]:
+    """(normalized targets, the type of the first list item that is not a string): on such an
+    item get_normalized_target_modules raises (`name.split`), so no target set comes out."""
+    item_type = _first_non_string(raw.get("target_modules"))
+    return (normalized_targets(raw.get("target_modules")) if item_type is None else []), item_type
+
+
+def rank_pattern_mismatch(raw: dict[str, Any], r: int | None) -> list[str]:
     rank_pattern = raw.get("rank_pattern") or {}
     rank_pattern = rank_pattern if isinstance(rank_pattern, dict) else {}
-    pattern_ranks = {k: v for k, v in rank_pattern.items() if isinstance(v, int)}
-    n = model.n_shared_experts
-    inkling = _is_inkling_base(model)
-    normalizes = inkling and n > 0
-    targets_raw = raw.get("target_modules")
-    # A list item that is not a string: get_normalized_target_modules raises on it
-    # (`name.split`), so no target set comes out.
-    target_item_type = _first_non_string(targets_raw)
-    targets = normalized_targets(targets_raw) if target_item_type is None else []
-    use_rslora = bool(raw.get("use_rslora", False))
+    return sorted(k for k, v in rank_pattern.items() if isinstance(v, int) and v != r)
 
-    # peft_type: LoRAAdapter asserts hf_config["peft_type"].lower() == "lora" (KeyError if absent).
-    if "peft_type" not in raw:
-        peft_state = "missing"
-    elif not isinstance(raw["peft_type"], str):
-        peft_state = "not_string"
-    else:
-        peft_state = "lora" if raw["peft_type"].lower() == "lora" else "other"
 
-    # _process_weight: tensors with a layer id go to that layer (IndexError past the last
-    # layer); embed_tokens / lm_head tensors are kept only when the adapter targets them.
-    # Each layer is kept as name -> (template name, shape): the key of its normalization memo.
+@dataclass(frozen=True)
+class _ReadLayers:
+    """_process_weight: tensors with a layer id go to that layer (IndexError past the last
+    layer); embed_tokens / lm_head tensors are kept only when the adapter targets them. Each
+    layer is name -> (template name, shape): the key of its normalization memo."""
+
+    by_layer: dict[int, dict[str, tuple[str, Any]]]
+    embedding_names: list[str]
+    out_of_range: dict[str, Any] | None
+
+
+def read_layers(manifest: PeftManifest, num_layers: int, targets: list[str]) -> _ReadLayers:
     by_layer: dict[int, dict[str, tuple[str, Any]]] = {}
     embedding_names: list[str] = []
     out_of_range = None
@@ -273,16 +368,30 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
     for raw_name in sorted(root):
         name, lid, template = known(raw_name) or _tensor_name(raw_name)
         if lid is not None:
-            if lid >= model.num_hidden_layers and out_of_range is None:
-                out_of_range = {"name": name, "layer": lid, "num_layers": model.num_hidden_layers, "layer_str": str(lid)}
+            if lid >= num_layers and out_of_range is None:
+                out_of_range = {"name": name, "layer": lid, "num_layers": num_layers, "layer_str": str(lid)}
             by_layer.setdefault(lid, {})[name] = (template, tuple(root[raw_name].shape))
         elif "embed_tokens" in name or "lm_head" in name:
             module = "embed_tokens" if "embed_tokens" in name else "lm_head"
             if "all" in targets or module in targets:
                 embedding_names.append(name)
+    return _ReadLayers(by_layer, sorted(embedding_names), out_of_range)
 
+
+@dataclass(frozen=True)
+class _Normalized:
+    """The layers once `_normalize_weights` ran (layer order; past a failure, the later layers
+    as read: only their names are used), each layer's normalized template pairs (the pool
+    replay's memo key), and the first torch failure."""
+
+    layers: tuple[tuple[int, dict[str, list[int]]], ...]
+    templates: dict[int, Any]
+    failure: NormalizeFailure | None
+
+
+def normalize(by_layer: dict[int, dict[str, tuple[str, Any]]], r: int | None, n: int, inkling: bool) -> _Normalized:
     layers: list[tuple[int, dict[str, list[int]]]] = []
-    templates: dict[int, Any] = {}  # layer -> its normalized template pairs (the pool replay's memo key)
+    templates: dict[int, Any] = {}
     failure = None
     for lid, entries in sorted(by_layer.items()):
         items = tuple(entries.values())
@@ -298,83 +407,107 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> dict[str, Any]:
             # sglang raises here; the later layers stay as read (names only are used below).
             layers += [(later, {name: list(shape) for name, (_, shape) in rest.items()}) for later, rest in sorted(by_layer.items()) if later > lid]
             break
+    return _Normalized(tuple(layers), templates, failure)
 
-    # _detect_shared_outer_loras: gate_up lora_A after normalization; 3-D -> dim0 == 1,
-    # numbered 2-D -> per expert; everything else is ignored.
-    outer_layouts: list[bool] = []
-    if failure is None:
-        for _, weights in layers:
-            for name, shape in weights.items():
-                if "gate_up_proj" not in name or "lora_A" not in name:
-                    continue
-                if len(shape) == 3:
-                    value = shape[0] == 1
-                elif _NUMBERED_ANY_EXPERT.search(name):
-                    value = False
-                else:
-                    continue
-                if value not in outer_layouts:
-                    outer_layouts.append(value)
 
-    failure_of_scaling = scaling_failure(raw)
+def outer_layouts(layers: tuple[tuple[int, dict[str, list[int]]], ...]) -> tuple[bool, ...]:
+    """_detect_shared_outer_loras: gate_up lora_A after normalization; 3-D -> dim0 == 1,
+    numbered 2-D -> per expert; everything else is ignored. Each layout once, first first."""
+    found: list[bool] = []
+    for _, weights in layers:
+        for name, shape in weights.items():
+            if "gate_up_proj" not in name or "lora_A" not in name:
+                continue
+            if len(shape) == 3:
+                value = shape[0] == 1
+            elif _NUMBERED_ANY_EXPERT.search(name):
+                value = False
+            else:
+                continue
+            if value not in found:
+                found.append(value)
+    return tuple(found)
+
+
+def scaling_facts(raw: dict[str, Any], r: int | None, use_rslora: bool) -> dict[str, Any]:
+    """The scaling facts of PeftOwnFacts: what `lora_alpha / r` raises, whether it is finite,
+    and sglang's and PEFT's value where Python computes it (an int quotient past a float
+    raises OverflowError)."""
+    failure = scaling_failure(raw)
+    alpha = _alpha(raw)
+    computes = alpha is not None and bool(r) and failure is None
+    return {
+        "scaling_failure": failure,
+        "scaling_not_finite": _not_finite(raw) if failure is None else False,
+        "scaling_not_finite_text": scaling_not_finite_text(raw) if failure is None else None,
+        "scaling_sglang": (alpha / r) if computes else None,  # type: ignore[operator]
+        "scaling_peft": _peft_scaling(alpha, r, use_rslora) if computes else None,  # type: ignore[arg-type]
+    }
+
+
+def _failure_facts(failure: NormalizeFailure | None) -> dict[str, Any]:
+    """The first torch failure of the normalization: a reshape (`_normalize_shared_expert_moe`)
+    or a concatenation (`normalize_gate_up_proj`, `normalize_qkv_proj`, ...)."""
+    return {
+        "reshape_failure": vars(failure) if isinstance(failure, ReshapeRefusal) else None,
+        "cat_failure": {"message": failure.message} if isinstance(failure, CatRefusal) else None,
+    }
+
+
+def _slice_failure(layers: tuple[tuple[int, dict[str, list[int]]], ...], n: int) -> dict[str, Any] | None:
+    found = first_slice_failure(layers, n)
+    return None if found is None else {**vars(found.failure), "name": found.name}
+
+
+def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
+    raw = manifest.adapter_config
+    r = _rank(raw)
+    n = model.n_shared_experts
+    inkling = _is_inkling_base(model)
+    normalizes = inkling and n > 0
+    targets, target_item_type = _targets(raw)
+    use_rslora = bool(raw.get("use_rslora", False))
+    read = read_layers(manifest, model.num_hidden_layers, targets)
+    normalized = normalize(read.by_layer, r, n, inkling)
+    failure = normalized.failure
     # LoRAConfig drops ids below the base vocab ("fake" added tokens).
     added = sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size)
-    # Only where Python computes it (an int quotient past a float raises OverflowError).
-    computes = alpha is not None and bool(r) and failure_of_scaling is None
-    scaling_sglang = (alpha / r) if computes else None
-    scaling_peft = _peft_scaling(alpha, r, use_rslora) if computes else None
-    return {
-        "name": manifest.name,
-        "form": "peft",
-        "path": manifest.path,
-        "lora_id": lora_id(manifest.name, manifest.path),
-        # sglang sizes and admits by `r` alone (rank_pattern is not read in 0.5.23).
-        "rank": r,
-        "r": r,
-        "r_type": _python_type_name(r_raw),
-        "r_text": json_text(r_raw),
-        "r_str": py_str(r_raw),
-        "scaling_failure": failure_of_scaling,
-        "scaling_not_finite": _not_finite(raw) if failure_of_scaling is None else False,
-        "scaling_not_finite_text": scaling_not_finite_text(raw) if failure_of_scaling is None else None,
-        "lora_alpha_text": json_text(raw.get("lora_alpha")),
-        "config_type_mismatches": config_type_mismatches(raw),
-        "rank_pattern_mismatch": sorted(k for k, v in pattern_ranks.items() if v != r),
-        "alpha_pattern_set": bool(raw.get("alpha_pattern")),
-        "scaling_sglang": scaling_sglang,
-        "scaling_peft": scaling_peft,
-        "target_kind": target_kind(raw),
-        "target_type": _python_type_name(targets_raw),
-        "target_item_type": target_item_type,
-        "normalized_targets": targets,
-        "use_dora": bool(raw.get("use_dora", False)),
-        "use_rslora": use_rslora,
-        "peft_type_state": peft_state,
-        "peft_type_type": _python_type_name(raw.get("peft_type")),
-        "missing_config_keys": [key for key in _REQUIRED_CONFIG_KEYS if key not in raw],
-        "added_tokens_beyond_vocab": added,
-        "extra_token_embedding": extra_token_embedding(manifest, added),
-        "tensor_count": len(manifest.tensors),
-        "layer_out_of_range": out_of_range,
-        "embedding_weight_names": sorted(embedding_names),
-        # utils.warn_if_adapter_targets_embeddings joins the sorted names with ", ".
-        "embedding_weight_names_text": ", ".join(sorted(embedding_names)),
-        "normalized_weight_names": sorted([n_ for _, w in layers for n_ in w] + embedding_names),
-        # The first torch failure of the normalization: a reshape (`_normalize_shared_expert_moe`)
-        # or a concatenation (`normalize_gate_up_proj`, `normalize_qkv_proj`, ...).
-        "reshape_failure": _without_kind(failure) if failure and failure["kind"] == "reshape" else None,
-        "cat_failure": {"message": failure["message"]} if failure and failure["kind"] == "cat" else None,
-        "slice_failure": None if (normalizes or failure) else _slice_failure(layers, n),
-        "outer_layouts": outer_layouts,
-        "shared_outer": outer_layouts[0] if outer_layouts else None,
-        "normalizes_shared_sink": normalizes,
-        # name -> shape once normalized (what the pool copies); pool_fit reads it.
-        "normalized_shapes": {} if failure else {n_: s for _, w in layers for n_, s in w.items()},
-        # The same by layer, and each layer as template pairs (sglang.load_to_buffer.replay_load reads
-        # them instead of grouping and templating the names again).
-        "normalized_layers": None if failure else layers,
-        "normalized_templates": None if failure else templates,
-    }
+    names = tuple(sorted([name for _, w in normalized.layers for name in w] + read.embedding_names))
+    facts = PeftOwnFacts(
+        form="peft",
+        name=manifest.name,
+        lora_id=lora_id(manifest.name, manifest.path),
+        r=r,
+        r_type=_python_type_name(raw.get("r")),
+        r_text=json_text(raw.get("r")),
+        r_str=py_str(raw.get("r")),
+        **scaling_facts(raw, r, use_rslora),
+        lora_alpha_text=json_text(raw.get("lora_alpha")),
+        config_type_mismatches=config_type_mismatches(raw),
+        rank_pattern_mismatch=rank_pattern_mismatch(raw, r),
+        alpha_pattern_set=bool(raw.get("alpha_pattern")),
+        target_kind=target_kind(raw),
+        target_type=_python_type_name(raw.get("target_modules")),
+        target_item_type=target_item_type,
+        normalized_targets=targets,
+        use_dora=bool(raw.get("use_dora", False)),
+        use_rslora=use_rslora,
+        peft_type_state=peft_type_state(raw),
+        peft_type_type=_python_type_name(raw.get("peft_type")),
+        missing_config_keys=[key for key in _REQUIRED_CONFIG_KEYS if key not in raw],
+        added_tokens_beyond_vocab=added,
+        extra_token_embedding=extra_token_embedding(manifest, added),
+        tensor_count=len(manifest.tensors),
+        layer_out_of_range=read.out_of_range,
+        embedding_weight_names=read.embedding_names,
+        normalizes_shared_sink=normalizes,
+        **_failure_facts(failure),
+        slice_failure=None if (normalizes or failure) else _slice_failure(normalized.layers, n),
+    )
+    weights = None if failure else AdapterWeights(
+        names=names, layers=normalized.layers, templates=normalized.templates, r=r, layer_out_of_range=read.out_of_range is not None
+    )
+    return PeftOwn(facts=facts, path=manifest.path, outer_layouts=() if failure else outer_layouts(normalized.layers), weights=weights)
 
 
 def extra_token_embedding(manifest: PeftManifest, added: int) -> dict[str, Any] | None:
@@ -399,21 +532,10 @@ def _peft_scaling(alpha: float, r: int, use_rslora: bool) -> float | None:
         return None
 
 
-def _without_kind(failure: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in failure.items() if k != "kind"}
-
-
-def own_facts(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> dict[str, Any]:
-    """The adapter's own facts (a new dict; read-only once returned)."""
+def own_facts(manifest: PoolManifest | PeftManifest, model: ModelConfig) -> OwnFacts:
+    """The adapter's own facts."""
     if isinstance(manifest, PoolManifest):
         return pool_facts(manifest)
     if manifest.source is not None and manifest.source.unreadable:
-        return unreadable_facts(manifest)
+        return UnreadableOwn(name=manifest.name, path=manifest.path)
     return peft_facts(manifest, model)
-
-
-def unreadable_facts(manifest: PeftManifest) -> dict[str, Any]:
-    """An adapter directory that could not be read: form "unreadable", so that no pool or
-    PEFT rule applies to it and only adapter-file-unreadable reports it."""
-    return {"name": manifest.name, "form": "unreadable", "path": manifest.path, "rank": None,
-            "normalized_targets": [], "shared_outer": None}

@@ -19,9 +19,11 @@ from inkling_compat.facts import fleet as fleet_mod
 from inkling_compat.facts.fleet import INKLING_LORA_MODULES
 from inkling_compat.facts.inputs import Inputs, lora_path_entries
 from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
-from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, PoolFacts, SinkFacts
-from inkling_compat.inputs.models import ModelConfig, ServerConfig
-from inkling_compat.sglang import load_to_buffer
+from inkling_compat.facts.adapter import OwnFacts
+from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, LoraPathJsonFailure, PinnedIntFailure, PoolFacts, SinkFacts
+from inkling_compat.inputs.models import LoraRef, ModelConfig, ServerConfig
+from inkling_compat.sglang import pool_shapes
+from inkling_compat.sglang.pool_shapes import StartupAdapter, StartupPool
 
 LORA_BACKENDS = ("triton", "csgmv", "ascend", "torch_native", "triton_v2")
 SINK_CLASS_NAMES = {
@@ -108,13 +110,38 @@ def sink_facts(config: ServerConfig, model: ModelConfig, serves_fp4: bool, lora_
     )
 
 
-def pool_facts(sink: SinkFacts, lora_paths: list[dict[str, Any]], own: list[dict[str, Any]], model: ModelConfig, config: ServerConfig) -> PoolFacts | None:
+def startup_adapters(lora_paths: list[LoraRef], own: list[OwnFacts]) -> list[StartupAdapter]:
+    """The adapters LoRAManager.init_state sizes the pool from: the --lora-paths PEFT adapters
+    and the pool-form manifests (which state a pool)."""
+    names = {p.name for p in lora_paths}
+    return [StartupAdapter(rank=a.rank, shared_outer=a.shared_outer) for a in own if a.form == "pool" or (a.form == "peft" and a.name in names)]
+
+
+def startup_pool(sink: SinkFacts, lora_paths: list[LoraRef], own: list[OwnFacts], model: ModelConfig, config: ServerConfig) -> StartupPool | None:
     """The one pool: sglang allocates it from --max-lora-rank / --experts-shared-outer-loras,
-    else from the start-up adapters (`inkling_compat.sglang.load_to_buffer.startup_pool`)."""
-    pool = load_to_buffer.startup_pool({"sink": sink.model_dump(), "lora_paths": lora_paths}, own, model, config)
+    else from the start-up adapters (`inkling_compat.sglang.pool_shapes.startup_pool`)."""
+    return pool_shapes.startup_pool(
+        slots=sink.max_loras_per_batch,
+        n=model.n_shared_experts,
+        hidden=model.hidden_size,
+        f_local=sink.intermediate_size_per_partition,
+        num_layers=model.num_hidden_layers,
+        max_lora_rank=config.max_lora_rank,
+        experts_shared_outer_loras=config.experts_shared_outer_loras,
+        startup=startup_adapters(lora_paths, own),
+    )
+
+
+def pool_facts(pool: StartupPool | None) -> PoolFacts | None:
     if pool is None:
         return None
-    return PoolFacts(rank=pool["rank"], shared_outer=pool["shared_outer"], allocation=pool["allocation"], **pool["buffers"])
+    allocation = pool.allocation
+    return PoolFacts(
+        rank=pool.rank,
+        shared_outer=pool.shared_outer,
+        allocation=None if allocation is None else vars(allocation),
+        **dict(pool.buffers.items()),
+    )
 
 
 # The model classes sglang 0.5.23 registers for Inkling (models/inkling.py EntryClass l.1991);
@@ -138,17 +165,17 @@ def inputs_given(inputs: Inputs) -> InputsGiven:
     )
 
 
-def pinned_int_failure(lora_paths: list[dict[str, Any]], max_loras_per_batch: int) -> dict[str, str] | None:
+def pinned_int_failure(lora_paths: list[LoraRef], max_loras_per_batch: int) -> PinnedIntFailure | None:
     """The entry whose `int(pinned)` ends start-up, if start-up gets that far: an entry refused
     as a pinned adapter before it (adapter-pin-all-slots) never reaches l.319."""
     stop = fleet_mod.startup_pin_stop(lora_paths, max_loras_per_batch)
     if stop is None or stop[0] != "int":
         return None
     entry = lora_paths[stop[1]]
-    return {"name": entry["name"], "error": entry["pinned_int_error"]}
+    return PinnedIntFailure(name=entry.name, error=entry.pinned_int_error)  # type: ignore[arg-type]  # set where the count is None
 
 
-def lora_paths_json_failure(lora_paths: Any) -> dict[str, Any] | None:
+def lora_paths_json_failure(lora_paths: Any) -> LoraPathJsonFailure | None:
     """argparse_actions.py LoRAPathAction: a --lora-paths string that, stripped, is wrapped in
     braces is parsed with json.loads and must hold lora_name and lora_path (l.13-20)."""
     if not isinstance(lora_paths, list):
@@ -162,11 +189,11 @@ def lora_paths_json_failure(lora_paths: Any) -> dict[str, Any] | None:
         try:
             obj = json.loads(text)
         except ValueError as exc:  # json.JSONDecodeError; RecursionError is no ValueError
-            return {"kind": "invalid_json", "text_repr": repr(text), "error": str(exc)}
+            return LoraPathJsonFailure(kind="invalid_json", text_repr=repr(text), error=str(exc))
         except RecursionError:
-            return {"kind": "invalid_json", "text_repr": repr(text), "error": "maximum recursion depth exceeded while decoding a JSON object"}
+            return LoraPathJsonFailure(kind="invalid_json", text_repr=repr(text), error="maximum recursion depth exceeded while decoding a JSON object")
         if not ("lora_path" in obj and "lora_name" in obj):
-            return {"kind": "missing_keys", "text_repr": repr(text)}
+            return LoraPathJsonFailure(kind="missing_keys", text_repr=repr(text))
     return None
 
 
@@ -177,22 +204,22 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
     lora_on = lora_enabled(config)
     lora_paths = lora_path_entries(config)
     own = in_pool.own_facts(inputs.adapters, model, memo)  # alike adapters share one result
-    targets = resolved_target_modules(config, [a["normalized_targets"] for a in own])
+    targets = resolved_target_modules(config, [list(a.normalized_targets) for a in own])
     quant, sink_excluded = quantization_facts(model)
     sink = sink_facts(config, model, shared_sink_fp4(quant.is_inkling_nvfp4, sink_excluded), lora_on, targets)
-    pool = pool_facts(sink, lora_paths, own, model, config)
-    per_adapter = in_pool.complete(own, sink, pool, targets, model, config)
+    startup = startup_pool(sink, lora_paths, own, model, config)
+    per_adapter = in_pool.complete(own, sink, startup, targets, model, config)
     attention = attention_backends(config, inputs.platform)
     return Facts(
         lora_enabled=lora_on,
-        lora_paths=[LoraPath(name=p["name"], path=p["path"], pinned=p["pinned"]) for p in lora_paths],
+        lora_paths=[LoraPath(name=p.name, path=p.path, pinned=p.pinned) for p in lora_paths],
         pinned_int_failure=pinned_int_failure(lora_paths, config.max_loras_per_batch),
         lora_paths_json_failure=lora_paths_json_failure(config.lora_paths),
         target_modules=targets,
         attention=attention,
         quant=quant,
         sink=sink,
-        pool=pool,
+        pool=pool_facts(startup),
         startup=fleet_mod.startup_facts(lora_paths, own),
         model=model_facts(model, server_config=config, platform=inputs.platform, attention=attention, quant=quant),
         fleet=fleet_mod.fleet_facts(lora_paths, inputs.adapters, own, per_adapter, config.max_loras_per_batch),

@@ -9,28 +9,30 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from inkling_compat.facts.adapter import OwnFacts
 from inkling_compat.facts.types import FleetFacts, PinRefusal, StartupFacts
+from inkling_compat.inputs.models import LoraRef
 
 # models/inkling.py `supported_lora_modules`
 INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")
 
 
-def startup_facts(lora_paths: list[dict[str, Any]], own: list[dict[str, Any]]) -> StartupFacts:
+def startup_facts(lora_paths: list[LoraRef], own: list[OwnFacts]) -> StartupFacts:
     """The --lora-paths PEFT adapters' largest r and the union of their normalized targets
     (`all` expanded to Inkling's modules)."""
-    names = {p["name"] for p in lora_paths}
-    startup = [a for a in own if a["form"] == "peft" and a["name"] in names]
-    ranks = [a["r"] for a in startup if a.get("r") is not None]
+    names = {p.name for p in lora_paths}
+    startup = [a for a in own if a.form == "peft" and a.name in names]
+    ranks = [a.rank for a in startup if a.rank is not None]
     targets: set[str] = set()
     for a in startup:
-        targets.update(a["normalized_targets"])
-        if "all" in a["normalized_targets"]:
+        targets.update(a.normalized_targets)
+        if "all" in a.normalized_targets:
             targets.update(INKLING_LORA_MODULES)
     max_r = max(ranks) if ranks else None
     return StartupFacts(max_r=max_r, max_r_str=None if max_r is None else str(max_r), targets=sorted(targets))
 
 
-def startup_pin_stop(lora_paths: list[dict[str, Any]], max_loras_per_batch: int) -> tuple[str, int] | None:
+def startup_pin_stop(lora_paths: list[LoraRef], max_loras_per_batch: int) -> tuple[str, int] | None:
     """Where sglang's pinned-adapter counter stops start-up: ("refused", i) where entry i is
     refused as a pinned adapter, ("int", i) where `int(pinned)` of entry i raises (None: at
     neither). validate_new_adapter tests `lora_ref.pinned`'s truthiness against
@@ -41,25 +43,25 @@ def startup_pin_stop(lora_paths: list[dict[str, Any]], max_loras_per_batch: int)
     count = 0
     for i, entry in enumerate(lora_paths):
         # max_loras_per_batch <= 0 is another rule's finding (adapter-pin-all-slots' `when`).
-        if entry["pinned"] and max_loras_per_batch > 0 and count >= max_loras_per_batch - 1:
+        if entry.pinned and max_loras_per_batch > 0 and count >= max_loras_per_batch - 1:
             return ("refused", i)
-        if entry.get("pinned_count") is None:
+        if entry.pinned_count is None:
             return ("int", i)
-        count += entry["pinned_count"]
+        count += entry.pinned_count
     return None
 
 
-def _startup_pinned_count(lora_paths: list[dict[str, Any]]) -> int:
-    return sum(entry["pinned_count"] for entry in lora_paths)
+def _startup_pinned_count(lora_paths: list[LoraRef]) -> int:
+    return sum(entry.pinned_count or 0 for entry in lora_paths)
 
 
-def pin_refusal(lora_paths: list[dict[str, Any]], runtime_pinned: list[str], max_loras_per_batch: int) -> PinRefusal | None:
+def pin_refusal(lora_paths: list[LoraRef], runtime_pinned: list[str], max_loras_per_batch: int) -> PinRefusal | None:
     """The first load validate_new_adapter refuses as a pinned adapter: a --lora-paths entry
     (startup_pin_stop), else a pinned run-time load (a bool: each adds 1) after a start-up
     that completed."""
     stop = startup_pin_stop(lora_paths, max_loras_per_batch)
     if stop is not None:
-        return PinRefusal(name=lora_paths[stop[1]]["name"], startup=True) if stop[0] == "refused" else None
+        return PinRefusal(name=lora_paths[stop[1]].name, startup=True) if stop[0] == "refused" else None
     count = _startup_pinned_count(lora_paths)
     for name in runtime_pinned:
         if count >= max_loras_per_batch - 1:
@@ -69,7 +71,7 @@ def pin_refusal(lora_paths: list[dict[str, Any]], runtime_pinned: list[str], max
 
 
 def fleet_facts(
-    lora_paths: list[dict[str, Any]], manifests: Sequence[Any], own: list[dict[str, Any]], per_adapter: list[Any], max_loras_per_batch: int = 8
+    lora_paths: list[LoraRef], manifests: Sequence[Any], own: list[OwnFacts], per_adapter: list[Any], max_loras_per_batch: int = 8
 ) -> FleetFacts:
     """The cross-adapter aggregates, computed in one pass.
 
@@ -78,30 +80,30 @@ def fleet_facts(
     these lists instead of filtering `adapters` / `adapter_facts_list` themselves. Each entry
     says which expression it replaces (tests/test_fleet.py compares both on random fleets).
     """
-    startup = {p["name"] for p in lora_paths}
+    startup = {p.name for p in lora_paths}
     docs = [{"name": m.name, "pinned": bool(getattr(m, "pinned", False)), "form": a.form} for m, a in zip(manifests, per_adapter)]
     runtime = [d for d in docs if d["form"] == "peft" and d["name"] not in startup]
     counts: dict[str, int] = {}
     for d in docs:
         counts[d["name"]] = counts.get(d["name"], 0) + 1
-    peft = [a for a in own if a["form"] == "peft"]
-    first_by_name: dict[str, dict[str, Any]] = {}
+    peft = [a for a in own if a.form == "peft"]
+    first_by_name: dict[str, OwnFacts] = {}
     for a in peft:
-        first_by_name.setdefault(a["name"], a)
-    with_outer = {a["name"] for a in peft if a["outer_layouts"]}
+        first_by_name.setdefault(a.name, a)
+    with_outer = {a.name for a in peft if a.outer_layouts}
     reference = None  # outer layout of the first --lora-paths adapter that has one
-    first = next((p for p in lora_paths if p["name"] in with_outer), None)
+    first = next((p for p in lora_paths if p.name in with_outer), None)
     if first is not None:
-        layouts = first_by_name[first["name"]]["outer_layouts"] or next(
-            a["outer_layouts"] for a in peft if a["name"] == first["name"] and a["outer_layouts"]
+        layouts = first_by_name[first.name].outer_layouts or next(
+            a.outer_layouts for a in peft if a.name == first.name and a.outer_layouts
         )
         reference = layouts[0]
     conflict_id = None
     if reference is not None:
-        conflicting = {a["name"] for a in peft if any(v != reference for v in a["outer_layouts"])}
-        hit = next((p for p in lora_paths if p["name"] in conflicting), None)
+        conflicting = {a.name for a in peft if any(v != reference for v in a.outer_layouts)}
+        hit = next((p for p in lora_paths if p.name in conflicting), None)
         if hit is not None:
-            conflict_id = first_by_name[hit["name"]]["lora_id"]
+            conflict_id = first_by_name[hit.name].lora_id  # type: ignore[union-attr]
     return FleetFacts(
         # adapters.filter(a, a.form == "peft" && !facts.lora_paths.exists(p, p.name == a.name)).map(a, a.name)
         runtime_names=[d["name"] for d in runtime],

@@ -6,32 +6,38 @@
    what set_lora_info does with a pool manifest (`sglang.set_lora_info.simulate`) and what
    load_lora_weight_to_buffer does with a PEFT adapter (`sglang.load_to_buffer.replay_load`).
 
-A fleet trained with one recipe has the same tensor names and shapes in every adapter; the
-adapter reader interns tensor tables by content, so alike adapters hold the *same* table
-object. Both steps are memoized per (table, adapter_config, ...) within one call and the
-others get a copy with their own name, path and id (tests/test_fleet.py checks the memo
-gives the plain results).
+A fleet trained with one recipe has the same tensor names and shapes in every adapter. Both
+steps are memoized by content within one call: the tensor table's content (`TensorTable.content`;
+the adapter reader interns alike tables, so it is built once per distinct table), the
+adapter_config, the added tokens, the pin and how the adapter was read. The others get the same
+facts with their own name, path and id (tests/test_fleet.py checks the memo gives the plain
+results).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from dataclasses import replace
+from typing import Any, Hashable, Sequence
 
 from inkling_compat.facts import adapter as adapter_mod
-from inkling_compat.facts.types import PeftAdapterFacts, PoolAdapterFacts, PoolFacts, SinkFacts, UnreadableAdapterFacts
-from inkling_compat.inputs.models import PeftManifest
-from inkling_compat.sglang import load_to_buffer
-from inkling_compat.sglang import set_lora_info
-
-# Published PEFT facts taken as they are from the adapter's own facts.
-_PEFT_OWN = tuple(
-    name for name in PeftAdapterFacts.model_fields
-    if name not in ("form", "name", "lora_id", "unmatched_weight_names", "target_failure", "pool_fit", "pool_partial", "indexed_shared_without_sink")
+from inkling_compat.facts.adapter import OwnFacts, PeftOwn, PoolOwn
+from inkling_compat.facts.types import (
+    IndexedSharedFailure,
+    PeftAdapterFacts,
+    PoolAdapterFacts,
+    PoolFit,
+    PoolPartial,
+    SinkFacts,
+    TargetFailure,
+    UnreadableAdapterFacts,
 )
+from inkling_compat.inputs.models import PeftManifest
+from inkling_compat.sglang import load_to_buffer, set_lora_info
+from inkling_compat.sglang.pool_shapes import StartupPool
 
 
-def _content_key(manifest: Any) -> Any:
+def content_key(manifest: Any) -> Hashable | None:
     """What an adapter's facts depend on besides its name and path (None: not memoized)."""
     if not isinstance(manifest, PeftManifest):
         return None
@@ -39,10 +45,12 @@ def _content_key(manifest: Any) -> Any:
     try:
         config = json.dumps(manifest.adapter_config, sort_keys=True, default=repr)
         tokens = json.dumps(manifest.added_tokens, sort_keys=True, default=repr)
+        table = manifest.tensors.content
+        hash(table)
     except (TypeError, ValueError):
         return None
     return (
-        id(manifest.tensors.root),
+        table,
         config,
         tokens,
         manifest.pinned,
@@ -50,77 +58,93 @@ def _content_key(manifest: Any) -> Any:
     )
 
 
-def own_facts(manifests: Sequence[Any], model: Any, memo: bool = True) -> list[dict[str, Any]]:
-    """`adapter.own_facts` for every manifest, once per distinct content: an alike adapter gets a
-    shallow copy with its own name, path and lora_id (the other values are shared, read-only)."""
-    seen: dict[Any, dict[str, Any]] = {}
-    out = []
+def own_facts(manifests: Sequence[Any], model: Any, memo: bool = True) -> list[OwnFacts]:
+    """`adapter.own_facts` for every manifest, once per distinct content: an alike adapter gets
+    the same facts with its own name, path and lora_id."""
+    seen: dict[Hashable, OwnFacts] = {}
+    out: list[OwnFacts] = []
     memo = memo and len(manifests) > 1  # (one adapter: nothing to share, no key to build)
     for manifest in manifests:
-        key = _content_key(manifest) if memo else None
+        key = content_key(manifest) if memo else None
         cached = seen.get(key) if key is not None else None
         if cached is None:
             facts = adapter_mod.own_facts(manifest, model)
             if key is not None:
+                if isinstance(facts, PeftOwn):
+                    facts = replace(facts, content=key)
                 seen[key] = facts
+        elif isinstance(cached, PeftOwn):
+            facts = cached.named(manifest.name, manifest.path)
         else:
-            facts = dict(cached, name=manifest.name)
-            if "path" in facts:
-                facts["path"] = manifest.path
-            if facts.get("lora_id") is not None:
-                facts["lora_id"] = adapter_mod.lora_id(manifest.name, manifest.path)
+            facts = adapter_mod.own_facts(manifest, model)
         out.append(facts)
     return out
 
 
-def _pool_form(own: dict[str, Any], sink: SinkFacts, model: Any) -> PoolAdapterFacts:
-    given = own["binding_input"]
+def _pool_form(own: PoolOwn, sink: SinkFacts, model: Any) -> PoolAdapterFacts:
     binding = None
     if sink.lora_attached:
-        binding = set_lora_info.simulate(sink.sink_class, model.n_shared_experts, given["pool"], given["rebind"], given["updated_slots"])
-    return PoolAdapterFacts(form="pool", name=own["name"], pool=own["pool"], rebind=own["rebind"], binding=binding)
+        result = set_lora_info.simulate(sink.sink_class or "", model.n_shared_experts, own.pool_shapes, own.rebind_shapes, own.updated_slots)
+        binding = {"first": None if result.first is None else vars(result.first), "completed": vars(result.completed)}
+    return PoolAdapterFacts.model_validate({
+        "form": "pool",
+        "name": own.name,
+        "pool": adapter_mod.buffer_dims(own.pool_shapes),
+        "rebind": None if own.rebind_shapes is None else adapter_mod.buffer_dims(own.rebind_shapes),
+        "binding": binding,
+    })
 
 
-def _peft_form(own: dict[str, Any], sink: SinkFacts, pool: PoolFacts | None, targets: list[str], model: Any, config: Any) -> PeftAdapterFacts:
-    replay_pool = None if pool is None else {
-        "buffers": {k: getattr(pool, k) for k in ("gate_up_lora_a", "gate_up_lora_b", "down_lora_a", "down_lora_b")},
-        "shared_outer": pool.shared_outer,
-        "rank": pool.rank,
-        "allocation": None if pool.allocation is None else pool.allocation.model_dump(),
-    }
-    globals_ = {"target_modules": targets, "sink": {"lora_attached": sink.lora_attached,
-                "intermediate_size_per_partition": sink.intermediate_size_per_partition}}
-    fit = load_to_buffer.replay_load(own, globals_, model, config, replay_pool)
+def _pool_fit(failure: load_to_buffer.CopyFailure | None) -> PoolFit | None:
+    if failure is None:
+        return None
+    fields = vars(failure)
+    # The shapes as torch.Size prints their list, every digit: a dimension of 2**64 or more
+    # (a zero-element tensor's axis repeated or concatenated by the loader) is a double in CEL.
+    texts = {f"{key}_text": str(list(fields[key])) for key in ("weight", "buffer") if fields[key] is not None}
+    return PoolFit(**fields, **texts)
+
+
+def _peft_form(own: PeftOwn, setup: load_to_buffer.LoadSetup, pool: StartupPool | None) -> PeftAdapterFacts:
+    fit = load_to_buffer.replay_load(own.weights, setup, pool)
     return PeftAdapterFacts(
-        form="peft", name=own["name"], lora_id=own["lora_id"], **{k: own[k] for k in _PEFT_OWN},
-        unmatched_weight_names=fit["unmatched_weight_names"], target_failure=fit["target_failure"],
-        pool_fit=fit["pool_fit"], pool_partial=fit["pool_partial"], indexed_shared_without_sink=fit["indexed_shared_without_sink"],
+        **vars(own.facts),  # the validated field values (dict(model) iterates them in Python)
+        unmatched_weight_names=list(fit.unmatched_weight_names),
+        target_failure=None if fit.target_failure is None else TargetFailure(**vars(fit.target_failure)),
+        pool_fit=_pool_fit(fit.pool_fit),
+        pool_partial=None if fit.pool_partial is None else PoolPartial(**vars(fit.pool_partial)),
+        indexed_shared_without_sink=None if fit.indexed_shared_without_sink is None else IndexedSharedFailure(**vars(fit.indexed_shared_without_sink)),
     )
 
 
 def complete(
-    own: list[dict[str, Any]],
+    own: list[OwnFacts],
     sink: SinkFacts,
-    pool: PoolFacts | None,
+    pool: StartupPool | None,
     targets: list[str],
     model: Any,
     config: Any,
 ) -> list[Any]:
-    """The typed facts of every adapter; alike PEFT adapters (sharing their own facts' values)
-    are completed once and copied with their own name and lora_id."""
-    built: dict[int, PeftAdapterFacts] = {}
+    """The typed facts of every adapter; alike PEFT adapters (sharing their weights) are
+    completed once and copied with their own name and lora_id."""
+    setup = None  # the same for every PEFT adapter: built with the first
+    built: dict[Any, PeftAdapterFacts] = {}
     out: list[Any] = []
     for facts in own:
-        if facts["form"] == "pool":
+        if isinstance(facts, PoolOwn):
             out.append(_pool_form(facts, sink, model))
-        elif facts["form"] != "peft":
-            out.append(UnreadableAdapterFacts(form="unreadable", name=facts["name"]))
+        elif not isinstance(facts, PeftOwn):
+            out.append(UnreadableAdapterFacts(form="unreadable", name=facts.name))
         else:
-            key = id(facts["normalized_weight_names"])  # one object per distinct content
-            typed = built.get(key)
+            key = facts.content
+            typed = built.get(key) if key is not None else None
             if typed is None:
-                typed = built[key] = _peft_form(facts, sink, pool, targets, model, config)
-            elif typed.name != facts["name"] or typed.lora_id != facts["lora_id"]:
-                typed = typed.model_copy(update={"name": facts["name"], "lora_id": facts["lora_id"]})
+                if setup is None:
+                    setup = load_to_buffer.load_setup(targets, sink.lora_attached, sink.intermediate_size_per_partition, model, config.tp_size)
+                typed = _peft_form(facts, setup, pool)
+                if key is not None:
+                    built[key] = typed
+            elif typed.name != facts.name or typed.lora_id != facts.lora_id:
+                typed = typed.model_copy(update={"name": facts.name, "lora_id": facts.lora_id})
             out.append(typed)
     return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
-from inkling_compat.inputs.models import PLATFORM_PRESETS, ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
+from inkling_compat.inputs.models import PLATFORM_PRESETS, LoraRef, ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
 from inkling_compat.inputs.source_map import Sources, model_file, path_of
 
 
@@ -32,31 +32,31 @@ class Inputs:
     not_read: tuple[str, ...] = ()
 
 
-def lora_path_entries(config: ServerConfig) -> list[dict[str, Any]]:
+def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
     """--lora-paths as sglang parses it into LoRARef entries (name, path, pinned)."""
     paths = config.lora_paths
-    entries: list[dict[str, Any]] = []
+    entries: list[LoraRef] = []
     if isinstance(paths, dict):
-        return [{"name": str(k), "path": str(v), "pinned": False, "pinned_count": 0} for k, v in paths.items()]
+        return [LoraRef(name=str(k), path=str(v)) for k, v in paths.items()]
     if not isinstance(paths, list):
         return entries
     for item in paths:
         if isinstance(item, str):
             name, sep, path = item.partition("=")
-            entries.append({"name": name if sep else item, "path": path if sep else item, "pinned": False, "pinned_count": 0})
+            entries.append(LoraRef(name=name if sep else item, path=path if sep else item))
         elif isinstance(item, dict) and "lora_name" in item and "lora_path" in item:
             pinned = item.get("pinned", False)
             error = int_error(pinned)
             entries.append(
-                {
-                    "name": str(item["lora_name"]),
-                    "path": str(item["lora_path"]),
-                    "pinned": bool(pinned),
-                    "pinned_int_error": error,
+                LoraRef(
+                    name=str(item["lora_name"]),
+                    path=str(item["lora_path"]),
+                    pinned=bool(pinned),
+                    pinned_int_error=error,
                     # What `num_pinned_loras += int(lora_ref.pinned)` adds (l.319): 2 counts
                     # twice, "0" (pinned by truthiness) counts zero; None where int() raises.
-                    "pinned_count": None if error is not None else pinned_count(pinned),
-                }
+                    pinned_count=None if error is not None else pinned_count(pinned),
+                )
             )
     return entries
 

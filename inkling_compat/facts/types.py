@@ -1,8 +1,9 @@
 """The facts rules read, as frozen pydantic models: the contract between Python and rules/.
 
 `Facts` is the CEL variable `facts`; `AdapterFacts` (one model per adapter form) is
-`adapter_facts`. Each field says what it means and which sglang 0.5.23 lines it models
-(`sglang` in the JSON schema). None always means "unknown: the input it needs was not
+`adapter_facts`. Each field says what it means, which sglang 0.5.23 lines it models
+(`sglang` in the JSON schema) and, in its annotation, which inputs it is derived from (`From`,
+`derived_from` in the JSON schema; read by coverage through `derived_from`). None always means "unknown: the input it needs was not
 given", never a value sglang would compute. `schemas/facts.schema.json` and docs/facts.md
 are generated from these models; rules that read a path not defined here are refused
 when they load (`inkling_compat.engine.paths`).
@@ -10,15 +11,49 @@ when they load (`inkling_compat.engine.paths`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+import typing
+from functools import lru_cache
+from typing import Annotated, Any, Literal, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 
 def fact(description: str, sglang: str | None = None, **kwargs: Any) -> Any:
     """A field with its meaning and (where it models sglang code) the lines it models."""
     extra = {"sglang": sglang} if sglang else None
     return Field(description=description, json_schema_extra=extra, **kwargs)
+
+
+# The inputs a fact can be derived from: "config" (server config), "model" (config.json),
+# "platform", "adapter" (the adapter's manifest or adapter_config.json) and "weights" (its
+# tensor table: safetensors headers, or a manifest's `tensors`).
+INPUTS = ("config", "model", "platform", "adapter", "weights")
+
+
+class From:
+    """Field metadata (`Annotated[bool, From("config")]`): the inputs a fact is derived from.
+
+    A rule that reads a fact derived from an input that was not given (or could not be read)
+    is *not checked*, not passed on placeholder values (engine/coverage.py). A field without
+    it is derived from what its parent field is (`derived_from`); every field of `Facts` and
+    of the adapter forms declares it (tests/test_coverage.py). The JSON schema lists it as
+    `derived_from`."""
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, *inputs: str):
+        unknown = set(inputs) - set(INPUTS)
+        if unknown:
+            raise ValueError(f"unknown inputs {sorted(unknown)}: a fact is derived from some of {INPUTS}")
+        self.inputs = tuple(inputs)
+
+    def __repr__(self) -> str:
+        return f"From{self.inputs!r}"
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        schema["derived_from"] = list(self.inputs)
+        return schema
 
 
 class _Facts(BaseModel):
@@ -120,9 +155,9 @@ class SinkFacts(_Facts):
     w13_gate_up_contiguous: bool = fact(
         "w13 is de-interleaved into [gate | up] (linearized, LoRA on, triton_v2).", "models/inkling_common/dense_mlp.py InklingBatchDenseMLP.__init__ l.156-"
     )
-    backend_name: str = fact("--lora-backend.", "server_args.py (--lora-backend)")
-    backend_has_dense_engine: bool = fact("The LoRA backend carries the dense engine (`runner`): triton_v2 only.", "lora/backend/ (triton_v2 backend `runner`)")
-    max_loras_per_batch: int = fact("S: pool slots (--max-loras-per-batch).", "lora/mem_pool.py LoRAMemoryPool.__init__ l.136-")
+    backend_name: Annotated[str, From("config")] = fact("--lora-backend.", "server_args.py (--lora-backend)")
+    backend_has_dense_engine: Annotated[bool, From("config")] = fact("The LoRA backend carries the dense engine (`runner`): triton_v2 only.", "lora/backend/ (triton_v2 backend `runner`)")
+    max_loras_per_batch: Annotated[int, From("config")] = fact("S: pool slots (--max-loras-per-batch).", "lora/mem_pool.py LoRAMemoryPool.__init__ l.136-")
     intermediate_size_per_partition: int = fact("F: the shared experts' intermediate size on one TP rank (I / tp).", "models/inkling_common/dense_mlp.py l.225-233 (intermediate_size_per_partition)")
     lora_attached: bool = fact(
         "LoRA is attached to the sink: a LoRA sink class and both gate_up_proj and down_proj targeted (or a stated class).",
@@ -220,13 +255,13 @@ class RoutedMoeFacts(_Facts):
 class ModelFacts(_Facts):
     """Model geometry per TP rank and how the model is served here."""
 
-    attn_tp_size: int = fact("Attention TP size: tp / dp with DP attention, else tp.", "layers/dp_attention.py compute_dp_attention_world_info l.445-")
+    attn_tp_size: Annotated[int, From("config")] = fact("Attention TP size: tp / dp with DP attention, else tp.", "layers/dp_attention.py compute_dp_attention_world_info l.445-")
     heads_divisible: bool = fact("Full and SWA attention heads divide by attn_tp_size.", "models/inkling_common/attn.py InklingAttention.__init__ l.316")
     kv_heads_divisible: bool = fact("Full and SWA KV heads divide, or are divided by, attn_tp_size.", "models/inkling_common/attn.py InklingAttention.__init__ l.320-322")
-    nvfp4: Nvfp4Facts = fact("Which NVFP4 kernels this platform/config gets.")
+    nvfp4: Annotated[Nvfp4Facts, From("config", "platform")] = fact("Which NVFP4 kernels this platform/config gets.")
     attn_prologue: AttnPrologueFacts = fact("The fused attention prologue (derived, or stated in config.json's attn_prologue).")
-    quant_wiring: QuantWiring = fact("Stated quant method wiring (config.json quant_method_wiring).")
-    is_pd_decode: bool = fact("--disaggregation-mode decode.", "server_args.py")
+    quant_wiring: Annotated[QuantWiring, From("model")] = fact("Stated quant method wiring (config.json quant_method_wiring).")
+    is_pd_decode: Annotated[bool, From("config")] = fact("--disaggregation-mode decode.", "server_args.py")
     routed_moe: RoutedMoeFacts = fact("The routed experts' quant method and per-rank sizes.")
     mtp_banded: bool = fact(
         "A banded MTP head: mtp_config.local_layer_ids (copied onto text_config) or text_config.mtp_local_layer_ids is non-empty.",
@@ -408,17 +443,6 @@ class PoolFit(_Facts):
     name: str | None = None
 
 
-    @model_validator(mode="before")
-    @classmethod
-    def _texts(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = dict(data)
-            for key in ("weight", "buffer"):
-                if data.get(key) is not None and data.get(f"{key}_text") is None:
-                    data[f"{key}_text"] = str(list(data[key]))
-        return data
-
-
 class PoolPartial(_Facts):
     """A shared-outer factor in a per-expert pool."""
 
@@ -431,94 +455,104 @@ class PoolPartial(_Facts):
 class PoolAdapterFacts(_Facts):
     """A pool manifest: the shared-sink buffers as set_lora_info receives them."""
 
-    form: Literal["pool"]
-    name: str
-    pool: BufferDims = fact("The four buffers' shapes.", "models/inkling_common/lora.py set_lora_info l.41-, V2 l.276-")
-    rebind: BufferDims | None = fact("Shapes of a second set_lora_info (None: no re-bind).", "models/inkling_common/lora.py set_lora_info l.41-, V2 l.276-")
-    binding: Binding | None = fact(
+    form: Annotated[Literal["pool"], From("adapter")]
+    name: Annotated[str, From("adapter")]
+    pool: Annotated[BufferDims, From("adapter")] = fact("The four buffers' shapes.", "models/inkling_common/lora.py set_lora_info l.41-, V2 l.276-")
+    rebind: Annotated[BufferDims | None, From("adapter")] = fact("Shapes of a second set_lora_info (None: no re-bind).", "models/inkling_common/lora.py set_lora_info l.41-, V2 l.276-")
+    binding: Annotated[Binding | None, From("adapter", "config", "model")] = fact(
         "What set_lora_info, the re-bind and slot updates do (None: no LoRA attached to the sink).",
         "models/inkling_common/lora.py set_lora_info l.41-/l.276-, on_lora_slots_updated l.115-/l.360-",
     )
 
 
-class PeftAdapterFacts(_Facts):
-    """A PEFT adapter (directory or manifest) as sglang maps and loads it."""
+class PeftOwnFacts(_Facts):
+    """What a PEFT adapter decides by itself, before the pool is known (facts/adapter.py)."""
 
-    form: Literal["peft"]
-    name: str
-    lora_id: str = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
-    r: int | None = fact("adapter_config `r` (None: absent or not an int; a boolean is the int Python makes of it, true 1, false 0).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
-    r_type: str = fact("Python type name of adapter_config `r` as json.load gives it (`NoneType` when null or absent).", "lora/lora_config.py l.43")
-    r_text: str = fact("adapter_config `r` as JSON (at most 40 characters; an int in full, up to the 100 digits an input may have), for messages.")
-    r_str: str = fact(
+    form: Annotated[Literal["peft"], From("adapter")]
+    name: Annotated[str, From("adapter")]
+    lora_id: Annotated[str, From("adapter")] = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
+    r: Annotated[int | None, From("adapter")] = fact("adapter_config `r` (None: absent or not an int; a boolean is the int Python makes of it, true 1, false 0).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
+    r_type: Annotated[str, From("adapter")] = fact("Python type name of adapter_config `r` as json.load gives it (`NoneType` when null or absent).", "lora/lora_config.py l.43")
+    r_text: Annotated[str, From("adapter")] = fact("adapter_config `r` as JSON (at most 40 characters; an int in full, up to the 100 digits an input may have), for messages.")
+    r_str: Annotated[str, From("adapter")] = fact(
         "adapter_config `r` as sglang's f-strings print it: Python's str() of a number (every digit of an int, `True` for true), else as r_text. "
         "For messages: `adapter_facts.r` is a CEL int, and an int past 64 bits reaches CEL as a double (`1e+50`).",
         "lora/lora_manager.py l.371-373",
         default="",
     )
-    scaling_failure: ScalingFailure | None = fact(
+    scaling_failure: Annotated[ScalingFailure | None, From("adapter")] = fact(
         "What `self.scaling = lora_alpha / r` raises on these values (None: it computes).", "lora/lora.py LoRAAdapter.__init__ l.71"
     )
-    scaling_not_finite: bool = fact(
+    scaling_not_finite: Annotated[bool, From("adapter")] = fact(
         "lora_alpha / r computes but is NaN or infinite, in Python or once rounded to float32 (json.load reads NaN, Infinity and 1e999 as floats; "
         "lora_B * scaling on a bf16 tensor computes in float32, and the backends keep scalings in float32).",
         "lora/lora.py LoRAAdapter.__init__ l.71; lora/mem_pool.py l.1307-1361; lora/backend/chunked_backend.py l.240",
     )
-    scaling_not_finite_text: str | None = fact(
+    scaling_not_finite_text: Annotated[str | None, From("adapter")] = fact(
         "The scaling where scaling_not_finite: \"NaN\", \"an infinity\", or the Python float and that float32 cannot hold it; for messages.",
         default=None,
     )
-    lora_alpha_text: str = fact("adapter_config `lora_alpha` as JSON (at most 40 characters), for messages.")
-    config_type_mismatches: list[str] = fact(
+    lora_alpha_text: Annotated[str, From("adapter")] = fact("adapter_config `lora_alpha` as JSON (at most 40 characters), for messages.")
+    config_type_mismatches: Annotated[list[str], From("adapter")] = fact(
         "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (r true, a boolean lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern, modules_to_save), "
         "each as \"<field> has type <type>, PEFT writes <type> (<what sglang 0.5.23 does with it>)\".",
     )
-    scaling_sglang: float | None = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
-    scaling_peft: float | None = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)); sglang uses lora_alpha / r.", "lora/lora.py l.71")
-    rank_pattern_mismatch: list[str] = fact("rank_pattern entries whose rank differs from r (sglang ignores rank_pattern).")
-    alpha_pattern_set: bool = fact("alpha_pattern is set (sglang ignores it).")
-    target_kind: Literal["missing", "list", "shorthand", "string", "dict", "none", "other"] = fact(
+    scaling_sglang: Annotated[float | None, From("adapter")] = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
+    scaling_peft: Annotated[float | None, From("adapter")] = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)); sglang uses lora_alpha / r.", "lora/lora.py l.71")
+    rank_pattern_mismatch: Annotated[list[str], From("adapter")] = fact("rank_pattern entries whose rank differs from r (sglang ignores rank_pattern).")
+    alpha_pattern_set: Annotated[bool, From("adapter")] = fact("alpha_pattern is set (sglang ignores it).")
+    target_kind: Annotated[Literal["missing", "list", "shorthand", "string", "dict", "none", "other"], From("adapter")] = fact(
         "What `target_modules` is.", "lora/utils.py get_normalized_target_modules l.277-327"
     )
-    target_type: str = fact("Python type name of `target_modules`.")
-    target_item_type: str | None = fact(
+    target_type: Annotated[str, From("adapter")] = fact("Python type name of `target_modules`.")
+    target_item_type: Annotated[str | None, From("adapter")] = fact(
         "Python type name of the first item of a list `target_modules` that is not a string (None: all are strings, or not a list).",
         "lora/utils.py get_normalized_target_modules l.323-324 (`name.split`)",
     )
-    normalized_targets: list[str] = fact("Normalized target module names (`all` for the shorthands).", "lora/utils.py l.277-327")
-    use_dora: bool
-    use_rslora: bool
-    peft_type_state: Literal["missing", "not_string", "lora", "other"] = fact("adapter_config peft_type.", "lora/lora.py l.67")
-    peft_type_type: str = fact("Python type name of adapter_config peft_type (`NoneType` when null or absent).", "lora/lora.py l.67 (`.lower()`)")
-    missing_config_keys: list[str] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
-    added_tokens_beyond_vocab: int = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py LoRAConfig.__init__ l.26-")
-    tensor_count: int
-    extra_token_embedding: ExtraTokenEmbedding | None = fact(
+    normalized_targets: Annotated[list[str], From("adapter")] = fact("Normalized target module names (`all` for the shorthands).", "lora/utils.py l.277-327")
+    use_dora: Annotated[bool, From("adapter")]
+    use_rslora: Annotated[bool, From("adapter")]
+    peft_type_state: Annotated[Literal["missing", "not_string", "lora", "other"], From("adapter")] = fact("adapter_config peft_type.", "lora/lora.py l.67")
+    peft_type_type: Annotated[str, From("adapter")] = fact("Python type name of adapter_config peft_type (`NoneType` when null or absent).", "lora/lora.py l.67 (`.lower()`)")
+    missing_config_keys: Annotated[list[str], From("adapter")] = fact("Of target_modules, r, lora_alpha: those absent.", "lora/lora_config.py l.42-60")
+    added_tokens_beyond_vocab: Annotated[int, From("adapter", "model")] = fact("Added tokens with an id at or past the base vocab.", "lora/lora_config.py LoRAConfig.__init__ l.26-")
+    tensor_count: Annotated[int, From("adapter", "weights")]
+    extra_token_embedding: Annotated[ExtraTokenEmbedding | None, From("adapter", "weights", "model")] = fact(
         "The first tensor outside the layers named *input_embeddings* / *output_embeddings* (not embed_tokens / lm_head) whose "
         "first dimension is not added_tokens_beyond_vocab (None: none).",
         "lora/lora.py _process_weight l.194-200",
         default=None,
     )
-    layer_out_of_range: LayerOutOfRange | None = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
-    embedding_weight_names: list[str] = fact("embed_tokens / lm_head tensors kept (targeted).", "lora/lora.py _process_weight l.164-200")
-    embedding_weight_names_text: str = fact("... joined with ', '.", "lora/utils.py warn_if_adapter_targets_embeddings l.14-")
-    normalizes_shared_sink: bool = fact("The loader reshapes flat shared-sink factors (Inkling base, n > 0).", "lora/lora.py l.317-370")
-    reshape_failure: ReshapeFailure | None = fact("First torch reshape failure of the shared-sink normalization.", "lora/lora.py l.317-370")
-    cat_failure: CatFailure | None = fact(
+    layer_out_of_range: Annotated[LayerOutOfRange | None, From("adapter", "weights", "model")] = fact("First tensor of a layer past the model's last.", "lora/lora.py _process_weight l.164-200")
+    embedding_weight_names: Annotated[list[str], From("adapter", "weights")] = fact(
+        "embed_tokens / lm_head tensors kept (targeted), sorted, as the EAGLE warning joins them with ', '.",
+        "lora/lora.py _process_weight l.164-200; lora/utils.py warn_if_adapter_targets_embeddings l.14-",
+    )
+    normalizes_shared_sink: Annotated[bool, From("adapter", "model")] = fact("The loader reshapes flat shared-sink factors (Inkling base, n > 0).", "lora/lora.py l.317-370")
+    reshape_failure: Annotated[ReshapeFailure | None, From("adapter", "weights", "model")] = fact("First torch reshape failure of the shared-sink normalization.", "lora/lora.py l.317-370")
+    cat_failure: Annotated[CatFailure | None, From("adapter", "weights")] = fact(
         "First torch.cat the normalization makes that torch refuses (sglang raises it while loading the adapter).",
         "lora/lora.py normalize_gate_up_proj l.462-501 (torch.cat l.485), normalize_qkv_proj l.264-315, normalize_inkling_qkvr_proj l.218-262",
     )
-    slice_failure: SliceFailure | None = fact(
+    slice_failure: Annotated[SliceFailure | None, From("adapter", "weights", "config", "model")] = fact(
         "First unnumbered shared-sink factor the sink's slice methods reject (the loader did not reshape it).",
         "models/inkling_common/lora.py slice_moe_lora_{a,b}_weights l.138-212",
     )
-    unmatched_weight_names: list[str] = fact("Normalized weights containing no pool target module.", "lora/mem_pool.py l.930-935")
-    target_failure: TargetFailure | None = fact(
+
+
+class PeftAdapterFacts(PeftOwnFacts):
+    """A PEFT adapter (directory or manifest) as sglang maps and loads it.
+
+    Its own facts (`PeftOwnFacts`, facts/adapter.py), then what load_lora_weight_to_buffer
+    does with it in the pool (facts/in_pool.py)."""
+
+    unmatched_weight_names: Annotated[list[str], From("adapter", "weights", "config")] = fact("Normalized weights containing no pool target module.", "lora/mem_pool.py l.930-935")
+    target_failure: Annotated[TargetFailure | None, From("adapter", "weights", "config")] = fact(
         "First layer weight get_target_module_name finds no target for.", "lora/utils.py l.351-370; mem_pool.py l.983"
     )
-    pool_fit: PoolFit | None = fact("First failure copying the adapter into a pool slot.", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
-    pool_partial: PoolPartial | None = fact("A shared-outer factor copied into a per-expert pool (only some experts).", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
-    indexed_shared_without_sink: IndexedSharedFailure | None = fact(
+    pool_fit: Annotated[PoolFit | None, From("adapter", "weights", "config", "model")] = fact("First failure copying the adapter into a pool slot.", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
+    pool_partial: Annotated[PoolPartial | None, From("adapter", "weights", "config", "model")] = fact("A shared-outer factor copied into a per-expert pool (only some experts).", "lora/mem_pool.py load_lora_weight_to_buffer l.920-1111")
+    indexed_shared_without_sink: Annotated[IndexedSharedFailure | None, From("adapter", "weights", "config", "model")] = fact(
         "First per-expert shared-expert factor (`shared_experts.<N>.`, not 3-D) on a layer without the sink's LoRA module: a dense-MLP "
         "layer below dense_mlp_idx, with LoRA on the batch-dense sink (None: none, or another setup).",
         "lora/mem_pool.py load_lora_weight_to_buffer l.985-1020",
@@ -529,8 +563,8 @@ class PeftAdapterFacts(_Facts):
 class UnreadableAdapterFacts(_Facts):
     """An adapter directory that could not be read: only adapter-file-unreadable applies."""
 
-    form: Literal["unreadable"]
-    name: str
+    form: Annotated[Literal["unreadable"], From("adapter")]
+    name: Annotated[str, From("adapter")]
 
 
 AdapterFacts = Annotated[Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts], Field(discriminator="form")]
@@ -558,81 +592,65 @@ class InputsGiven(_Facts):
 class Facts(_Facts):
     """Global facts of one check (the CEL variable `facts`)."""
 
-    lora_enabled: bool = fact("LoRA is on: --enable-lora, else --lora-paths given.", "arg_groups/lora_hook.py check_lora_server_args l.33-182")
-    lora_paths: list[LoraPath] = fact("--lora-paths as parsed into LoRARef entries.", "lora/lora_registry.py LoRARef l.28-")
-    pinned_int_failure: PinnedIntFailure | None = fact(
+    lora_enabled: Annotated[bool, From("config")] = fact("LoRA is on: --enable-lora, else --lora-paths given.", "arg_groups/lora_hook.py check_lora_server_args l.33-182")
+    lora_paths: Annotated[list[LoraPath], From("config")] = fact("--lora-paths as parsed into LoRARef entries.", "lora/lora_registry.py LoRARef l.28-")
+    pinned_int_failure: Annotated[PinnedIntFailure | None, From("config")] = fact(
         "The first --lora-paths entry whose `int(pinned)` raises (None: every entry's converts): _load_lora_adapter counts pinned adapters with it "
         "after loading the weights, and LoRARef (a msgspec.Struct) does not check that `pinned` is a bool.",
         "lora/lora_manager.py _load_lora_adapter l.319, init_lora_adapters l.756-762; arg_groups/lora_hook.py l.97-106",
         default=None,
     )
-    lora_paths_json_failure: LoraPathJsonFailure | None = fact(
+    lora_paths_json_failure: Annotated[LoraPathJsonFailure | None, From("config")] = fact(
         "The first --lora-paths string entry that, stripped, starts with '{' and ends with '}' and that argparse's LoRAPathAction "
         "refuses (None: every such entry is a JSON object with lora_name and lora_path).",
         "arg_groups/argparse_actions.py LoRAPathAction.__call__ l.9-22",
         default=None,
     )
-    target_modules: list[str] = fact(
+    target_modules: Annotated[list[str], From("config")] = fact(
         "The pool's target modules: --lora-target-modules (`all` resolved), else the union of the adapters' normalized targets.",
         "lora/lora_manager.py init_lora_shapes l.800-918; models/inkling.py supported_lora_modules l.955",
     )
-    attention: AttentionFacts
-    quant: QuantFacts
-    sink: SinkFacts
-    pool: PoolFacts | None = fact("The shared-sink pool sglang allocates (None: R unknown, or no shared experts).", "lora/mem_pool.py get_lora_A_shape l.424-, get_lora_B_shape l.527-")
-    startup: StartupFacts
-    model: ModelFacts
-    fleet: FleetFacts
-    inputs_given: InputsGiven = fact("Which inputs were given; facts that depend on one that was not are unknown.")
-    adapters: list[AdapterFacts] = fact(
+    attention: Annotated[AttentionFacts, From("config", "platform")]
+    quant: Annotated[QuantFacts, From("model")]
+    sink: Annotated[SinkFacts, From("config", "model")]
+    pool: Annotated[PoolFacts | None, From("config", "model")] = fact("The shared-sink pool sglang allocates (None: R unknown, or no shared experts).", "lora/mem_pool.py get_lora_A_shape l.424-, get_lora_B_shape l.527-")
+    startup: Annotated[StartupFacts, From("config", "adapter")]
+    model: Annotated[ModelFacts, From("config", "model")]
+    fleet: Annotated[FleetFacts, From("config", "adapter")]
+    inputs_given: Annotated[InputsGiven, From()] = fact("Which inputs were given; facts that depend on one that was not are unknown.")
+    adapters: Annotated[list[AdapterFacts], From("adapter")] = fact(
         "Per-adapter facts in input order: rules read them as `adapter_facts` (one adapter) and `adapter_facts_list`."
     )
 
 
-# Which inputs each fact is derived from: a rule that reads a fact derived from an input that
-# was not given (or could not be read) is *not checked*, not passed on placeholder values
-# (engine/coverage.py; Report.coverage). Keys are dotted paths of the CEL variables; the longest
-# key that is a prefix of a path a rule reads decides. Inputs: "config" (server config), "model"
-# (config.json), "platform", "adapter" (the adapter's manifest or adapter_config.json) and
-# "weights" (its tensor table: safetensors headers, or a manifest's `tensors`).
-# tests/test_coverage.py: every field of Facts is here, and every key is a fact.
-DERIVED_FROM: dict[str, tuple[str, ...]] = {
-    "facts.lora_enabled": ("config",),
-    "facts.lora_paths": ("config",),
-    "facts.pinned_int_failure": ("config",),
-    "facts.lora_paths_json_failure": ("config",),
-    "facts.target_modules": ("config",),
-    "facts.attention": ("config", "platform"),
-    "facts.quant": ("model",),
-    "facts.sink": ("config", "model"),
-    "facts.sink.backend_name": ("config",),
-    "facts.sink.backend_has_dense_engine": ("config",),
-    "facts.sink.max_loras_per_batch": ("config",),
-    "facts.pool": ("config", "model"),
-    "facts.startup": ("config", "adapter"),
-    "facts.model": ("config", "model"),
-    "facts.model.attn_tp_size": ("config",),
-    "facts.model.is_pd_decode": ("config",),
-    "facts.model.nvfp4": ("config", "platform"),
-    "facts.model.quant_wiring": ("model",),
-    "facts.fleet": ("config", "adapter"),
-    "facts.inputs_given": (),
-    "facts.adapters": ("adapter",),
-    "adapter_facts": ("adapter",),
-    "adapter_facts.added_tokens_beyond_vocab": ("adapter", "model"),
-    "adapter_facts.extra_token_embedding": ("adapter", "weights", "model"),
-    "adapter_facts.normalizes_shared_sink": ("adapter", "model"),
-    "adapter_facts.binding": ("adapter", "config", "model"),
-    "adapter_facts.tensor_count": ("adapter", "weights"),
-    "adapter_facts.embedding_weight_names": ("adapter", "weights"),
-    "adapter_facts.embedding_weight_names_text": ("adapter", "weights"),
-    "adapter_facts.cat_failure": ("adapter", "weights"),
-    "adapter_facts.layer_out_of_range": ("adapter", "weights", "model"),
-    "adapter_facts.reshape_failure": ("adapter", "weights", "model"),
-    "adapter_facts.unmatched_weight_names": ("adapter", "weights", "config"),
-    "adapter_facts.target_failure": ("adapter", "weights", "config"),
-    "adapter_facts.slice_failure": ("adapter", "weights", "config", "model"),
-    "adapter_facts.pool_fit": ("adapter", "weights", "config", "model"),
-    "adapter_facts.pool_partial": ("adapter", "weights", "config", "model"),
-    "adapter_facts.indexed_shared_without_sink": ("adapter", "weights", "config", "model"),
-}
+ADAPTER_FORMS: tuple[type[_Facts], ...] = (PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts)
+
+
+def _declared(field: Any) -> tuple[str, ...] | None:
+    return next((m.inputs for m in field.metadata if isinstance(m, From)), None)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+@lru_cache(maxsize=1024)
+def derived_from(path: Sequence[str]) -> tuple[str, ...] | None:
+    """The inputs the value at `path` (a CEL variable path: `facts`, `adapter_facts`, then
+    field names) is derived from: the `From` of the deepest field on the path that declares
+    one (None: no field on it does, or `path` is no fact). A name past the fields (a CEL
+    method, a list's elements) ends the walk; an adapter field is looked up in every form
+    that has it."""
+    root, *rest = path
+    models: list[type[BaseModel]] = [Facts] if root == "facts" else list(ADAPTER_FORMS) if root == "adapter_facts" else []
+    found = None
+    for name in rest:
+        fields = [m.model_fields[name] for m in models if name in m.model_fields]
+        if not fields:
+            break
+        found = next((d for d in map(_declared, fields) if d is not None), found)
+        # A list's elements are not reached by a path (only by CEL's macros over the list).
+        models = [sub for field in fields if typing.get_origin(field.annotation) is not list for sub in _models_in(field.annotation)]
+    return found

@@ -34,12 +34,11 @@ import struct
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.limits import JsonScan, LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
-from inkling_compat.inputs.models import AdapterSource, PeftManifest, TensorSpec, TensorTable
+from inkling_compat.inputs.models import AdapterSource, LoraRef, PeftManifest, TensorSpec, TensorTable
 
 # safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000
@@ -707,7 +706,7 @@ def read_fleet(
     dirs: Iterable[str | os.PathLike[str]],
     *,
     folder: str | os.PathLike[str] | None = None,
-    lora_paths: list[dict[str, Any]] | None = None,
+    lora_paths: list[LoraRef] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[PeftManifest]:
     """Manifests of many adapter directories; never raises for an adapter's content.
@@ -723,7 +722,7 @@ def read_fleet(
         name, path, pinned = None, None, False
         entry = by_real.get(_real_or_none(directory)) if by_real else None  # no realpath without --lora-paths
         if entry is not None:
-            name, path, pinned = entry["name"], entry["path"], bool(entry.get("pinned", False))
+            name, path, pinned = entry.name, entry.path, entry.pinned
         out.append(_read_entry(directory, folder_real, name, path, pinned))
         if progress is not None:
             progress(index + 1, len(dirs))
@@ -773,16 +772,11 @@ def _real_or_none(path: str) -> str | None:
         return None
 
 
-def _lora_path_index(entries: list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
-    index: dict[str | None, dict[str, Any]] = {}
+def _lora_path_index(entries: list[LoraRef]) -> dict[str | None, LoraRef]:
+    index: dict[str | None, LoraRef] = {}
     for entry in entries:
-        real = _real_or_none(str(entry.get("path", "")))
+        real = _real_or_none(entry.path)
         if real is not None and os.path.isdir(real):
             index.setdefault(real, entry)
     index.pop(None, None)
     return index
-
-
-def is_adapter_dir(source: Any) -> bool:
-    """True for a str/Path naming an existing directory (an adapter to read with this module)."""
-    return isinstance(source, (str, Path)) and os.path.isdir(source)

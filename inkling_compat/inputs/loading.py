@@ -36,6 +36,7 @@ from inkling_compat.inputs.limits import (
 )
 from inkling_compat.inputs.models import (
     PLATFORM_PRESETS,
+    LoraRef,
     ModelConfig,
     PeftManifest,
     Platform,
@@ -716,7 +717,7 @@ def load_platform(source: Any) -> tuple[Platform, list[dict[str, str]]]:
 
 
 def load_adapter(
-    source: Any, lora_paths: list[dict[str, Any]] | None = None
+    source: Any, lora_paths: list[LoraRef] | None = None
 ) -> tuple[PoolManifest | PeftManifest, list[dict[str, str]]]:
     """A manifest (pool or PEFT form) from a model, a dict, a YAML/JSON file or a PEFT adapter
     directory (read by `adapter_reader`; `lora_paths` names it by its --lora-paths entry)."""

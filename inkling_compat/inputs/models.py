@@ -8,6 +8,7 @@ these models dump to.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -185,7 +186,7 @@ class EnvSwitches(_Strict):
     SGLANG_RAGGED_VERIFY_MODE: str = "static"
 
 
-class SinkFacts(_Strict):
+class StatedSink(_Strict):
     """Module-level facts a user may state instead of letting the checker derive them.
 
     Used to check situations no whole config reaches today (e.g. a sink built without
@@ -286,7 +287,7 @@ class ServerConfig(_Strict):
     arguments: dict[str, Any] = Field(default_factory=dict)
     # Environment switches and stated module facts
     env: EnvSwitches = Field(default_factory=EnvSwitches)
-    sink: SinkFacts | None = None
+    sink: StatedSink | None = None
     draft: DraftFacts | None = None
 
     @field_validator("lora_target_modules", mode="before")
@@ -336,7 +337,7 @@ class QuantMethodWiring(_Strict):
     shared_sink_forward: Literal["own", "fused_moe_apply"] | None = None
 
 
-class AttnPrologueFacts(_Strict):
+class StatedAttnPrologue(_Strict):
     """Stated: the fused attention prologue's MXFP8 store inputs, per TP rank.
 
     Normally derived (FA4 + use_sconv + head_dim 128 + SGLANG_OPT_USE_INKLING_FUSED_ATTN_PROLOGUE,
@@ -420,7 +421,7 @@ class ModelConfig(BaseModel):
     # Stated module facts (not config.json keys): situations sglang 0.5.23's own wiring
     # never produces, stated to check a patched build or a single module.
     quant_method_wiring: QuantMethodWiring | None = None
-    attn_prologue: AttnPrologueFacts | None = None
+    attn_prologue: StatedAttnPrologue | None = None
 
 
 class Platform(_Strict):
@@ -470,6 +471,19 @@ PLATFORM_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclass(frozen=True)
+class LoraRef:
+    """One --lora-paths entry as sglang parses it into a LoRARef (lora_registry.py l.28-):
+    name, path, the truthiness of `pinned`, what `int(pinned)` adds to the pinned count
+    (lora_manager.py l.319; None where it raises) and, then, Python's text."""
+
+    name: str
+    path: str
+    pinned: bool = False
+    pinned_count: int | None = 0
+    pinned_int_error: str | None = None
+
+
 class TensorSpec(_Strict):
     """A tensor described by shape and dtype only: the checker never needs the bytes."""
 
@@ -497,23 +511,6 @@ class PoolManifest(_Strict):
     updated_slots: list[int] | None = None
 
 
-class PeftAdapterConfig(BaseModel):
-    """`adapter_config.json` as PEFT writes it; unknown PEFT fields are kept, not rejected."""
-
-    model_config = ConfigDict(extra="allow")
-
-    peft_type: str | None = "LORA"
-    r: int | None = None
-    lora_alpha: float | None = None
-    target_modules: list[str] | str | None = None
-    use_rslora: bool = False
-    use_dora: bool = False
-    modules_to_save: list[str] | None = None
-    rank_pattern: dict[str, int] = Field(default_factory=dict)
-    alpha_pattern: dict[str, float] = Field(default_factory=dict)
-    base_model_name_or_path: str | None = None
-
-
 class TensorTable(RootModel[dict[str, TensorSpec]]):
     """Tensor name -> TensorSpec. A root model so that tensor names are never mistaken
     for misspelt keys of TensorSpec by the unknown-key scan (they are free-form)."""
@@ -529,6 +526,13 @@ class TensorTable(RootModel[dict[str, TensorSpec]]):
 
     def __iter__(self) -> Any:  # type: ignore[override]
         return iter(self.root)
+
+    @functools.cached_property
+    def content(self) -> tuple[tuple[str, tuple[int, ...], str], ...]:
+        """(name, shape, dtype) of every tensor, hashable: what facts derived from the table
+        depend on (a memo key). A table is never changed once built; the adapter reader interns
+        alike tables, so this is built once per distinct table."""
+        return tuple((name, tuple(spec.shape), spec.dtype) for name, spec in self.root.items())
 
 
 class AdapterSource(_Strict):

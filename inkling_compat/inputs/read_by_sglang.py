@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from inkling_compat.inputs.models import ServerConfig
+from inkling_compat.inputs.models import LoraRef, ServerConfig
 
 
 def model_path(server: ServerConfig) -> str | None:
@@ -20,7 +20,7 @@ def model_path(server: ServerConfig) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def unread(server: ServerConfig, model: Any, adapter: Any, entries: list[dict[str, Any]]) -> tuple[str, ...]:
+def unread(server: ServerConfig, model: Any, adapter: Any, entries: list[LoraRef]) -> tuple[str, ...]:
     """The paths sglang would read that are not on this machine (nothing else stood in for them)."""
     out = []
     path = model_path(server)
@@ -28,19 +28,19 @@ def unread(server: ServerConfig, model: Any, adapter: Any, entries: list[dict[st
         out.append(f"--model-path {path}: not a local folder with config.json (a hub id?): the model checks are not checked")
     if adapter is None:
         for entry in entries:
-            if not os.path.isdir(entry["path"]):
-                out.append(f"--lora-paths {entry['name']}={entry['path']}: not a local folder: that adapter is not checked")
+            if not os.path.isdir(entry.path):
+                out.append(f"--lora-paths {entry.name}={entry.path}: not a local folder: that adapter is not checked")
     return tuple(out)
 
 
-def found_inputs(server: ServerConfig, model: Any, adapter: Any, entries: list[dict[str, Any]]) -> tuple[Any, Any]:
+def found_inputs(server: ServerConfig, model: Any, adapter: Any, entries: list[LoraRef]) -> tuple[Any, Any]:
     """(model, adapter) with what the arguments name filled in where the caller gave none."""
     if model is None:
         path = model_path(server)
         if path is not None and os.path.isfile(os.path.join(path, "config.json")):
             model = path
     if adapter is None and entries:
-        folders = [entry["path"] for entry in entries if os.path.isdir(entry["path"])]
+        folders = [entry.path for entry in entries if os.path.isdir(entry.path)]
         if folders:
             adapter = folders
     return model, adapter

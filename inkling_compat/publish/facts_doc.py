@@ -63,9 +63,12 @@ def _escape(text: str) -> str:
 
 
 def _table(lines: list[str], items: Iterator[tuple[str, str, str, str]]) -> None:
-    lines += ["| path | type | meaning | sglang 0.5.23 |", "| --- | --- | --- | --- |"]
+    from inkling_compat.facts.types import derived_from
+
+    lines += ["| path | type | meaning | sglang 0.5.23 | derived from |", "| --- | --- | --- | --- | --- |"]
     for path, type_name, meaning, source in items:
-        cells = [f"`{path}`", type_name, _escape(meaning), _escape(source)]
+        inputs = derived_from(tuple(path.split(".")))
+        cells = [f"`{path}`", type_name, _escape(meaning), _escape(source), ", ".join(inputs) if inputs else "(none)"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
 
@@ -84,9 +87,14 @@ def render() -> str:
         "never a value sglang would compute. The JSON schema is `schemas/facts.schema.json`. A rule that reads a",
         "path not listed here is refused when the rules load (a broken rule file, exit 3).",
         "",
+        "*derived from*: the inputs a fact depends on (the `From(...)` of its field, else its parent's). A rule",
+        "that reads a fact derived from an input that was not given or could not be read is *not checked*.",
+        "",
         "To add a fact: add a field with `fact(description, sglang lines)` to the model in",
-        "`inkling_compat/facts/types.py`, compute it in `facts/derive.py` (or `facts/in_pool.py` per adapter),",
-        "then run `python -m inkling_compat.publish.schemas` and `python -m inkling_compat.publish.facts_doc`.",
+        "`inkling_compat/facts/types.py` (a field of `Facts` or of an adapter form also declares its inputs:",
+        "`Annotated[bool, From(\"config\", \"model\")]`), compute it in `facts/derive.py` (or `facts/adapter.py` /",
+        "`facts/in_pool.py` per adapter), then run `python -m inkling_compat.publish.schemas` and",
+        "`python -m inkling_compat.publish.facts_doc`.",
         "",
         "## `facts`",
         "",

@@ -231,7 +231,9 @@ def normalize_layer(weights: dict[str, torch.Tensor], r: int | None, n_shared: i
     plan = adapter_loader.plan_layer({k: _shape(v) for k, v in weights.items()}, r, n_shared, inkling)
     if plan.failure is not None:
         f = plan.failure
-        raise PoolBuildError(f"{f['name']}: shape '{f['shape']}' is invalid for input of size {f['size']}")
+        if isinstance(f, adapter_loader.CatRefusal):
+            raise PoolBuildError(f"{f.name}: {f.message}")
+        raise PoolBuildError(f"{f.name}: shape '{list(f.shape)}' is invalid for input of size {f.size}")
     return apply_plan(plan.steps, dict(weights))
 
 

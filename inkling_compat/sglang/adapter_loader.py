@@ -21,8 +21,9 @@ is returned as `failure`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
 
@@ -64,6 +65,28 @@ def sink_site(name: str) -> dict[str, Any] | None:
     }
 
 
+@dataclass(frozen=True)
+class ReshapeRefusal:
+    """A reshape of `_normalize_shared_expert_moe` torch refuses: the factor, the shape asked
+    for, the factor's element count, and the site (down_a, gate_up_b)."""
+
+    name: str
+    shape: tuple[int, ...]
+    size: int
+    site: str
+
+
+@dataclass(frozen=True)
+class CatRefusal:
+    """A torch.cat of the normalization torch refuses: the tensor it would make and torch's text."""
+
+    name: str
+    message: str
+
+
+NormalizeFailure = Union[ReshapeRefusal, CatRefusal]
+
+
 class LayerPlan(NamedTuple):
     """The steps `_normalize_weights` takes on one layer, the name -> shape dict they leave
     (in sglang's dict order), and the first reshape torch rejects (then `steps` stop before it
@@ -71,13 +94,13 @@ class LayerPlan(NamedTuple):
 
     steps: tuple[Step, ...]
     shapes: dict[str, list[int]]
-    failure: dict[str, Any] | None
+    failure: NormalizeFailure | None
 
 
 class _Refused(Exception):
     """torch refuses a concatenation of the plan (carries the failure)."""
 
-    def __init__(self, failure: dict[str, Any]):
+    def __init__(self, failure: CatRefusal):
         self.failure = failure
 
 
@@ -90,7 +113,7 @@ def plan_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkl
         if isinstance(step, Cat):
             message = cat_failure([shapes[name] for name in step.inputs], step.dim)
             if message is not None:  # torch.cat raises; sglang's load stops here
-                raise _Refused({"kind": "cat", "name": step.out, "message": message})
+                raise _Refused(CatRefusal(name=step.out, message=message))
         steps.append(step)
         step_shape(step, shapes)
 
@@ -136,7 +159,7 @@ def _plan(shapes: dict[str, list[int]], steps: list[Step], do: Any, r: int | Non
                 rank, flat = shape
                 target = (rank, n_shared, flat // n_shared)
                 if numel(target) != rank * flat:
-                    return LayerPlan(tuple(steps), shapes, {"kind": "reshape", "name": name, "shape": list(target), "size": rank * flat, "site": "down_a"})
+                    return LayerPlan(tuple(steps), shapes, ReshapeRefusal(name=name, shape=tuple(target), size=rank * flat, site="down_a"))
                 do(Reshape(name, target, True))
             elif "lora_A" in name or is_down:
                 do(Reshape(name, (1, *shape)))
@@ -144,7 +167,7 @@ def _plan(shapes: dict[str, list[int]], steps: list[Step], do: Any, r: int | Non
                 flat, rank = shape
                 target = (n_shared, flat // n_shared, rank)
                 if numel(target) != rank * flat:
-                    return LayerPlan(tuple(steps), shapes, {"kind": "reshape", "name": name, "shape": list(target), "size": rank * flat, "site": "gate_up_b"})
+                    return LayerPlan(tuple(steps), shapes, ReshapeRefusal(name=name, shape=tuple(target), size=rank * flat, site="gate_up_b"))
                 do(Reshape(name, target))
     # _rename_expert_w_to_proj (l.372): w1/w3/w2 -> gate_proj/up_proj/down_proj (moved to the end).
     renames = []
@@ -174,7 +197,7 @@ def _plan(shapes: dict[str, list[int]], steps: list[Step], do: Any, r: int | Non
     return LayerPlan(tuple(steps), shapes, None)
 
 
-def normalize_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkling: bool) -> dict[str, Any] | None:
+def normalize_layer(weights: dict[str, list[int]], r: int | None, n_shared: int, inkling: bool) -> NormalizeFailure | None:
     """`plan_layer`'s shapes written into `weights` (in place); returns its failure, if any."""
     plan = plan_layer(weights, r, n_shared, inkling)
     weights.clear()
@@ -217,7 +240,7 @@ def layer_template(name: str, lid: int) -> str:
 
 def normalize_layer_shared(
     lid: int, weights: dict[str, list[int]], r: int | None, n: int, inkling: bool
-) -> dict[str, Any] | None:
+) -> NormalizeFailure | None:
     """`normalize_layer`, computed once per layer *shape* (names with the layer number taken
     out, shapes, r, n): every layer of an adapter, and the layers of alike adapters, share it."""
     tag = f"layers.{lid}."
@@ -234,7 +257,7 @@ def normalize_layer_shared(
 
 def normalize_template(
     lid: int, items: tuple[tuple[str, tuple[int, ...]], ...], r: int | None, n: int, inkling: bool
-) -> tuple[dict[str, list[int]], dict[str, Any] | None, tuple[tuple[str, tuple[int, ...]], ...]]:
+) -> tuple[dict[str, list[int]], NormalizeFailure | None, tuple[tuple[str, tuple[int, ...]], ...]]:
     """`normalize_layer_shared` for a layer already written as (template name, shape tuple)
     pairs (the caller templated each name once): the normalized name -> shape dict of layer
     `lid` (new lists), the failure if any, and the normalized layer as template pairs (the
@@ -255,5 +278,5 @@ def normalize_template(
         names = names_by_layer[lid] = tuple(layer_name(name, lid) for name, _ in out_items)
     normalized = {name: list(shape) for name, (_, shape) in zip(names, out_items)}
     if failure is not None:
-        failure = dict(failure, name=layer_name(failure["name"], lid))
+        failure = replace(failure, name=layer_name(failure.name, lid))
     return normalized, failure, out_items

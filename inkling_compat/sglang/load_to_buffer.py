@@ -30,12 +30,13 @@ with no result: sglang raises something else there first.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from inkling_compat.sglang import slicing
-from inkling_compat.sglang.pool_shapes import expected_pool_shapes
-from inkling_compat.sglang.adapter_loader import layer_id, layer_name, layer_template
+from inkling_compat.sglang.adapter_loader import layer_name, layer_template
+from inkling_compat.sglang.pool_shapes import BufferShapes, StartupPool
 _EXPERT = re.compile(r"experts\.(\d+)\.")
 STOP = object()  # sglang fails here with something this module does not report
 _STOP = STOP
@@ -45,13 +46,21 @@ def _cut(length: int, start: int, end: int) -> int:
     return max(0, min(end, length) - min(start, length))
 
 
+@dataclass(frozen=True)
+class FactorSliceFailure:
+    """A shared-sink factor (`name`) the sink's slice methods reject, and what they raise."""
+
+    name: str
+    failure: slicing.SliceRefusal
+
+
 def first_slice_failure(
-    layers: list[tuple[int, dict[str, list[int]]]],
+    layers: Sequence[tuple[int, dict[str, list[int]]]],
     n: int,
     tp_size: int = 1,
     tp_rank: int = 0,
     f_local: int = 0,
-) -> dict[str, Any] | None:
+) -> FactorSliceFailure | None:
     """First unnumbered shared-sink factor the sink's slice methods reject (when the loader did
     not reshape the factors), in mem_pool's order: per layer, canonical gate_up then down,
     lora_A then lora_B (l.1077-1101). The geometry is `inkling_compat.sglang.slicing`."""
@@ -66,7 +75,7 @@ def first_slice_failure(
                         continue
                     failure = slicing.slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local)
                     if failure is not None:
-                        return {**failure.as_dict(), "name": name}
+                        return FactorSliceFailure(name=name, failure=failure)
     return None
 
 
@@ -190,168 +199,177 @@ def unmatched_names(names: Sequence[str], targets: Sequence[str]) -> list[str]:
     return [n for n in names if search(n) is None]
 
 
-def set_repr(names: list[str]) -> str:
+def set_repr(names: Sequence[str]) -> str:
     """repr() of a Python set of strings (sorted here; sglang's order varies per process)."""
     return "{" + ", ".join(repr(n) for n in sorted(names)) + "}" if names else "set()"
 
 
-def startup_pool(facts: dict[str, Any], adapter_facts_list: list[dict[str, Any]], model: Any, config: Any) -> dict[str, Any] | None:
-    """The four shared-sink buffer shapes sglang allocates, with R and the shared-outer layout
-    decided the way LoRAManager.init_state decides them: from --max-lora-rank /
-    --experts-shared-outer-loras when given, else from the **start-up** (--lora-paths) adapters
-    only (init_lora_shapes, _detect_shared_outer_loras; nothing detected means per-expert).
-    Adapters loaded at run time never change the pool. Pool-form manifests state a pool and
-    count as start-up adapters."""
-    sink = facts.get("sink") or {}
-    startup_names = {p["name"] for p in facts.get("lora_paths") or []}
-    startup = [a for a in adapter_facts_list if a.get("form") == "pool" or (a.get("form") == "peft" and a.get("name") in startup_names)]
-    # lora_manager.py l.893: `if max_lora_rank is not None` keeps a given 0 (a rank-0 pool;
-    # the argparse-level assertion that tests its truthiness is lora_hook.py l.152's).
-    rank = config.max_lora_rank if config.max_lora_rank is not None else max((a["rank"] for a in startup if isinstance(a.get("rank"), int)), default=None)
-    if config.experts_shared_outer_loras is not None:
-        shared_outer = bool(config.experts_shared_outer_loras)
-    else:
-        detected = [a["shared_outer"] for a in startup if a.get("shared_outer") is not None]
-        shared_outer = bool(detected) and bool(detected[0])
-    pool = expected_pool_shapes(
-        sink.get("max_loras_per_batch") or 0,
-        getattr(model, "n_shared_experts", 0),
-        rank,
-        getattr(model, "hidden_size", 0),
-        int(sink.get("intermediate_size_per_partition") or 0),
-        shared_outer,
+@dataclass(frozen=True)
+class AdapterWeights:
+    """What the copy reads of one PEFT adapter once LoRAAdapter normalized it: every weight
+    name (layers and embeddings, sorted), the layers as (layer, name -> shape) in layer order,
+    each layer as (template name, shape) pairs where the caller has them (the memo key of
+    alike layers), r, and whether a tensor names a layer past the model's last."""
+
+    names: tuple[str, ...]
+    layers: tuple[tuple[int, dict[str, list[int]]], ...]
+    templates: Mapping[int, Any]
+    r: int | None
+    layer_out_of_range: bool = False
+
+
+@dataclass(frozen=True)
+class LoadSetup:
+    """What the copy reads of the server, the model and the sink, the same for every adapter:
+    the pool's target modules, LoRA attached to the sink, F, n, the routed experts, the first
+    MoE layer (dense_mlp_idx) and the TP size."""
+
+    targets: tuple[str, ...]
+    lora_attached: bool
+    f_local: int
+    n_shared: int
+    n_routed: int
+    first_moe: int
+    tp_size: int
+
+
+@dataclass(frozen=True)
+class UnmatchedTarget:
+    """A layer weight get_target_module_name finds no target for: its name, layer, and the
+    pool's target set as sglang prints it."""
+
+    name: str
+    layer: int
+    targets: str
+
+
+CopyKind = Literal["dict_entries", "expert_dim", "unexpected_format", "expert_out_of_range", "shape_mismatch", "not_expert_weights"]
+
+
+@dataclass(frozen=True)
+class CopyFailure:
+    """A failure copying one routed weight into its slot: `kind`, the shared-outer buffer
+    (`module`) and the value it refuses, the shapes compared (`buffer` view, `weight`), the
+    expert, and where: layer, TP rank, site and the weight's name."""
+
+    kind: CopyKind
+    module: str | None = None
+    value: int | None = None
+    weight: tuple[int, ...] | None = None
+    expert: int | None = None
+    buffer: tuple[int, ...] | None = None
+    layer: int | None = None
+    tp_rank: int | None = None
+    site: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class PartialCopy:
+    """A shared-outer (one-expert) factor copied into a per-expert pool: only expert 0 of the
+    pool's `experts` is filled."""
+
+    layer: int
+    site: str
+    name: str
+    experts: int
+
+
+@dataclass(frozen=True)
+class IndexedShared:
+    """A per-expert shared-expert factor (`shared_experts.<N>.`, not 3-D) on a layer with no
+    shared MoE LoRA module: its name and layer."""
+
+    name: str
+    layer: int
+
+
+@dataclass(frozen=True)
+class LoadReplay:
+    """One adapter's load_lora_weight_to_buffer: the weights with no target module, the first
+    one the copy loop stops on, the first copy failure, a partial copy, and an indexed shared
+    factor on a layer without the sink's module."""
+
+    unmatched_weight_names: tuple[str, ...] = ()
+    target_failure: UnmatchedTarget | None = None
+    pool_fit: CopyFailure | None = None
+    pool_partial: PartialCopy | None = None
+    indexed_shared_without_sink: IndexedShared | None = None
+
+
+_NO_REPLAY = LoadReplay()
+
+
+def load_setup(targets: Sequence[str], lora_attached: bool, f_local: int, model: Any, tp_size: int) -> LoadSetup:
+    """The `LoadSetup` of a model config (n, routed experts, first MoE layer) and the server's TP size."""
+    return LoadSetup(
+        targets=tuple(targets),
+        lora_attached=lora_attached,
+        f_local=f_local,
+        n_shared=model.n_shared_experts,
+        n_routed=model.n_routed_experts,
+        first_moe=max(int(model.dense_mlp_idx or 0), 0),
+        tp_size=max(int(tp_size or 1), 1),
     )
-    if pool is None:
-        return None
-    return {"buffers": pool, "shared_outer": shared_outer, "rank": rank, "allocation": allocation_failure(pool, rank, getattr(model, "num_hidden_layers", 0))}
 
 
-# The bytes past which no GPU holds the pool: 1 TiB, several times the largest GPU memory
-# (H200 141 GB, B200 180 GB, B300 288 GB), so a pool this large fails on every platform.
-GPU_BYTES_BOUND = 1 << 40
-_INT64_MAX = (1 << 63) - 1
-
-
-def allocation_failure(buffers: dict[str, list[int]], rank: int, num_layers: int) -> dict[str, str] | None:
-    """What allocating the pool raises, for a rank that sizes it past any GPU (None: it may fit).
-
-    mem_pool.py init_buffers (l.606-700) allocates, for every target module and each of the
-    model's num_layer layers, `torch.zeros(shape, dtype=bf16)` with the rank (times the
-    module's stack count) in the shape: the four shared-sink buffers alone take
-    num_layers x their elements x 2 bytes. torch refuses a size past a 64-bit int while it
-    parses the shape (TypeError "Overflow when unpacking long"), a storage of more than 2**63
-    bytes (RuntimeError "Storage size calculation overflowed") and memory the device does not
-    have (torch.OutOfMemoryError, a RuntimeError). A negative rank is the other failure
-    (lora-pool-rank-negative); ranks of real adapters (<= 2**16) never come near this."""
-    if rank is None or rank < 0:
-        return None
-    total = max(num_layers, 1) * 2 * sum(_numel(shape) for shape in buffers.values())
-    if total <= GPU_BYTES_BOUND:
-        return None
-    if max(d for shape in buffers.values() for d in shape) > _INT64_MAX:
-        error = "TypeError"
-    else:
-        error = "RuntimeError"
-    return {"error_class": error, "bytes_str": str(total), "rank_str": str(rank)}
-
-
-def _numel(shape: list[int]) -> int:
-    out = 1
-    for d in shape:
-        out *= max(d, 0)
-    return out
-
-
-def replay_load(
-    adapter_facts: dict[str, Any],
-    facts: dict[str, Any],
-    model: Any,
-    config: Any,
-    pool: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """`{"target_failure", "pool_fit", "pool_partial", "unmatched_weight_names"}` for one adapter.
-
-    `pool` is `startup_pool(...)` (computed once per check by the caller)."""
-    out: dict[str, Any] = {
-        "target_failure": None, "pool_fit": None, "pool_partial": None, "unmatched_weight_names": [], "indexed_shared_without_sink": None,
-    }
-    if adapter_facts.get("form") != "peft":
-        return out
-    if adapter_facts.get("reshape_failure") is not None or adapter_facts.get("cat_failure") is not None:
-        return out  # the adapter failed to load (LoRAAdapter's normalization): no pool copy follows
-    targets = list(facts.get("target_modules") or [])
+def replay_load(weights: AdapterWeights | None, setup: LoadSetup, pool: StartupPool | None) -> LoadReplay:
+    """load_lora_weight_to_buffer for one adapter (`weights` None: the adapter failed to load,
+    in LoRAAdapter's normalization, so no pool copy follows). `pool` is the start-up pool
+    (`pool_shapes.startup_pool`, computed once per check by the caller)."""
+    if weights is None:
+        return _NO_REPLAY
+    targets = list(setup.targets)
     # mem_pool l.930-935: weights (layer and embedding, normalized) containing no target module.
-    out["unmatched_weight_names"] = unmatched_names(adapter_facts.get("normalized_weight_names") or [], targets)
-    shapes = adapter_facts.get("normalized_shapes")
-    if not shapes:
-        return out
-    layers: dict[int, dict[str, list[int]]] = {}
-    if adapter_facts.get("normalized_layers") is not None:  # grouped already (facts.adapter)
-        layers = dict(adapter_facts["normalized_layers"])
-    else:
-        for name, shape in shapes.items():
-            lid = layer_id(name)
-            if lid is not None:
-                layers.setdefault(lid, {})[name] = shape
-    templates = adapter_facts.get("normalized_templates") or {}
+    unmatched_names_ = tuple(unmatched_names(weights.names, targets))
+    layers = weights.layers
+    if not layers:
+        return LoadReplay(unmatched_weight_names=unmatched_names_)
     # get_target_module_name finds no target exactly in the unmatched names: the first of
     # them in layer order is where the copy loop raises.
-    unmatched = set(out["unmatched_weight_names"]) if out["unmatched_weight_names"] else ()
-    if unmatched:
-        for lid in sorted(layers):
-            for name in layers[lid]:
-                if name in unmatched:
-                    out["target_failure"] = {"name": name, "layer": lid, "targets": set_repr(targets)}
-                    break
-            if out["target_failure"] is not None:
-                break
-    sink = facts.get("sink") or {}
-    out["indexed_shared_without_sink"] = indexed_shared_without_sink(layers, model, sink, adapter_facts, out["target_failure"])
-    if out["indexed_shared_without_sink"] is not None:
+    target_failure = None
+    if unmatched_names_:
+        unmatched = set(unmatched_names_)
+        target_failure = next(
+            (UnmatchedTarget(name=name, layer=lid, targets=set_repr(targets)) for lid, layer in layers for name in layer if name in unmatched),
+            None,
+        )
+    indexed = indexed_shared_without_sink(layers, setup, weights, target_failure)
+    if indexed is not None:
         # It raises before any later layer's target lookup or copy.
-        if out["target_failure"] is not None and out["target_failure"]["layer"] > out["indexed_shared_without_sink"]["layer"]:
-            out["target_failure"] = None
-        return out
-    r = adapter_facts.get("r")
+        if target_failure is not None and target_failure.layer > indexed.layer:
+            target_failure = None
+        return LoadReplay(unmatched_weight_names=unmatched_names_, target_failure=target_failure, indexed_shared_without_sink=indexed)
+    r = weights.r
     if (
         pool is None
-        or pool.get("allocation") is not None  # start-up failed allocating the pool: nothing is copied
-        or not sink.get("lora_attached")
+        or pool.allocation is not None  # start-up failed allocating the pool: nothing is copied
+        or not setup.lora_attached
         or not isinstance(r, int)
         or r <= 0
-        or getattr(model, "n_routed_experts", 0) <= 0
-        or adapter_facts.get("reshape_failure") is not None
-        or adapter_facts.get("cat_failure") is not None
-        or adapter_facts.get("layer_out_of_range") is not None
+        or setup.n_routed <= 0
+        or weights.layer_out_of_range
     ):
-        return out
-    fit = _Fit(
-        pool=pool["buffers"],
-        r=r,
-        n=max(getattr(model, "n_shared_experts", 0), 0),
-        shared_outer=bool(pool["shared_outer"]),
-        tp=max(int(getattr(config, "tp_size", 1) or 1), 1),
-        f_local=int(sink.get("intermediate_size_per_partition") or 0),
-    )
-    first_moe = max(int(getattr(model, "dense_mlp_idx", 0) or 0), 0)
-    for lid in sorted(layers):
-        if out["target_failure"] is not None and lid >= out["target_failure"]["layer"]:
+        return LoadReplay(unmatched_weight_names=unmatched_names_, target_failure=target_failure)
+    fit = _Fit(pool=pool.buffers, r=r, n=max(setup.n_shared, 0), shared_outer=pool.shared_outer, tp=setup.tp_size, f_local=setup.f_local)
+    pool_fit = None
+    for lid, layer in layers:
+        if target_failure is not None and lid >= target_failure.layer:
             break  # the unmatched name raises before this layer's copies
-        if lid < first_moe:
+        if lid < setup.first_moe:
             continue  # dense-MLP layer: no sink, its shared-buffer weights are never copied
-        result = fit.layer(lid, layers[lid], targets, templates.get(lid))
+        result = fit.layer(lid, layer, targets, weights.templates.get(lid))
         if result is _STOP:
             break
         if result is not None:
-            out["pool_fit"] = result
+            pool_fit = result
             break
-    out["pool_partial"] = fit.partial
-    return out
+    return LoadReplay(unmatched_weight_names=unmatched_names_, target_failure=target_failure, pool_fit=pool_fit, pool_partial=fit.partial)
 
 
 def indexed_shared_without_sink(
-    layers: dict[int, dict[str, list[int]]], model: Any, sink: dict[str, Any], adapter_facts: dict[str, Any], target_failure: dict[str, Any] | None
-) -> dict[str, Any] | None:
+    layers: Sequence[tuple[int, dict[str, list[int]]]], setup: LoadSetup, weights: AdapterWeights, target_failure: UnmatchedTarget | None
+) -> IndexedShared | None:
     """mem_pool l.985-1020: a per-expert shared factor (`shared_experts.<N>.`, not 3-D) on a
     layer whose modules hold no shared MoE LoRA module raises "Cannot load LoRA weight ...: layer
     ... has no matching target for indexed shared-expert weights". With LoRA on the batch-dense
@@ -359,24 +377,23 @@ def indexed_shared_without_sink(
     l.38) is on every MoE layer and on no dense one (layers below dense_mlp_idx). Only that
     case is modelled (None otherwise); the first such weight in sglang's order (layers in order,
     a layer's weights in the adapter's order) unless get_target_module_name raised before it."""
-    if not sink.get("lora_attached") or adapter_facts.get("layer_out_of_range") is not None:
+    if not setup.lora_attached or weights.layer_out_of_range:
         return None
-    first_moe = max(int(getattr(model, "dense_mlp_idx", 0) or 0), 0)
-    for lid in sorted(layers):
-        if lid >= first_moe:
+    for lid, layer in sorted(layers, key=lambda item: item[0]):
+        if lid >= setup.first_moe:
             break
-        for name, shape in layers[lid].items():
-            if target_failure is not None and (lid, name) == (target_failure["layer"], target_failure["name"]):
+        for name, shape in layer.items():
+            if target_failure is not None and (lid, name) == (target_failure.layer, target_failure.name):
                 return None
             if "shared_experts." in name and _EXPERT.search(name) and len(shape) != 3:
-                return {"name": name, "layer": lid}
-        if target_failure is not None and lid >= target_failure["layer"]:
+                return IndexedShared(name=name, layer=lid)
+        if target_failure is not None and lid >= target_failure.layer:
             return None
     return None
 
 
 class _Fit:
-    def __init__(self, pool: dict[str, list[int]], r: int, n: int, shared_outer: bool, tp: int, f_local: int):
+    def __init__(self, pool: BufferShapes, r: int, n: int, shared_outer: bool, tp: int, f_local: int):
         self.r = r
         self.n = n
         self.shared_outer = shared_outer
@@ -384,13 +401,13 @@ class _Fit:
         self.f_local = f_local
         # Per-slot views of the four buffers: [experts, rows, cols].
         self.slot = {
-            "gate_up_a": list(pool["gate_up_lora_a"][1:]),
-            "gate_up_b": list(pool["gate_up_lora_b"][1:]),
-            "down_a": list(pool["down_lora_a"][1:]),
-            "down_b": list(pool["down_lora_b"][1:]),
+            "gate_up_a": list(pool.gate_up_lora_a[1:]),
+            "gate_up_b": list(pool.gate_up_lora_b[1:]),
+            "down_a": list(pool.down_lora_a[1:]),
+            "down_b": list(pool.down_lora_b[1:]),
         }
-        self.max_r = pool["gate_up_lora_b"][-1]
-        self.partial: dict[str, Any] | None = None  # a shared-outer factor in a per-expert pool
+        self.max_r = pool.gate_up_lora_b[-1]
+        self.partial: PartialCopy | None = None  # a shared-outer factor in a per-expert pool
         self._memo: dict[Any, Any] = {}
         self._layer = 0
         self._names: dict[str, Any] = {}
@@ -412,9 +429,9 @@ class _Fit:
             self.partial = partial_before
         result, partial = memo
         if self.partial is None and partial is not None:
-            self.partial = dict(partial, layer=lid, name=layer_name(partial["name"], lid))
-        if isinstance(result, dict):
-            result = dict(result, layer=lid, name=layer_name(result["name"], lid))
+            self.partial = replace(partial, layer=lid, name=layer_name(partial.name, lid))
+        if isinstance(result, CopyFailure):
+            result = replace(result, layer=lid, name=layer_name(result.name or "", lid))
         return result
 
     def _layer_uncached(self, lid: int, weights: dict[str, list[int]], targets: list[str], every_rank: bool = False) -> Any:
@@ -440,10 +457,9 @@ class _Fit:
                 if failure is _STOP:
                     return _STOP
                 if failure is not None:
-                    expert = failure.get("expert")
+                    expert = failure.expert
                     name = names[site].get(expert, next(iter(names[site].values()))) if isinstance(names[site], dict) else names[site]
-                    failure.update({"layer": lid, "tp_rank": rank, "site": site, "name": name})
-                    return failure
+                    return replace(failure, layer=lid, tp_rank=rank, site=site, name=name)
         return None
 
     def _slice(self, site: str, weight: Any, rank: int) -> Any:
@@ -462,20 +478,20 @@ class _Fit:
             shape = weight[1:]
             return [(i, shape) for i in sorted({0, max(experts_in_pool, 0)}) if i < weight[0]]
         # l.404: a packed shared factor of another rank than 3 (the sink's slicing passes it on).
-        return {"kind": "not_expert_weights", "weight": list(weight)}
+        return CopyFailure(kind="not_expert_weights", weight=tuple(weight))
 
     def _outer(self, site: str, weight: Any) -> Any:
         """The one shared-outer expert of gate_up A / down B (l.1164-1201, l.1291-1340)."""
         module = "gate_up_proj_moe lora_A" if site == "gate_up_a" else "down_proj_moe lora_B"
         if isinstance(weight, dict):
             if len(weight) != 1:
-                return {"kind": "dict_entries", "module": module, "value": len(weight)}
+                return CopyFailure(kind="dict_entries", module=module, value=len(weight))
             return next(iter(weight.items()))
         if len(weight) == 3:
             if weight[0] != 1:
-                return {"kind": "expert_dim", "module": module, "value": weight[0]}
+                return CopyFailure(kind="expert_dim", module=module, value=weight[0])
             return (0, weight[1:])
-        return {"kind": "unexpected_format", "module": module, "weight": list(weight)}
+        return CopyFailure(kind="unexpected_format", module=module, weight=tuple(weight))
 
     def _copy(self, site: str, weight: Any) -> Any:
         if weight is None or (isinstance(weight, dict) and not weight):
@@ -487,12 +503,12 @@ class _Fit:
         special = self.shared_outer and site in ("gate_up_a", "down_b")
         if special:
             outer = self._outer(site, weight)
-            if isinstance(outer, dict):
+            if isinstance(outer, CopyFailure):
                 return outer
             pairs = [outer]
         else:
             pairs = self._experts(weight, experts_in_pool)
-            if isinstance(pairs, dict):
+            if isinstance(pairs, CopyFailure):
                 return pairs
             if (
                 self.partial is None
@@ -502,25 +518,25 @@ class _Fit:
                 and experts_in_pool > 1
             ):
                 # _iter_local_expert_weights yields expert 0 only; experts 1.. stay zero.
-                self.partial = {"layer": self._layer, "site": site, "name": self._names[site], "experts": experts_in_pool}
+                self.partial = PartialCopy(layer=self._layer, site=site, name=self._names[site], experts=experts_in_pool)
         for eid, shape in pairs:
             if not special and eid >= experts_in_pool:
-                return {"kind": "expert_out_of_range", "expert": eid, "value": experts_in_pool}
+                return CopyFailure(kind="expert_out_of_range", expert=eid, value=experts_in_pool)
             if is_a:
                 if special:
                     # The representative check: buffer[slot, 0, :r*c, :] against the weight.
                     view = [_cut(rows, 0, r * c), cols]
                     if list(shape) != view:
-                        return {"kind": "shape_mismatch", "buffer": view, "weight": list(shape), "expert": eid}
+                        return CopyFailure(kind="shape_mismatch", buffer=tuple(view), weight=tuple(shape), expert=eid)
                 if len(shape) < 2:
                     return _STOP  # IndexError: too many indices
                 for (d0, d1), (s0, s1) in rank_copies(c, r, max_r):
                     view = [_cut(rows, d0, d1), cols]
                     part = [_cut(shape[0], s0, s1)] + list(shape[1:])
                     if part != view:
-                        return {"kind": "shape_mismatch", "buffer": view, "weight": part, "expert": eid}
+                        return CopyFailure(kind="shape_mismatch", buffer=tuple(view), weight=tuple(part), expert=eid)
             else:
                 view = [rows, _cut(cols, 0, r)]
                 if list(shape) != view:
-                    return {"kind": "shape_mismatch", "buffer": view, "weight": list(shape), "expert": eid}
+                    return CopyFailure(kind="shape_mismatch", buffer=tuple(view), weight=tuple(shape), expert=eid)
         return None

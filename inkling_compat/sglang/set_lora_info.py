@@ -25,13 +25,40 @@ Nothing here raises. `derive` gives the facts the rules read (`adapter_facts.bin
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Iterable, Literal, Sequence
 
 Shape = Sequence[int]
+Step = Literal["set_lora_info", "rebind", "slots"]
 
 
-def _failure(step: str, kind: str, error_class: str, message: str) -> dict[str, Any]:
-    return {"step": step, "kind": kind, "error_class": error_class, "message": message}
+@dataclass(frozen=True)
+class BindFailure:
+    """The first failure of the sequence: the step, who raises (sglang itself, torch inside
+    sglang's code, or python, e.g. unpacking), the exception class and its text."""
+
+    step: Step
+    kind: Literal["sglang", "torch", "python"]
+    error_class: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BindSteps:
+    """Which steps completed (a step not asked for counts as completed)."""
+
+    set_lora_info: bool
+    rebind: bool
+    slots: bool
+
+
+@dataclass(frozen=True)
+class BindReplay:
+    """set_lora_info, the re-bind and the slot update replayed: the first failure (None:
+    every step completes) and which steps completed."""
+
+    first: BindFailure | None
+    completed: BindSteps
 
 
 def _shape_text(dims: Iterable[int]) -> str:
@@ -187,15 +214,16 @@ def simulate(
     pool: Sequence[Shape],
     rebind: Sequence[Shape] | None = None,
     updated_slots: Iterable[int] | None = None,
-) -> dict[str, Any]:
+) -> BindReplay:
     """The first failure of set_lora_info(pool) -> set_lora_info(rebind) ->
     on_lora_slots_updated(set(updated_slots)), and which steps completed."""
     done = {"set_lora_info": False, "rebind": rebind is None, "slots": updated_slots is None}
-    result: dict[str, Any] = {"first": None, "completed": done}
 
-    def fail(step: str, kind: str, error_class: str, message: str) -> dict[str, Any]:
-        result["first"] = _failure(step, kind, error_class, message)
-        return result
+    def fail(step: Step, kind: str, error_class: str, message: str) -> BindReplay:
+        return BindReplay(first=BindFailure(step, kind, error_class, message), completed=BindSteps(**done))  # type: ignore[arg-type]
+
+    def completed() -> BindReplay:
+        return BindReplay(first=None, completed=BindSteps(**done))
 
     pool = [list(s) for s in pool]
     if sink_class == "legacy":
@@ -240,7 +268,7 @@ def simulate(
                 if crash:
                     return fail("slots", "torch", *crash)
             done["slots"] = True
-        return result
+        return completed()
 
     checked3 = v2_check(pool, n)
     if checked3:
@@ -271,4 +299,4 @@ def simulate(
             if not -size <= slot < size:
                 return fail("slots", "torch", "IndexError", f"index {slot} is out of bounds for dimension 0 with size {size}")
         done["slots"] = True
-    return result
+    return completed()

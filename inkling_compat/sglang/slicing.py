@@ -36,7 +36,7 @@ Public API (plain lists of ints in and out; nothing here raises):
 * `slice_lora_a(shape, target, n, tp_size, tp_rank, f_local) -> list[int] | None`
 * `slice_lora_b(shape, target, n, tp_size, tp_rank, f_local) -> list[int] | None`
   the per-rank shape sglang's method returns, or None when the method raises;
-* `slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local) -> SliceFailure | None`
+* `slice_failure(factor, shape, target, n, tp_size, tp_rank, f_local) -> SliceRefusal | None`
   (`factor` is `"a"` or `"b"`): what the method raises (class, exact message, site), if anything;
 * `slice_factor(...)`: both at once, as a `SliceResult`;
 * `slice_expert(factor, shape, target, tp_size, tp_rank, f_local) -> SliceResult`: one entry
@@ -65,7 +65,7 @@ WEIGHT = "w"  # the name the steps of a slice plan give the one tensor they act 
 
 
 @dataclass(frozen=True)
-class SliceFailure:
+class SliceRefusal:
     """What a slice method raises: the exception class name, its exact text, and which check.
 
     `site` is `"down_a"` / `"gate_up_b"` for sglang's two divisibility checks (`n` and `value`
@@ -89,7 +89,7 @@ class SliceResult:
     steps that turn the factor into that shape (empty when it is returned as it is)."""
 
     shape: list[int] | None
-    failure: SliceFailure | None
+    failure: SliceRefusal | None
     plan: tuple[Step, ...] = ()
 
     @property
@@ -106,20 +106,20 @@ def _to_3d(factor: Factor, shape: list[int], target: str, n: int) -> SliceResult
             return SliceResult([1, *shape], None, (Reshape(WEIGHT, (1, *shape)),))
         rank, width = shape
         if n == 0:
-            return SliceResult(None, SliceFailure("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, width))
+            return SliceResult(None, SliceRefusal("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, width))
         if width % n != 0:
             message = f"Shared-sink down LoRA-A width must be divisible by {n}, got {width}"
-            return SliceResult(None, SliceFailure("ValueError", message, "down_a", n, width))
+            return SliceResult(None, SliceRefusal("ValueError", message, "down_a", n, width))
         # weights.view(rank, n, width // n).transpose(0, 1).contiguous()
         return SliceResult([n, rank, width // n], None, (Reshape(WEIGHT, (rank, n, width // n), True),))
     if target == DOWN:
         return SliceResult([1, *shape], None, (Reshape(WEIGHT, (1, *shape)),))
     height, rank = shape
     if n == 0:
-        return SliceResult(None, SliceFailure("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, height))
+        return SliceResult(None, SliceRefusal("ZeroDivisionError", "integer modulo by zero", "zero_experts", n, height))
     if height % n != 0:
         message = f"Shared-sink gate/up LoRA-B height must be divisible by {n}, got {height}"
-        return SliceResult(None, SliceFailure("ValueError", message, "gate_up_b", n, height))
+        return SliceResult(None, SliceRefusal("ValueError", message, "gate_up_b", n, height))
     return SliceResult([n, height // n, rank], None, (Reshape(WEIGHT, (n, height // n, rank)),))
 
 
@@ -167,7 +167,7 @@ def slice_factor(
             return result
         if not out:
             message = "too many indices for tensor of dimension 0"
-            return SliceResult(None, SliceFailure("IndexError", message, "scalar", n))
+            return SliceResult(None, SliceRefusal("IndexError", message, "scalar", n))
         cut = _down_a_cut(out, tp_rank, f_local)
         return SliceResult(_take(out, cut), None, result.plan + (cut,))
     if target != GATE_UP:
@@ -175,12 +175,12 @@ def slice_factor(
     if len(out) == 3:
         if out[0] == 0:
             message = "stack expects a non-empty TensorList"
-            return SliceResult(None, SliceFailure("RuntimeError", message, "empty_stack", n))
+            return SliceResult(None, SliceRefusal("RuntimeError", message, "empty_stack", n))
         # torch.stack of the per-expert cuts of axis 0 == one cut of axis 1
         cut = _gate_up_b_cut(out, 1, tp_rank, f_local)
         return SliceResult(_take(out, cut), None, result.plan + (cut,))
     if not out:
-        return SliceResult(None, SliceFailure("IndexError", "tuple index out of range", "scalar", n))
+        return SliceResult(None, SliceRefusal("IndexError", "tuple index out of range", "scalar", n))
     cut = _gate_up_b_cut(out, 0, tp_rank, f_local)
     return SliceResult(_take(out, cut), None, result.plan + (cut,))
 
@@ -196,7 +196,7 @@ def slice_expert(
         return SliceResult(out, None)
     if not out:
         error = ("IndexError", "too many indices for tensor of dimension 0") if factor == "a" else ("IndexError", "tuple index out of range")
-        return SliceResult(None, SliceFailure(*error, "scalar", 0))
+        return SliceResult(None, SliceRefusal(*error, "scalar", 0))
     cut = _down_a_cut(out, tp_rank, f_local) if factor == "a" else _gate_up_b_cut(out, 0, tp_rank, f_local)
     return SliceResult(_take(out, cut), None, (cut,))
 
@@ -223,7 +223,7 @@ def slice_failure(
     tp_size: int = 1,
     tp_rank: int = 0,
     f_local: int = 0,
-) -> SliceFailure | None:
+) -> SliceRefusal | None:
     """What `slice_moe_lora_{factor}_weights` raises for a tensor of `shape`, or None.
 
     sglang's own checks are the two divisibility ValueErrors on 2-D factors (TP-independent);
