@@ -247,6 +247,9 @@ class Rule(BaseModel):
         missing = sorted(holes - set(self.params))
         if missing:
             raise ValueError(f"message holes without params: {missing}")
+        if not self.message and not self.because and self.origin != "inkling-compat":
+            # sglang prints only the class (a bare `assert`): the report must say what failed.
+            raise ValueError("an empty message (a bare assert) needs `because`: the failed condition with its values")
         for variant in self.variants:
             message = variant.message if variant.message is not None else self.message
             params = variant.params if variant.params is not None else self.params
