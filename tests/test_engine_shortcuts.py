@@ -11,7 +11,8 @@ from inkling_compat import check
 from inkling_compat.engine import context as context_module
 from inkling_compat.engine import evaluate as evaluate_module
 from inkling_compat.engine.context import Contexts, shared_context
-from inkling_compat.engine.guards import Guards, conjuncts
+from inkling_compat.engine.cel_tree import analyse
+from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import plan as plan_for
 from inkling_compat.engine.rules import CompiledRule, Rule, compile_expression, load_rules
 from inkling_compat.errors import InputError, RuleEvaluationError
@@ -57,24 +58,32 @@ def _plain(program, ctx):
         ("a && (b || c)", ["a", "(b || c)"]),
         ('"&&" && f(\'x && y\')', ['"&&"', "f('x && y')"]),
         ("x\n  && y\n", ["x", "y"]),
-        ("(a && b)", ["(a && b)"]),
-        ("a || b && c", None),  # || binds looser than &&
-        ("a && b ? c : d", None),
-        ("a.?b && c", None),
-        ("a && b // note", None),
-        ('a && "\\"&&"', None),
-        ("a &&", None),
-        ("(a && b", None),
+        ("(a && b) && c", ["a", "b", "c"]),  # && is associative in CEL, errors included
+        ("a || b && c", ["a || b && c"]),  # || binds looser than &&: not a conjunction
+        ("a && b ? c : d", ["a && b ? c : d"]),
+        ("a && b // note", ["a", "b"]),
+        ('a && "\\"&&"', ["a", '"\\"&&"']),
+        ("a.b[0].c && size(d) > 1", ["a.b[0].c", "size(d) > 1"]),
     ],
 )
 def test_conjuncts(text, parts):
-    assert conjuncts(text) == parts
+    assert list(analyse(text).conjuncts) == parts
+
+
+@pytest.mark.parametrize("text", ["a.?b && c", "a &&", "(a && b", "a ? b", "{1: 2"])
+def test_what_cel_refuses_the_parse_tree_refuses(text):
+    from inkling_compat.engine import cel
+
+    with pytest.raises(ValueError):
+        cel.compile(text)
+    with pytest.raises(ValueError):
+        analyse(text)
 
 
 def test_the_shipped_guards_split():
     """Most guards are conjunctions: the shortcut is used, not only correct."""
     whens = {c.rule.when.strip() for c in PLAN.ordered if c.rule.when.strip() != "true"}
-    split = [w for w in whens if (conjuncts(w) or [w]) != [w]]
+    split = [w for w in whens if len(analyse(w).conjuncts) > 1]
     assert len(split) > len(whens) / 2
 
 

@@ -12,7 +12,6 @@ from pydantic import BaseModel, RootModel
 from pydantic_core import to_jsonable_python
 
 from inkling_compat.engine import cel
-from inkling_compat.engine.paths import CEL_CALLS
 from inkling_compat.engine.plan import Plan
 
 _LISTS = ("adapters", "adapter_facts_list")
@@ -113,8 +112,6 @@ def prune(value: Any, tree: dict[Any, Any]) -> Any:
     out = {}
     for key, child in tree.items():
         if key not in value:
-            if key in CEL_CALLS:
-                return value  # a method call on the map: keep the whole map
             continue  # absent here (e.g. a pool-form key on a PEFT adapter)
         out[key] = prune(value[key], child)
     return out
@@ -160,8 +157,6 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
                 out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
             elif extra and key in extra:
                 out[key] = pick(extra[key], child)
-            elif key in CEL_CALLS:
-                return _json(value)  # a method call on the map: keep the whole map
         return out
     # Anything else is dumped as it is (a dict's keys as JSON writes them), then pruned.
     return prune(_json(value), tree)
@@ -193,8 +188,6 @@ def _adapter_view(manifest: Any, form: str, tree: dict[Any, Any], keys: set[str]
             out[key] = form
         elif key in fields and (keys is None or key in keys):
             out[key] = pick(getattr(manifest, key), child)
-        elif key in CEL_CALLS:
-            return dict(adapter_document(manifest, keys), form=form)
     return out
 
 
@@ -275,6 +268,6 @@ _WHOLE: dict[Any, Any] = {None: True}
 def _facts_variable(facts: Any, tree: dict[Any, Any]) -> Any:
     """`facts` without the per-adapter list (that is `adapter_facts` / `adapter_facts_list`)."""
     fields = _fields(type(facts))
-    if None in tree or any(key not in fields and key in CEL_CALLS for key in tree):
+    if None in tree:
         return facts.model_dump(mode="json", exclude={"adapters"})
     return pick(facts, {k: v for k, v in tree.items() if k != "adapters"})

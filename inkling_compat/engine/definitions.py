@@ -201,22 +201,18 @@ def _merge(shared: dict[str, Any], own: dict[str, Any], file: str, family: str |
     return merged
 
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
 
 
 def _conjunct(expression: str) -> str:
     """`expression` as an operand of `&&`: parenthesized only if a top-level `||` or `?:` would
     otherwise bind differently (so guards expand to the text the rules had before)."""
-    code = _STRING.sub('""', expression)
-    depth = 0
-    for i, ch in enumerate(code):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and (ch == "?" or code.startswith("||", i)):
-            return f"({expression})"
-    return expression
+    from inkling_compat.engine import cel_tree
+
+    try:
+        loose = cel_tree.analyse(expression).loose
+    except ValueError:  # (CEL refuses it when the rule compiles; parenthesized meanwhile)
+        loose = True
+    return f"({expression})" if loose else expression
 
 
 def file_form_schema(rule_schema: dict[str, Any], id_pattern: str) -> dict[str, Any]:

@@ -4,14 +4,12 @@ those: converting values into CEL costs more than evaluating them)."""
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
-from inkling_compat.engine import coverage
+from inkling_compat.engine import cel_tree, coverage
 from inkling_compat.engine.rules import CompiledRule
 
-_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _ADAPTER_VARS = ("adapter", "adapter_facts")
 
 
@@ -40,8 +38,8 @@ class Plan:
         self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
         # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
         # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
-        expressions = [c.expression for c in self.ordered] + [e for c in self.ordered for e in c.rule.params.values()]
-        self.item_keys = frozenset(m.group(1) for e in expressions for m in _ATTRIBUTE.finditer(e))
+        expressions = [e for c in self.ordered for e in (c.rule.when, c.rule.condition, *c.rule.params.values())]
+        self.item_keys = frozenset().union(*(cel_tree.analyse(e).fields for e in expressions))
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)

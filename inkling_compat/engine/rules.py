@@ -332,7 +332,10 @@ class CompiledRule:
         self.condition_program = _compile(rule.condition, file, "when/condition")
         self._program = _compile(self.expression, file, "when/condition") if "//" in self.expression else None
         self.param_programs = {name: _compile(expr, file, f"params.{name}") for name, expr in rule.params.items()}
-        self.paths = set().union(referenced_paths(self.expression), *(referenced_paths(e) for e in rule.params.values()))
+        try:
+            self.paths = set().union(*(referenced_paths(e) for e in (rule.when, rule.condition, *rule.params.values())))
+        except ValueError as exc:  # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
+            raise InputError(file, "when/condition", f"cannot tell what it reads: {exc}") from None
         for index, variant in enumerate(rule.variants):
             merged = rule.for_version(variant.sglang_versions[0])
             assert merged is not None
