@@ -195,7 +195,9 @@ class Contexts:
     """The global CEL context (with the first adapter riding along) and, for the second and
     later adapters, one that holds only what adapter rules read."""
 
-    def __init__(self, inputs: Any, facts: Any, plan: Plan):
+    def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None):
+        """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
+        keeps built contexts, `shared_context`; the reference builds each one)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
         self._facts_tree = plan.adapter_tree.get("adapter_facts", _WHOLE)
@@ -207,7 +209,7 @@ class Contexts:
         self.adapter_views: list[Any] = [None] * len(facts.adapters)
         if self.adapter_views:
             shared["adapter"], shared["adapter_facts"] = self._view(0)
-        self.shared = shared_context(shared)
+        self.shared = (build or shared_context)(shared)
         # The CEL context re-converts *every* variable on the first evaluation after an update, so
         # the second and later adapters get a context of their own without the whole-fleet lists
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.

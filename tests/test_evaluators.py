@@ -1,0 +1,96 @@
+"""The fast evaluator (shared guards, conditions run alone, kept contexts) gives exactly the
+reference evaluator's report (each rule's own program, rule by rule, a fresh context) on every
+rule example and on the hostile corpus (tests/hostile/cases.py)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from inkling_compat.engine.evaluate import evaluate
+from inkling_compat.engine.evaluator import FAST, REFERENCE
+from inkling_compat.engine.rules import load_rules
+from inkling_compat.errors import InputError
+from inkling_compat.testing.scenarios import example_arguments
+
+RULES = load_rules()
+HOSTILE_CASES = 150
+
+
+def _outcome(evaluator, **arguments):
+    try:
+        report = evaluate(**arguments, evaluator=evaluator).report
+    except InputError as exc:
+        return ("input-error", str(exc))
+    data = report.to_dict()
+    return ("report", data, report.coverage.adapters)
+
+
+def _examples():
+    for c in RULES:
+        for rule, version in [(c.rule, c.rule.sglang_versions[0])] + [(c.rule.for_version(v.sglang_versions[0]), v.sglang_versions[0]) for v in c.rule.variants]:
+            for kind, examples in (("fire", rule.examples.fire), ("pass", rule.examples.pass_)):
+                for i, ex in enumerate(examples):
+                    yield pytest.param(ex.input, version, id=f"{rule.id}@{version}:{kind}:{i}")
+
+
+@pytest.mark.parametrize("given, version", list(_examples()))
+def test_fast_is_the_reference_on_every_rule_example(given, version):
+    arguments = dict(example_arguments(given), sglang_version=version)
+    assert _outcome(FAST, **arguments) == _outcome(REFERENCE, **arguments)
+
+
+def test_the_examples_exercise_what_the_shortcuts_skip():
+    """Guards false and true, conditions that fire, rules left out for a missing input."""
+    fired = not_checked = 0
+    for param in _examples():
+        given, version = param.values
+        kind, *rest = _outcome(FAST, **dict(example_arguments(given), sglang_version=version))
+        if kind == "report":
+            fired += bool(rest[0]["problems"])
+            not_checked += bool(rest[0]["coverage"]["not_checked"])
+    assert fired > 100 and not_checked > 100
+
+
+class _Slow(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise _Slow
+
+
+def test_fast_is_the_reference_on_the_hostile_corpus(tmp_path):
+    from hostile import cases
+
+    compared = 0
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for index in range(HOSTILE_CASES):
+            recipe = cases.recipe(1, index)
+            directory = Path(tmp_path) / str(index)
+            try:
+                invocation = cases.materialize(recipe, directory)
+            except OSError:
+                continue
+            try:
+                if invocation["folders"]:  # (a fleet is check_fleet's: one evaluate per folder set)
+                    continue
+                arguments = dict(config=invocation["config"], adapter=invocation["adapters"] or None, model=invocation["model"], platform=invocation["platform"])
+                signal.alarm(20)
+                try:
+                    fast = _outcome(FAST, **arguments)
+                    reference = _outcome(REFERENCE, **arguments)
+                except _Slow:
+                    continue
+                finally:
+                    signal.alarm(0)
+                assert fast == reference, recipe
+                compared += 1
+            finally:
+                cases.undo_permissions(directory)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert compared > HOSTILE_CASES / 2
