@@ -32,8 +32,8 @@ def join_strings(values: list[Any], separator: str) -> str:
 
 def unknown_keys_text(keys: list[Any]) -> str:
     """`input.unknown_keys` as the unknown-key message lists them ("file: key (did you mean
-    x?)", comma-separated). In Python: CEL's `map` over a list is quadratic in its length
-    (20,000 keys took over 15 s), this is linear."""
+    x?)", comma-separated). In Python: CEL's `map` over a list is quadratic in its length,
+    this is linear (docs/performance.md, "Why the engine's shortcuts")."""
     parts = []
     for k in keys:
         suggestion = k.get("suggestion") or ""
@@ -44,8 +44,7 @@ def unknown_keys_text(keys: list[Any]) -> str:
 
 def cel_context(variables: dict[str, Any]) -> Any:
     ctx = cel.Context()
-    # Functions first: added after the variables, each addition costs ~5 us more (measured
-    # on the bundled PEFT example: 214 -> 198 us for the whole context).
+    # Functions first: adding them after the variables measured slower (docs/performance.md).
     ctx.add_function("pytype", python_type_name)
     ctx.add_function("pysorted", python_sorted)
     ctx.add_function("join", join_strings)
@@ -76,9 +75,9 @@ def _as_text(value: Any) -> Any:
 # Built contexts by their variables' exact content: marshal writes types (bool is not int,
 # 1.0 is not 1, a tuple is not a list), dict order and values, so equal bytes are equal
 # variables (an object marshal cannot write is simply not cached). A check of inputs seen
-# before skips the conversion into CEL (about 1 us per map key, string and container: ~0.2
-# ms of a check of the bundled examples, before any rule runs) and the environment CEL
-# builds on a context's first evaluation (~50 us). A cached context is only ever executed,
+# before skips the conversion into CEL (per map key, string and container) and the
+# environment CEL builds on a context's first evaluation: a large part of a check of the
+# bundled examples (docs/performance.md). A cached context is only ever executed,
 # never updated (`Contexts.per_adapter`, the one that is updated, is built fresh). Bounded
 # in count and key size; INKLING_COMPAT_NO_CACHE=1 turns it off, like the parse caches.
 _BUILT: dict[bytes, Any] = {}
@@ -141,8 +140,7 @@ _PLAIN = (str, int, bool)
 def pick(value: Any, tree: dict[Any, Any]) -> Any:
     """`prune(<value dumped in JSON mode>, tree)`, reading a model's fields along the tree:
     only what the rules read is dumped. A fleet no longer dumps every adapter's whole facts
-    and manifest to throw most of it away; a one-adapter check costs the same either way
-    (~45 us of Python, measured; the CEL conversion of the result is ~200 us)."""
+    and manifest to throw most of it away; a one-adapter check costs the same either way."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):

@@ -130,8 +130,8 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for one check. A check allocates many small dicts,
     lists and models that all live until its report is built (a 1,000-adapter fleet: ~10^6),
-    and the collector's passes walk them again and again without finding garbage: about a
-    fifth of a fleet check (9 full collections measured). Nothing is lost: cycles left
+    and the collector's passes walk them again and again without finding garbage (a large
+    share of a fleet check: docs/performance.md). Nothing is lost: cycles left
     behind are collected after the check (the first collection then walks what the check
     allocated and still holds, so callers leave the block after the temporaries are freed).
     Re-enabled only if it was enabled on entry, so a

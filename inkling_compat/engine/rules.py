@@ -40,7 +40,7 @@ STAGES = (
     "first_forward",  # fails on the first request, not at start-up
 )
 SEVERITIES = ("error", "runtime", "warning")
-# libyaml's safe loader parses the ~100 rule files about 20x faster than the pure-Python one.
+# libyaml's safe loader: the pure-Python one is many times slower on the rule files.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -322,9 +322,9 @@ class CompiledRule:
         self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
         self.expression = f"({rule.when}) && ({rule.condition})"
         # `when` and `condition` are compiled apart: the engine runs the `when` once per guard
-        # group (engine/evaluate.py) and, where it held, the condition alone; CEL's compile
-        # grows faster than the text (the two parts: ~12 ms for the shipped rules, the joined
-        # expressions ~16 ms, the guards again at the first check ~6 ms). The joined program
+        # group (engine/evaluator.py) and, where it held, the condition alone; CEL's compile
+        # grows faster than the text, so two parts cost less than the joined text (figures in
+        # docs/performance.md). The joined program
         # is compiled when first needed (a `when` that fails or is not a bool). Two parts that
         # compile join into one that compiles, unless a `//` comment runs on into `) && (`:
         # then the joined text is compiled here too, so a broken rule still fails at load.
@@ -357,7 +357,7 @@ class CompiledRule:
     @property
     def pattern(self) -> "re.Pattern[str]":
         """`message_pattern` compiled. Only `explain` and the tests match log text, so the
-        regexes are compiled on first use instead of at every start (about 11 ms for 134);
+        regexes are compiled on first use instead of at every start;
         tests/test_rule_loading.py compiles every rule's and variant's pattern."""
         try:
             return _pattern(self.rule.message_pattern)

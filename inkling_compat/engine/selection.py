@@ -125,7 +125,7 @@ def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
 
 # `inkling-compat` as a table or key name (`[tool.inkling-compat]`, `[[tool.inkling-compat.checks]]`,
 # `tool.inkling-compat.select = ...`, `inkling-compat = {...}` under [tool]), not as a value
-# (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib costs ~10 ms).
+# (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib is not free at start-up).
 _MENTIONS_TABLE = re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat')
 
 
