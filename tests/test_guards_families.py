@@ -122,11 +122,12 @@ def test_family_members_get_the_shared_fields(family):
                 value = getattr(rule, key)
                 assert (value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value) == shared[key]
         for key, value in shared.get("source", {}).items():
-            assert getattr(rule.source, key) == value
+            got = getattr(rule.source, key)
+            assert got == value or (key == "function" and got.startswith(f"{value} (")), (rid, key)  # (a member may refine its function)
         for key, value in shared.get("params", {}).items():
             assert rule.params[key] == value
         for key in ("field_paths", "after", "references"):
-            if key in shared:
+            if key in shared and not (key == "after" and DEFS.families[family].follows):
                 assert getattr(rule, key)[: len(shared[key])] == shared[key]
         if shared.get("guards"):
             assert rule.when.startswith(" && ".join(DEFS.guards[g].expression for g in shared["guards"]))
@@ -293,7 +294,7 @@ def test_a_family_file_is_no_rule_and_each_member_runs_its_own_examples(family):
     passing examples, which tests/test_rule_examples.py runs."""
     path = next(Path(rules_dir()).rglob(f"{definitions.FAMILY_PREFIX}{family}.yaml"))
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert set(data) <= {"family", "description", "shared"}, (path, set(data))
+    assert set(data) <= {"family", "description", "shared", "order", "follows"}, (path, set(data))
     assert not {"message", "condition", "examples", "id"} & set(data["shared"]), path
     by_id = {c.rule.id: c.rule for c in load_rules()}
     members = [rid for rid, raw in RAW.items() if raw.get("family") == family]
@@ -301,3 +302,77 @@ def test_a_family_file_is_no_rule_and_each_member_runs_its_own_examples(family):
     for rid in members:
         assert RAW[rid]["examples"]["fire"] and RAW[rid]["examples"]["pass"], rid
         assert by_id[rid].examples.fire and by_id[rid].examples.pass_, rid
+
+
+# --- a family's order, what it follows, refined sources ---------------------------------------
+
+
+def _members_folder(tmp_path: Path, family: dict, members: list[dict], others: list[dict] = ()) -> Path:
+    folder = _folder(tmp_path, members[0], family, GUARDS)
+    for rule in [*members[1:], *others]:
+        (folder / "server_args" / f"{rule['id']}.yaml").write_text(yaml.safe_dump(rule), encoding="utf-8")
+    return folder
+
+
+def test_a_family_order_derives_after_and_follows_gates_on_what_comes_before(tmp_path):
+    earlier = dict(MINIMAL, id="demo-earliest", order=1)
+    before = dict(MINIMAL, id="demo-before", order=2, after=["demo-earliest"])
+    family = dict(FAMILY, order=["demo-a", "demo-b", "demo-c"], follows=["demo-before"])
+    members = [_member(id=f"demo-{x}", order=n) for n, x in ((10, "a"), (11, "b"), (12, "c"))] + [_member(id="demo-free", order=13)]
+    rules = {c.rule.id: c.rule for c in load_rules(str(_members_folder(tmp_path, family, members, [earlier, before])))}
+    assert rules["demo-a"].after == ["demo-earliest", "demo-before"]
+    assert rules["demo-b"].after == ["demo-earliest", "demo-before", "demo-a"]
+    assert rules["demo-c"].after == ["demo-earliest", "demo-before", "demo-a", "demo-b"]
+    assert rules["demo-free"].after == []  # not in the order: its `after` as written
+
+
+def test_follows_may_name_a_family(tmp_path):
+    other = {"family": "other-helper", "description": "d", "shared": {"stage": "server_args"}, "order": ["demo-x", "demo-y"]}
+    family = dict(FAMILY, order=["demo-a"], follows=["other-helper"])
+    members = [_member(id="demo-a", order=10)]
+    (tmp_path / "server_args").mkdir()
+    for rule in [dict({k: v for k, v in MINIMAL.items() if k != "stage"}, id=i, family="other-helper", order=n) for n, i in ((1, "demo-x"), (2, "demo-y"))]:
+        (tmp_path / "server_args" / f"{rule['id']}.yaml").write_text(yaml.safe_dump(rule), encoding="utf-8")
+    (tmp_path / "server_args" / "_family-other-helper.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    (tmp_path / "server_args" / "_family-demo-helper.yaml").write_text(yaml.safe_dump(family), encoding="utf-8")
+    (tmp_path / "server_args" / "demo-a.yaml").write_text(yaml.safe_dump(members[0]), encoding="utf-8")
+    (tmp_path / "_guards.yaml").write_text(yaml.safe_dump({"guards": GUARDS}), encoding="utf-8")
+    rules = {c.rule.id: c.rule for c in load_rules(str(tmp_path))}
+    assert rules["demo-a"].after == ["demo-x", "demo-y"]
+    assert rules["demo-y"].after == ["demo-x"]
+
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ({"order": ["demo-a", "demo-nobody"]}, "order", "not a member"),
+        ({"order": ["demo-b", "demo-a"]}, "order", "do not rise"),
+        ({"order": ["demo-a"], "follows": ["demo-nothing"]}, "follows", "unknown rule or family"),
+    ],
+)
+def test_a_bad_order_or_follows_is_a_broken_rule_file(tmp_path, change, field, words):
+    members = [_member(id="demo-a", order=1), _member(id="demo-b", order=2)]
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(_members_folder(tmp_path, dict(FAMILY, **change), members)))
+    assert info.value.field == field and words in info.value.reason
+
+
+def test_a_member_may_refine_its_function_not_replace_it(tmp_path):
+    folder = _folder(tmp_path, _member(source={"line": 7, "function": "demo (its second branch)"}), FAMILY, GUARDS)
+    (compiled,) = load_rules(str(folder))
+    assert compiled.rule.source.function == "demo (its second branch)"
+    (tmp_path / "other").mkdir()
+    folder = _folder(tmp_path / "other", _member(source={"function": "another"}), FAMILY, GUARDS)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert info.value.field == "source.function"
+
+
+def test_the_copy_refusals_join_their_family():
+    """The load-to-buffer refusals are members: one `follows` instead of the same list in each."""
+    family = DEFS.families["load-lora-weight-to-buffer"]
+    assert len(family.order) == 6 and all(RAW[rid]["family"] == family.name for rid in family.order)
+    assert all("after" not in RAW[rid] for rid in family.order)
+    chain = RULES["adapter-weight-no-target-module"].rule.after + ["adapter-weight-no-target-module"]
+    for index, rid in enumerate(family.order):
+        assert RULES[rid].rule.after == chain + list(family.order[:index])

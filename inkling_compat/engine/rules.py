@@ -399,8 +399,24 @@ def rule_files(folder: Path | None = None) -> list[Path]:
 
 def load_rule_file(path: Path, defs: "definitions.Definitions | None" = None) -> CompiledRule:
     """One rule file, its family and guards expanded (`defs`: those of the folder it is in)."""
+    from inkling_compat.engine import definitions
+
     data, origins = _expanded(path, defs)
+    if definitions.FOLLOWS in data:  # what it follows is in other files: the folder's expansion
+        folder = _rules_root(path)
+        data, origins = {p.name: d for p, d in _expanded_folder(folder, defs or _definitions(str(folder)))}[path.name]
+    for key in definitions.PRIVATE:
+        data.pop(key, None)
     return _validated(data, origins, path.name, path.stem)
+
+
+def _expanded_folder(folder: Path, defs: "definitions.Definitions") -> list[tuple[Path, tuple[dict[str, Any], dict[str, str]]]]:
+    """Every rule file of `folder` expanded, each family's `follows` written out."""
+    from inkling_compat.engine import definitions
+
+    expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+    definitions.resolve_follows({path.stem: data for path, (data, _) in expanded}, defs, {path.stem: path.name for path, _ in expanded})
+    return expanded
 
 
 def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[str, Any], dict[str, str]]:
@@ -461,7 +477,7 @@ def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, di
     from inkling_compat.engine.paths import check_rule_paths
 
     defs = definitions.load_definitions(folder)
-    expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+    expanded = _expanded_folder(folder, defs)
     compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
     _check_after(compiled)
     check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
