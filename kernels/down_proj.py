@@ -13,7 +13,7 @@ shrink output [T, KB] and ``B`` is ``[S, H, KB]``:
 
 Reference: :func:`down_proj_reference`.
 
-Fused path (``shrink_a`` instead of ``bridge``, issue 11): group-aligned tiles (one slot each)
+Fused path (``shrink_a`` instead of ``bridge``): group-aligned tiles (one slot each)
 accumulate the down shrink ``act_tile . A[slot]^T`` in the GEMM's K loop, each bridge column over
 its window of activations. Reference: the same function, the bridge from
 :func:`lora_shrink_reference`.

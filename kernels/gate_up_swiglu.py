@@ -17,7 +17,7 @@ tile (``routing.py``): the delta never round-trips through memory and the activa
 GEMM's epilogue, so Y itself is never stored. The activation is written in sorted order for the
 down kernel. Reference: :func:`gate_up_swiglu_reference`.
 
-Fused path (``a_gu`` instead of ``bridge``, issue 11): the tiles are cut per slot group
+Fused path (``a_gu`` instead of ``bridge``): the tiles are cut per slot group
 (``routing.group_tile``), so each has one slot, and the bridge ``x_tile . A_gu[slot]^T`` is
 accumulated in the same K loop from the x tiles the GEMM streams (every N program recomputes
 its expert's bridge: A is small and read from L2). Reference: the same function, the bridge from

@@ -10,7 +10,7 @@ One forward (spec sections 1.4 and 6), the split path::
 
 Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
 (``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
-reduced inside the shrink launch in a fixed order. The fused path (issue 11, few slot groups:
+reduced inside the shrink launch in a fixed order. The fused path (few slot groups:
 :func:`use_fused`) is three launches: the routing, then each GEMM with its shrink in its own K
 loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot; for
 one token two launches (no routing: each kernel reads the token's slot, ``one_token``). ``SinkOperands``
@@ -127,11 +127,9 @@ def sink_forward_triton(
     return forward_split(ops, x_td, g_td, routing)
 
 
-# When the fused path (shrinks inside the GEMMs' K loops) is taken: at T = 1 only. Measured on one
-# H200 at edf358a (bench_runtime, heuristic configs, CUDA-graph medians, S = 8, shared-interleaved):
-# T = 1 fused 1.44x / 1.22x base against split 1.78x / 1.32x at (1536, 4, 768) / (7168, 2, 2048);
-# T = 4 fused 2.39x / 2.51x against split 2.30x / 1.44x; T = 64 fused 3.72x / 7.82x against 1.91x /
-# 1.42x. Each slot group gets tiles of its own, and every tile streams all the weights it
+# When the fused path (shrinks inside the GEMMs' K loops) is taken: at T = 1 only, where it
+# measured faster than the split path on an H200 (bench_runtime; the figures per T are in
+# docs/performance.md, "Reference runtime"). Each slot group gets tiles of its own, and every tile streams all the weights it
 # needs (from L2 after the first) and, per N program, its slot's A (2R x H for gate/up, R x n*F
 # for down: half the weight bytes of a 32-wide N tile). With one group (T = 1) that costs less
 # than the three launches it saves; with G groups the weights are read G times over instead of

@@ -28,7 +28,7 @@ def part_of(name: str) -> str:
     for key, part in PARTS:
         if key in name:
             return part
-    return "torch_ops"  # the routing's torch glue before issue 11 (nothing else launches torch kernels)
+    return "torch_ops"  # the routing's torch glue (the torch reference routing; nothing else launches torch kernels)
 
 
 def profile(sink, ops, p, slot_ids, forwards: int = 20) -> dict:

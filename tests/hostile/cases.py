@@ -881,7 +881,7 @@ ISSUE_CASES: list[tuple[str, str, str, list[dict[str, Any]]]] = [
     ("num_hidden_layers-2**31", "sizes", "adapter_dir", [_put("model", ["num_hidden_layers"], 2**31)]),
     *[(f"zero-byte-shape-{n}", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_shape", "shape": shape, "relay": True, "rand": 0}]) for n, shape in (("2**62,0,2**62", [2**62, 0, 2**62]), ("10**8,0,1", [10**8, 0, 1]))],
     ("many-legal-tensors", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_many_tensors", "count": 30_000, "zero": True, "rand": 0}]),
-    # issue 10's findings left open by its first session (tests/test_leftover_findings.py)
+    # values sglang accepts and then fails on (tests/test_values_sglang_accepts_then_fails.py)
     ("n_routed_experts-0", "sizes", "adapter_dir", [_put("model", ["n_routed_experts"], 0)]),
     ("r-10**50", "sizes", "adapter_dir", [_put("adapter:adapter_config", ["r"], 10**50)]),
     ("lora_alpha-1e300", "sizes", "adapter_dir", [_put("adapter:adapter_config", ["lora_alpha"], 1e300)]),
