@@ -94,3 +94,45 @@ def test_fast_is_the_reference_on_the_hostile_corpus(tmp_path):
     finally:
         signal.signal(signal.SIGALRM, previous)
     assert compared > HOSTILE_CASES / 2
+
+
+class _Recording:
+    """The reference evaluator, noting which rules it ran whole and which only for `when`."""
+
+    def __init__(self):
+        self.whole: set[str] = set()
+        self.when_only: set[str] = set()
+
+    def prepare(self, rules):
+        inner = REFERENCE.prepare(rules)
+        recording = self
+
+        class Prepared:
+            def run(self, ctx):
+                recording.whole.update(c.rule.id for c in rules)
+                return inner.run(ctx)
+
+            def applies(self, ctx):
+                recording.when_only.update(c.rule.id for c in rules)
+                return inner.applies(ctx)
+
+        return Prepared()
+
+    def context(self, variables):
+        return REFERENCE.context(variables)
+
+
+def test_a_rule_not_checked_is_never_evaluated(tmp_path):
+    """A Llama config.json with a TP size Inkling's heads do not divide: the rules whose test
+    reads the model are not checked, and none of them runs (nor fires)."""
+    config = tmp_path / "serve.yaml"
+    config.write_text("tp_size: 5\n")
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
+    recording = _Recording()
+    report = evaluate(str(config), model=llama, evaluator=recording).report
+    assert not report.errors
+    not_checked = {rule_id for reason, ids in report.coverage.reasons.items() if "not Inkling" in reason for rule_id in ids}
+    assert "inkling-attn-heads-divisible-by-tp" in not_checked
+    assert not_checked.isdisjoint(recording.whole)
+    assert recording.whole  # the rules whose inputs are present did run
+    assert report.to_dict() == evaluate(str(config), model=llama, evaluator=FAST).report.to_dict()
