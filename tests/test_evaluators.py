@@ -1,6 +1,7 @@
 """The fast evaluator (shared guards, conditions run alone, kept contexts) gives exactly the
 reference evaluator's report (each rule's own program, rule by rule, a fresh context) on every
-rule example and on the hostile corpus (tests/hostile/cases.py)."""
+rule example and on the hostile corpus (tests/hostile/cases.py); on the corpus, no rule fires
+whose test read a placeholder for a missing input."""
 
 from __future__ import annotations
 
@@ -54,6 +55,31 @@ def test_the_examples_exercise_what_the_shortcuts_skip():
     assert fired > 100 and not_checked > 100
 
 
+def _assert_nothing_fired_on_a_placeholder(arguments, recipe):
+    """Coverage is a gate on the hostile corpus too: no problem's rule read (in `when` or
+    `condition`) an input replaced by a placeholder (tests/test_coverage.py: rule examples)."""
+    from inkling_compat.engine import coverage
+    from inkling_compat.engine.plan import plan as plan_for
+    from inkling_compat.facts.derive import derive
+    from inkling_compat.facts.inputs import load_inputs
+    from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
+
+    try:
+        inputs = load_inputs(arguments["config"], arguments["adapter"], model=arguments["model"], platform=arguments["platform"])
+        report = evaluate(**arguments).report
+    except InputError:
+        return
+    facts = derive(inputs)
+    missing = coverage.global_missing(facts)
+    per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
+    plan = plan_for(RULES, SGLANG_DEFAULT_VERSION)
+    for problem in report.problems:
+        scope, rules = ("adapter", plan.adapter_rules) if problem.rule_id in plan.adapter_ids else ("global", plan.global_rules)
+        miss = per_adapter[problem.adapter_index] if scope == "adapter" and problem.adapter_index is not None else missing
+        index = [c.rule.id for c in rules].index(problem.rule_id)
+        assert plan.blocks(scope, miss)[index][2] is None, (problem.rule_id, recipe)
+
+
 class _Slow(Exception):
     pass
 
@@ -88,6 +114,7 @@ def test_fast_is_the_reference_on_the_hostile_corpus(tmp_path):
                 finally:
                     signal.alarm(0)
                 assert fast == reference, recipe
+                _assert_nothing_fired_on_a_placeholder(arguments, recipe)
                 compared += 1
             finally:
                 cases.undo_permissions(directory)
