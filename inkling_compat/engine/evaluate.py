@@ -227,17 +227,16 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
             codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
             continue
         reached += 1
-        reason, untrusted, gated = block
+        reason, untrusted, _ = block
         if hit is False:  # (engine/coverage.py: a false `when` is trusted unless it read a placeholder)
+            # (a rule `select` left out, its test reading a placeholder, is here too: its
+            # reason, or *not applicable* where its own `when` said so without one)
             if app is False and not untrusted:
                 codes.append(NOT_APPLICABLE)
             elif reason is not None:
                 codes.append(reason)
             else:
                 codes.append(NOT_APPLICABLE if app is False else CHECKED)
-            continue
-        if gated is not None:  # (never evaluated: select left it out)
-            codes.append(gated)
             continue
         if isinstance(hit, RuleEvaluationError):
             raise hit
