@@ -276,8 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import gc
 
     global _collector_paused
-    # Start-up builds some 100,000 long-lived objects and almost no garbage; the cyclic collector's
-    # passes over them cost ~20 ms, and a full pass over them at exit ~20 ms more. So, as the
+    # Start-up builds some 100,000 long-lived objects and almost no garbage, which the cyclic
+    # collector's passes walk again and again (and once more at exit). So, as the
     # command (argv None: not a caller's process), the collector waits until start-up is done
     # (`_started`), which freezes what start-up built. Nothing is skipped: shutdown runs as usual.
     if argv is None and gc.isenabled():
@@ -297,7 +297,7 @@ def _main(argv: Sequence[str] | None) -> int:
     import os
 
     # pydantic scans every installed distribution's entry points for plugins when it builds
-    # the first model (~40 ms in a virtualenv with torch); the command uses no pydantic plugin.
+    # the first model (slow in a virtualenv with torch); the command uses no pydantic plugin.
     # (Effective only while no model is built yet: the package's __init__ must import lazily.)
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from inkling_compat.errors import InputError, RuleEvaluationError, RuleFileError

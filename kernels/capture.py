@@ -2,7 +2,7 @@
 
 Eager, one forward is two to five kernel launches plus Python; at T <= 64 the host side (argument
 packing, autotune cache lookups, launches) costs more than the GPU work (0.6-1.0 ms per eager
-forward on an H200, against tens of microseconds replayed; issue 11). :func:`capture_forward`
+forward on an H200, against tens of microseconds replayed). :func:`capture_forward`
 runs the forward once outside the graph (compiling and, with ``INKLING_AUTOTUNE=1``, tuning every
 kernel for this T, so the capture itself never autotunes), captures it into a CUDA graph over
 static input buffers, and returns a :class:`CapturedForward`: calling it copies the new inputs

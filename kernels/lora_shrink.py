@@ -15,7 +15,7 @@ The sites of the shared sink (spec section 6):
 Rows are processed in the routing's sorted order (see ``routing.py``); the bridge is written in
 sorted order, zero for tokens without an adapter. Reference: :func:`lora_shrink_reference`.
 
-Split-K (issue 11): at small T the grid ``(cdiv(T, BLOCK_M), NB)`` is a handful of programs each
+Split-K: at small T the grid ``(cdiv(T, BLOCK_M), NB)`` is a handful of programs each
 walking a long K (= H or n*F) and leaves most SMs idle (12-35 us per shrink on an H200 at T = 1).
 With ``split_k`` > 1 a third grid axis cuts K into ``split_k`` ranges; each program writes its
 float32 partial to a workspace, and the last program of each output tile to finish (a per-tile

@@ -9,7 +9,7 @@ only, so a batch with mixed slots needs no per-slot launches and no padding of s
 :func:`build_routing` is one Triton launch, a counting sort: each program takes a chunk of
 tokens, counts the tokens of each slot (in all chunks, and in the chunks before its own), and
 places each of its tokens at its slot's start plus its rank among that slot's earlier tokens. It replaced ~29 small torch launches (argsort, scatter_add, cumsum, ...) that
-cost ~30 us per forward on an H200 (issue 11). No host sync and no atomics, so it sits inside a
+cost more than the routing itself on an H200 (docs/performance.md). No host sync and no atomics, so it sits inside a
 CUDA graph and reruns bit-identically. :func:`build_routing_torch` is the same routing in plain
 torch (its reference, identical outputs); :func:`routing_reference` says what the groups mean.
 """

@@ -197,11 +197,9 @@ def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rout
     return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b, out=out, accumulate=True)
 
 
-# When the fused path (shrinks inside the GEMMs' K loops) is taken: at T = 1 only. Measured on one
-# H200 at edf358a (bench_runtime, heuristic configs, CUDA-graph medians, S = 8, shared-interleaved):
-# T = 1 fused 1.44x / 1.22x base against split 1.78x / 1.32x at (1536, 4, 768) / (7168, 2, 2048);
-# T = 4 fused 2.39x / 2.51x against split 2.30x / 1.44x; T = 64 fused 3.72x / 7.82x against 1.91x /
-# 1.42x. Each slot group gets tiles of its own, and every tile streams all the weights it
+# When the fused path (shrinks inside the GEMMs' K loops) is taken: at T = 1 only, where it
+# measured faster than the split path on an H200 (bench_runtime; the figures per T are in
+# docs/performance.md, "Reference runtime"). Each slot group gets tiles of its own, and every tile streams all the weights it
 # needs (from L2 after the first) and, per N program, its slot's A (2R x H for gate/up, R x n*F
 # for down: half the weight bytes of a 32-wide N tile). With one group (T = 1) that costs less
 # than the three launches it saves; with G groups the weights are read G times over instead of

@@ -1,4 +1,4 @@
-"""Bounded everything (issue 10, item 3): hostile sizes in every input are unusable input (exit
+"""Bounded everything: hostile sizes in every input are unusable input (exit
 2, one line naming the file and the path) or a problem of that adapter, in bounded time and
 memory; never exit 3, never a loop over an absurd size.
 

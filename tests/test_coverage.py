@@ -400,6 +400,6 @@ def test_a_bare_assert_says_what_failed():
     report = check({"enable_lora": True, "tp_size": 5, "lora_backend": "triton", "max_lora_rank": 16}, model=MODEL)
     heads = next(p for p in report.problems if p.rule_id == "inkling-attn-heads-divisible-by-tp")
     assert heads.message == ""
-    assert heads.because == "num_attention_heads 12 and swa_num_attention_heads 12 must both be divisible by the attention TP size 5"
-    assert "AssertionError: (bare assert: num_attention_heads 12 and swa_num_attention_heads 12" in render_text(report)
+    assert heads.because == "num_attention_heads 12 is not divisible by the attention TP size 5"
+    assert "AssertionError: (bare assert: num_attention_heads 12 is not divisible by the attention TP size 5)" in render_text(report)
     assert heads.to_dict()["because"] == heads.because

@@ -1,7 +1,8 @@
-"""The engine's shortcuts give exactly what the plain evaluation gives: the guards' shared
-conjuncts (engine/guards.py), a condition run alone behind a guard that held (the joined
-`(when) && (condition)` otherwise), and the built CEL contexts kept by their variables'
-content (engine/context.py). Each is compared with the plain form on every rule example."""
+"""The fast evaluator's shortcuts (engine/evaluator.py) give exactly what the reference gives:
+the guards' shared conjuncts (engine/guards.py), a condition run alone behind a guard that
+held (the joined `(when) && (condition)` otherwise), and the built CEL contexts kept by their
+variables' content (engine/context.py). Each is compared with the plain form on every rule
+example (whole reports: tests/test_evaluators.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 
 from inkling_compat import check
 from inkling_compat.engine import context as context_module
-from inkling_compat.engine import evaluate as evaluate_module
+from inkling_compat.engine.evaluator import FAST, REFERENCE
 from inkling_compat.engine.context import Contexts, shared_context
-from inkling_compat.engine.guards import Guards, conjuncts
+from inkling_compat.engine.cel_tree import analyse
+from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import plan as plan_for
 from inkling_compat.engine.rules import CompiledRule, Rule, compile_expression, load_rules
 from inkling_compat.errors import InputError, RuleEvaluationError
@@ -57,24 +59,32 @@ def _plain(program, ctx):
         ("a && (b || c)", ["a", "(b || c)"]),
         ('"&&" && f(\'x && y\')', ['"&&"', "f('x && y')"]),
         ("x\n  && y\n", ["x", "y"]),
-        ("(a && b)", ["(a && b)"]),
-        ("a || b && c", None),  # || binds looser than &&
-        ("a && b ? c : d", None),
-        ("a.?b && c", None),
-        ("a && b // note", None),
-        ('a && "\\"&&"', None),
-        ("a &&", None),
-        ("(a && b", None),
+        ("(a && b) && c", ["a", "b", "c"]),  # && is associative in CEL, errors included
+        ("a || b && c", ["a || b && c"]),  # || binds looser than &&: not a conjunction
+        ("a && b ? c : d", ["a && b ? c : d"]),
+        ("a && b // note", ["a", "b"]),
+        ('a && "\\"&&"', ["a", '"\\"&&"']),
+        ("a.b[0].c && size(d) > 1", ["a.b[0].c", "size(d) > 1"]),
     ],
 )
 def test_conjuncts(text, parts):
-    assert conjuncts(text) == parts
+    assert list(analyse(text).conjuncts) == parts
+
+
+@pytest.mark.parametrize("text", ["a.?b && c", "a &&", "(a && b", "a ? b", "{1: 2"])
+def test_what_cel_refuses_the_parse_tree_refuses(text):
+    from inkling_compat.engine import cel
+
+    with pytest.raises(ValueError):
+        cel.compile(text)
+    with pytest.raises(ValueError):
+        analyse(text)
 
 
 def test_the_shipped_guards_split():
     """Most guards are conjunctions: the shortcut is used, not only correct."""
     whens = {c.rule.when.strip() for c in PLAN.ordered if c.rule.when.strip() != "true"}
-    split = [w for w in whens if (conjuncts(w) or [w]) != [w]]
+    split = [w for w in whens if len(analyse(w).conjuncts) > 1]
     assert len(split) > len(whens) / 2
 
 
@@ -92,17 +102,14 @@ def test_guard_values_are_each_guards_own_value():
 @pytest.mark.parametrize("scope", ["global", "adapter", "both"])
 def test_guarded_evaluation_is_the_joined_programs(scope):
     rules = {"global": PLAN.global_rules, "adapter": PLAN.adapter_rules, "both": PLAN.global_rules + PLAN.adapter_rules}[scope]
-    guarded = evaluate_module._scope(PLAN, scope)
+    guarded = FAST.prepare(rules)
     for ctx in CONTEXTS:
         expected_applies = [True if c.rule.when.strip() == "true" else _plain(c.when_program, ctx) for c in rules]
-        try:
-            expected = [c.program.execute(ctx) is True for c in rules]
-        except Exception:  # noqa: BLE001 - then the shortcut must fail too (the caller goes rule by rule)
-            with pytest.raises(Exception):  # noqa: B017
-                guarded.execute(ctx)
-            assert guarded.applies(ctx) == expected_applies
-            continue
-        assert guarded.execute(ctx) == (expected, expected_applies)
+        expected = REFERENCE.prepare(rules).run(ctx)
+        got = guarded.run(ctx)
+        assert [h if isinstance(h, bool) else str(h) for h in got[0]] == [h if isinstance(h, bool) else str(h) for h in expected[0]]
+        assert got[1] == expected[1] == expected_applies
+        assert guarded.applies(ctx) == expected_applies
 
 
 def _rule(**changes):
@@ -114,7 +121,7 @@ def _rule(**changes):
 def test_a_condition_that_is_not_a_bool_is_what_the_joined_program_says():
     """`true && 1` is an error in CEL, while `1` alone is no error; the rule must get the error."""
     rule = CompiledRule(_rule(when="true", condition="1"), "x.yaml")
-    results, _ = evaluate_module._evaluate_all((rule,), evaluate_module._Guarded((rule,)), CONTEXTS[0])
+    results, _ = FAST.prepare((rule,)).run(CONTEXTS[0])
     assert isinstance(results[0], RuleEvaluationError)
 
 

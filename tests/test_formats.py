@@ -282,7 +282,7 @@ def test_output_file_that_cannot_be_written(capsys, monkeypatch, tmp_path):
 
 
 def test_every_problem_links_its_rule_page(capsys, monkeypatch):
-    """(issue 12: every problem in every format carries its page URL)"""
+    """Every problem in every format carries its rule's page URL."""
     _, out, _ = run(capsys, monkeypatch, [*CASES["broken"], "--format", "json", "--isolated"])
     problems = json.loads(out)["problems"]
     assert problems and all(p["url"] == rule_url(p["rule_id"]) for p in problems)

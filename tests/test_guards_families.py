@@ -1,13 +1,12 @@
 """Named guards and rule families (engine/definitions.py) are load-time shorthand: every rule
-expands to exactly the rule it was when written out in full (snapshot of commit 92d9af3, before
-guards and families existed), and a reference to an unknown guard or family is a broken rule file.
+expands to its reviewed snapshot (tests/data/expanded/<id>.json, one per rule), and a reference
+to an unknown guard or family is a broken rule file.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
+import os
 from pathlib import Path
 
 import pytest
@@ -19,33 +18,27 @@ from inkling_compat.engine import rules as rulebook
 from inkling_compat.engine.rules import load_rules, rule_files, rules_dir
 from inkling_compat.errors import RuleFileError
 
-# Per rule id, computed with the loader of 92d9af3 from the rule files of 92d9af3: the `when`,
-# the compiled expression (also of each sglang-version variant) and a hash of the whole rule.
-SNAPSHOT = json.loads((Path(__file__).parent / "data" / "rules_92d9af3.json").read_text(encoding="utf-8"))
-# Fact paths renamed since 92d9af3 (issue 9: typed facts), new -> old. A rename changes no
-# expression's structure; compare with the names the snapshot used. Add a line per rename.
-RENAMED = {
-    "facts.pool": "facts.sink.expected_pool",
-}
-_RENAMED = re.compile(r"(?<![\w.])(" + "|".join(sorted(map(re.escape, RENAMED), key=len, reverse=True)) + r")(?!\w)")
-
-
-def _old_names(text: str) -> str:
-    return _RENAMED.sub(lambda m: RENAMED[m.group(1)], text)
-
-
 RULES = {c.rule.id: c for c in load_rules()}
 RAW = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in rule_files()}
 DEFS = definitions.load_definitions(rules_dir())
 
+# Per rule, what it expands to (family merged, guards written out, `after` derived): the rule's
+# fields and the compiled expression of each sglang version, in tests/data/expanded/<id>.json.
+# An edit of a guard, a family or a rule shows here as a diff of exactly the rules it changes.
+# Regenerate after an intended change (and review the diff):
+#     INKLING_COMPAT_UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_guards_families.py -k expanded
+EXPANDED = Path(__file__).parent / "data" / "expanded"
+UPDATE = os.environ.get("INKLING_COMPAT_UPDATE_SNAPSHOTS", "") not in ("", "0")
 
-# Rule fields added since 92d9af3: not part of what a rule expanded to then.
-NEW_FIELDS = {"any_model", "fix", "because"}  # fix: how to repair a problem, not what is checked
 
-
-def _rule_hash(rule) -> str:
-    data = json.dumps(rule.model_dump(mode="json", by_alias=True, exclude=NEW_FIELDS), sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(_old_names(data).encode()).hexdigest()
+def expanded(rule_id: str) -> str:
+    compiled = RULES[rule_id]
+    versions = sorted({*(compiled.rule.sglang_versions or ()), *(v for variant in compiled.rule.variants for v in variant.sglang_versions)})
+    data = {
+        "rule": compiled.rule.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "expression": {version: compiled.for_version(version).expression for version in versions if compiled.for_version(version) is not None},
+    }
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _guards_of(rule_id: str) -> list[str]:
@@ -54,125 +47,34 @@ def _guards_of(rule_id: str) -> list[str]:
     return list(family.get("guards", [])) + list(raw.get("guards", []))
 
 
-# Rules written since 92d9af3 (not in the snapshot; their expressions have no "before").
-ADDED = {
-    "adapter-normalize-cat-mismatch",  # torch.cat of split gate/up factors (found by tests/test_fidelity_adapter.py)
-    # Validated input (issue 10 item 1): adapter_config.json values sglang reads unchecked.
-    "adapter-scaling-fails",
-    "adapter-rank-not-comparable",
-    "adapter-peft-type-not-string",
-    "adapter-target-module-not-string",
-    "adapter-rank-float",
-    "adapter-rank-negative",
-    "adapter-config-type-mismatch",
-    "lora-pool-rank-negative",
-    "lora-max-lora-rank-zero",
-    "adapter-scaling-not-finite",
-    "model-not-inkling",  # coverage (issue 10 item 2): a config.json that is not Inkling's, or empty
-    # FusedMoE's divisibility asserts for Inkling's routed experts (found by the TP runtime, issue 13).
-    "inkling-moe-intermediate-divisible-by-moe-tp",
-    "inkling-moe-routed-experts-divisible-by-ep",
-    # Issue 10's open findings (F10, P1, R50): values sglang accepts and then fails on.
-    "inkling-moe-no-routed-experts",
-    "lora-paths-pinned-not-int",
-    "lora-pool-too-large",
-    # Configuration-dependent raise sites the audit (tests/test_audit.py) found without a rule.
-    "lora-dp-attention-overlap-loading",
-    "lora-dp-attention-attn-tp",
-    "lora-dp-attention-backend-unsupported",
-    "lora-triton-v2-needs-lora-moe-runner",
-    "lora-moe-runner-targets-lack-moe",
-    "lora-moe-runner-sm90-sm100-only",
-    "served-model-name-colon",
-    "lora-paths-json-missing-keys",
-    "lora-paths-json-invalid",
-    "adapter-extra-embeddings-without-added-tokens",
-    "marlin-ep-needs-standard-dispatch",
-    "marlin-lora-needs-virtual-experts",
-    "marlin-lora-needs-triton-backend",
-    "marlin-ep-needs-trivial-placement",
-    # The rest of the audit's configuration-dependent sites (issue 19).
-    "lora-moe-runner-fp8-needs-block-quant",
-    "lora-moe-runner-rank-above-256",
-    "lora-moe-runner-fp8-block-128",
-    "lora-moe-runner-fp8-dims-128",
-    "marlin-moe-lora-quant-method-unsupported",
-    "marlin-lora-runner-needs-sm90",
-    "experimental-sgl-marlin-quant-method-unsupported",
-    "experimental-sgl-marlin-needs-sm90",
-    "experimental-sgl-marlin-needs-standard-dispatcher",
-    "experimental-sgl-trtllm-fp8-needs-block-quant",
-    "experimental-sgl-trtllm-no-mxfp8",
-    "experimental-sgl-trtllm-bf16-needs-virtual-experts",
-    "experimental-sgl-trtllm-nvfp4-needs-virtual-experts",
-    "inkling-audio-mode-not-dmel",
-    "inkling-vision-encoder-not-hmlp",
-    "inkling-vision-patch-size-too-small",
-    "inkling-vision-temporal-patch-size-not-positive",
-    "inkling-mtp-banded-needs-multi-layer-eagle",
-    "inkling-dflash-layer-ids-repeated",
-    "inkling-dflash-layer-ids-unsorted",
-    "inkling-scattered-sconv-hidden-div-moe-tp",
-    "adapter-shared-expert-on-dense-layer",
-    "adapter-shared-expert-factor-not-3d",
-}
+@pytest.mark.parametrize("rule_id", sorted(RULES))
+def test_expanded_rule_is_its_snapshot(rule_id):
+    path = EXPANDED / f"{rule_id}.json"
+    text = expanded(rule_id)
+    if UPDATE:
+        EXPANDED.mkdir(exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no snapshot of {rule_id}: run INKLING_COMPAT_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_guards_families.py -k expanded"
+    assert path.read_text(encoding="utf-8") == text, f"{rule_id} expands differently from tests/data/expanded/{rule_id}.json"
 
 
-# Snapshot rules corrected since 92d9af3 (a fidelity fix, not shorthand), with why: their `when`
-# is still the snapshot's; their expression or another field is not (and must not be).
-_EXACT_INT = "its message names the int as written (a fact's str), not the CEL value (a double past 64 bits: 1e+50)"
-CHANGED = {
-    "adapter-incompatible-with-pool": "--max-lora-rank 0 is a rank-0 pool (lora_manager.py l.893 `is not None`), not 'not given'; " + _EXACT_INT,
-    "adapter-rank-above-max-lora-rank": _EXACT_INT,
-    "adapter-rank-pattern-ignored": _EXACT_INT,
-    "adapter-layer-out-of-range": _EXACT_INT,
-    "adapter-pool-shape-mismatch": "the shapes read the facts' text (pool_fit.buffer_text, weight_text): every digit",
-    "adapter-shared-outer-unexpected-format": "the shape reads pool_fit.weight_text: every digit",
-    "adapter-embedding-under-eagle": "the module list is joined from adapter_facts.embedding_weight_names in its params (no stored text fact); the same message",
-    "lora-max-lora-rank-zero": "yields to the copy replay's own assertion (adapter-pool-shape-mismatch) where the copy is replayed: one report",
-    **{
-        rule_id: "a bare assert: its params state the failed condition's values for `because`"
-        for rule_id in (
-            "inkling-attn-heads-divisible-by-tp", "inkling-attn-kv-heads-divisible-by-tp", "inkling-scattered-sconv-hidden-div-tp",
-            "inkling-attn-backend-fa4-or-triton", "inkling-requires-mamba-extra-buffer",
-        )
-    },
-    "adapter-pin-all-slots": "counts int(pinned) as sglang does (lora_manager.py l.319): \"pinned\": 2 counts twice, \"0\" is pinned but counts zero",
-    "unknown-config-key": "a server config key is an sglang argument in any spelling; one that is not says argparse's own words (\"unrecognized arguments: --foo 16\")",
-}
-
-
-def test_same_rule_ids_as_before():
-    assert set(RULES) == set(SNAPSHOT) | ADDED
-    assert len(SNAPSHOT) == 134
-
-
-@pytest.mark.parametrize("rule_id", sorted(SNAPSHOT))
-def test_rule_expands_to_what_it_was(rule_id):
-    compiled, before = RULES[rule_id], SNAPSHOT[rule_id]
-    assert _old_names(compiled.rule.when) == before["when"]
-    if rule_id in CHANGED:
-        same = _old_names(compiled.expression) == before["expression"] and _rule_hash(compiled.rule) == before["rule_sha256"]
-        assert not same, f"{rule_id} is in CHANGED but is the snapshot's rule"
+def test_expanded_snapshots_are_of_existing_rules():
+    stale = sorted(p.stem for p in EXPANDED.glob("*.json") if p.stem not in RULES)
+    if UPDATE:
+        for rule_id in stale:
+            (EXPANDED / f"{rule_id}.json").unlink()
         return
-    assert _old_names(compiled.expression) == before["expression"]
-    variants = {v: c.expression for v in compiled.rule.sglang_versions or () if (c := compiled.for_version(v)) is not compiled}
-    variants.update(
-        {v: compiled.for_version(v).expression for variant in compiled.rule.variants for v in variant.sglang_versions}
-    )
-    assert {v: _old_names(e) for v, e in variants.items()} == before["variant_expressions"]
-    assert _rule_hash(compiled.rule) == before["rule_sha256"]  # every other field, examples included
+    assert not stale, f"snapshots of rules that no longer exist: {stale}"
 
 
 @pytest.mark.parametrize("guard", sorted(DEFS.guards))
-def test_guard_is_shared_and_expands_to_the_old_text(guard):
+def test_guard_is_shared_and_written_out_in_each_rule(guard):
     users = [rid for rid in RAW if guard in _guards_of(rid)]
     assert len(users) >= 2, f"guard {guard} is used by {users}: inline it"
     expression = DEFS.guards[guard].expression
     for rid in users:
         assert expression in RULES[rid].rule.when
-        if rid not in ADDED:
-            assert _old_names(RULES[rid].rule.when) == SNAPSHOT[rid]["when"]
 
 
 # `when` texts still written in more than one rule file: one fact, or one fact and a null check
@@ -182,7 +84,6 @@ STILL_REPEATED = {
     "facts.quant.is_inkling_nvfp4",
     "facts.lora_enabled && config.max_loaded_loras != null",
     "facts.lora_enabled && type(config.lora_paths) == list",
-    "facts.model.dflash_layer_ids != null",
 }
 
 
@@ -221,11 +122,12 @@ def test_family_members_get_the_shared_fields(family):
                 value = getattr(rule, key)
                 assert (value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value) == shared[key]
         for key, value in shared.get("source", {}).items():
-            assert getattr(rule.source, key) == value
+            got = getattr(rule.source, key)
+            assert got == value or (key == "function" and got.startswith(f"{value} (")), (rid, key)  # (a member may refine its function)
         for key, value in shared.get("params", {}).items():
             assert rule.params[key] == value
         for key in ("field_paths", "after", "references"):
-            if key in shared:
+            if key in shared and not (key == "after" and DEFS.families[family].follows):
                 assert getattr(rule, key)[: len(shared[key])] == shared[key]
         if shared.get("guards"):
             assert rule.when.startswith(" && ".join(DEFS.guards[g].expression for g in shared["guards"]))
@@ -392,7 +294,7 @@ def test_a_family_file_is_no_rule_and_each_member_runs_its_own_examples(family):
     passing examples, which tests/test_rule_examples.py runs."""
     path = next(Path(rules_dir()).rglob(f"{definitions.FAMILY_PREFIX}{family}.yaml"))
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert set(data) <= {"family", "description", "shared"}, (path, set(data))
+    assert set(data) <= {"family", "description", "shared", "order", "follows"}, (path, set(data))
     assert not {"message", "condition", "examples", "id"} & set(data["shared"]), path
     by_id = {c.rule.id: c.rule for c in load_rules()}
     members = [rid for rid, raw in RAW.items() if raw.get("family") == family]
@@ -400,3 +302,77 @@ def test_a_family_file_is_no_rule_and_each_member_runs_its_own_examples(family):
     for rid in members:
         assert RAW[rid]["examples"]["fire"] and RAW[rid]["examples"]["pass"], rid
         assert by_id[rid].examples.fire and by_id[rid].examples.pass_, rid
+
+
+# --- a family's order, what it follows, refined sources ---------------------------------------
+
+
+def _members_folder(tmp_path: Path, family: dict, members: list[dict], others: list[dict] = ()) -> Path:
+    folder = _folder(tmp_path, members[0], family, GUARDS)
+    for rule in [*members[1:], *others]:
+        (folder / "server_args" / f"{rule['id']}.yaml").write_text(yaml.safe_dump(rule), encoding="utf-8")
+    return folder
+
+
+def test_a_family_order_derives_after_and_follows_gates_on_what_comes_before(tmp_path):
+    earlier = dict(MINIMAL, id="demo-earliest", order=1)
+    before = dict(MINIMAL, id="demo-before", order=2, after=["demo-earliest"])
+    family = dict(FAMILY, order=["demo-a", "demo-b", "demo-c"], follows=["demo-before"])
+    members = [_member(id=f"demo-{x}", order=n) for n, x in ((10, "a"), (11, "b"), (12, "c"))] + [_member(id="demo-free", order=13)]
+    rules = {c.rule.id: c.rule for c in load_rules(str(_members_folder(tmp_path, family, members, [earlier, before])))}
+    assert rules["demo-a"].after == ["demo-earliest", "demo-before"]
+    assert rules["demo-b"].after == ["demo-earliest", "demo-before", "demo-a"]
+    assert rules["demo-c"].after == ["demo-earliest", "demo-before", "demo-a", "demo-b"]
+    assert rules["demo-free"].after == []  # not in the order: its `after` as written
+
+
+def test_follows_may_name_a_family(tmp_path):
+    other = {"family": "other-helper", "description": "d", "shared": {"stage": "server_args"}, "order": ["demo-x", "demo-y"]}
+    family = dict(FAMILY, order=["demo-a"], follows=["other-helper"])
+    members = [_member(id="demo-a", order=10)]
+    (tmp_path / "server_args").mkdir()
+    for rule in [dict({k: v for k, v in MINIMAL.items() if k != "stage"}, id=i, family="other-helper", order=n) for n, i in ((1, "demo-x"), (2, "demo-y"))]:
+        (tmp_path / "server_args" / f"{rule['id']}.yaml").write_text(yaml.safe_dump(rule), encoding="utf-8")
+    (tmp_path / "server_args" / "_family-other-helper.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    (tmp_path / "server_args" / "_family-demo-helper.yaml").write_text(yaml.safe_dump(family), encoding="utf-8")
+    (tmp_path / "server_args" / "demo-a.yaml").write_text(yaml.safe_dump(members[0]), encoding="utf-8")
+    (tmp_path / "_guards.yaml").write_text(yaml.safe_dump({"guards": GUARDS}), encoding="utf-8")
+    rules = {c.rule.id: c.rule for c in load_rules(str(tmp_path))}
+    assert rules["demo-a"].after == ["demo-x", "demo-y"]
+    assert rules["demo-y"].after == ["demo-x"]
+
+
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ({"order": ["demo-a", "demo-nobody"]}, "order", "not a member"),
+        ({"order": ["demo-b", "demo-a"]}, "order", "do not rise"),
+        ({"order": ["demo-a"], "follows": ["demo-nothing"]}, "follows", "unknown rule or family"),
+    ],
+)
+def test_a_bad_order_or_follows_is_a_broken_rule_file(tmp_path, change, field, words):
+    members = [_member(id="demo-a", order=1), _member(id="demo-b", order=2)]
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(_members_folder(tmp_path, dict(FAMILY, **change), members)))
+    assert info.value.field == field and words in info.value.reason
+
+
+def test_a_member_may_refine_its_function_not_replace_it(tmp_path):
+    folder = _folder(tmp_path, _member(source={"line": 7, "function": "demo (its second branch)"}), FAMILY, GUARDS)
+    (compiled,) = load_rules(str(folder))
+    assert compiled.rule.source.function == "demo (its second branch)"
+    (tmp_path / "other").mkdir()
+    folder = _folder(tmp_path / "other", _member(source={"function": "another"}), FAMILY, GUARDS)
+    with pytest.raises(RuleFileError) as info:
+        load_rules(str(folder))
+    assert info.value.field == "source.function"
+
+
+def test_the_copy_refusals_join_their_family():
+    """The load-to-buffer refusals are members: one `follows` instead of the same list in each."""
+    family = DEFS.families["load-lora-weight-to-buffer"]
+    assert len(family.order) == 6 and all(RAW[rid]["family"] == family.name for rid in family.order)
+    assert all("after" not in RAW[rid] for rid in family.order)
+    chain = RULES["adapter-weight-no-target-module"].rule.after + ["adapter-weight-no-target-module"]
+    for index, rid in enumerate(family.order):
+        assert RULES[rid].rule.after == chain + list(family.order[:index])

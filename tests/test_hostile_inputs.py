@@ -171,7 +171,7 @@ RUN_MUTATIONS = {
 @pytest.mark.parametrize("name", sorted(RUN_MUTATIONS))
 def test_run_refuses_hostile_adapters(name, tmp_path):
     """`inkling-compat run` checks first: a hostile adapter directory is refused (exit 1) or an
-    input error (exit 2) in one stderr line, never exit 3 (issue 10: r "sixteen" was exit 3)."""
+    input error (exit 2) in one stderr line, never exit 3 (`r: "sixteen"` included)."""
     r = {"seed": 0, "index": 0, "family": "type", "setup": "adapter_dir", "muts": [RUN_MUTATIONS[name]]}
     inv = cases.materialize(r, tmp_path / "case")
     argv = ["run", "--config", inv["config"], "--model", inv["model"], "--adapter", inv["adapters"][0], "--device", "cpu", "--tokens", "2"]
@@ -297,8 +297,8 @@ def issue_cases() -> dict[int, dict]:
 
 
 @pytest.mark.parametrize("index", range(len(cases.ISSUE_CASES)), ids=[c[0] for c in cases.ISSUE_CASES])
-def test_issue_10_hostile_input(issue_cases, index):
-    """Each hostile input issue 10 lists (seed 0 of the recipes), under the same bounds: a report
+def test_each_named_hostile_input(issue_cases, index):
+    """Each named hostile input (seed 0 of the recipes: cases.ISSUE_CASES), under the same bounds: a report
     or an input error; in a fleet, errors of that adapter while the others are still checked."""
     result = issue_cases[index]
     assert result["kind"] != "failure", f"[{result.get('sig')}] {result['detail']} at {result.get('where')}"

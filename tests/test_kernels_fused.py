@@ -1,4 +1,4 @@
-"""The fused LoRA path (issue 11): each shrink inside its GEMM's K loop, over group-aligned tiles.
+"""The fused LoRA path: each shrink inside its GEMM's K loop, over group-aligned tiles.
 
 Each fused kernel against its torch reference (NaN-poisoned outputs, so an element a kernel
 forgets to write fails), the routing's group starts that the tiling reads, and the whole fused

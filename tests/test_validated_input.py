@@ -1,4 +1,4 @@
-"""Validated input (issue 10, item 1): a wrong type or an impossible value in a field a rule
+"""Validated input: a wrong type or an impossible value in a field a rule
 or fact reads is a problem of that input with its field path, or a one-line input error
 (exit 2) naming the file and the field; never "ok", never exit 3.
 
@@ -330,7 +330,7 @@ def test_the_cli_exits_2_on_an_impossible_model_value(tmp_path: Path, value: int
 def test_zero_max_lora_rank_with_lora_paths_is_a_copy_failure(tmp_path: Path) -> None:
     """With --lora-paths, sglang's assertion lets 0 through and init_lora_shapes keeps it: the
     copy fails. With the weights read, the replayed assertion is the report (once); the derived
-    prediction stands in where the copy cannot be replayed (tests/test_leftover_findings.py M0b)."""
+    prediction stands in where the copy cannot be replayed (tests/test_values_sglang_accepts_then_fails.py M0b)."""
     directory = adapter_dir(tmp_path, r=1)
     report = check(dict(SERVE, max_lora_rank=0, lora_paths=[f"ad={directory}"]), str(directory), model=MODEL)
     problem = problems(report)["adapter-pool-shape-mismatch"]

@@ -1,7 +1,7 @@
 """The CEL evaluator (common-expression-language's Rust core), imported without its CLI.
 
-`import cel` also imports the package's command-line front end (typer, rich), which costs
-about 0.4 s at every start of `inkling-compat`. Only the compiled extension is needed.
+`import cel` also imports the package's command-line front end (typer, rich), which would
+more than double every start of `inkling-compat`. Only the compiled extension is needed.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from pydantic import BaseModel, RootModel
 from pydantic_core import to_jsonable_python
 
 from inkling_compat.engine import cel
-from inkling_compat.engine.paths import CEL_CALLS
 from inkling_compat.engine.plan import Plan
 
 _LISTS = ("adapters", "adapter_facts_list")
@@ -33,8 +32,8 @@ def join_strings(values: list[Any], separator: str) -> str:
 
 def unknown_keys_text(keys: list[Any]) -> str:
     """`input.unknown_keys` as the unknown-key message lists them ("file: key (did you mean
-    x?)", comma-separated). In Python: CEL's `map` over a list is quadratic in its length
-    (20,000 keys took over 15 s), this is linear."""
+    x?)", comma-separated). In Python: CEL's `map` over a list is quadratic in its length,
+    this is linear (docs/performance.md, "Why the engine's shortcuts")."""
     parts = []
     for k in keys:
         suggestion = k.get("suggestion") or ""
@@ -45,8 +44,7 @@ def unknown_keys_text(keys: list[Any]) -> str:
 
 def cel_context(variables: dict[str, Any]) -> Any:
     ctx = cel.Context()
-    # Functions first: added after the variables, each addition costs ~5 us more (measured
-    # on the bundled PEFT example: 214 -> 198 us for the whole context).
+    # Functions first: adding them after the variables measured slower (docs/performance.md).
     ctx.add_function("pytype", python_type_name)
     ctx.add_function("pysorted", python_sorted)
     ctx.add_function("join", join_strings)
@@ -77,9 +75,9 @@ def _as_text(value: Any) -> Any:
 # Built contexts by their variables' exact content: marshal writes types (bool is not int,
 # 1.0 is not 1, a tuple is not a list), dict order and values, so equal bytes are equal
 # variables (an object marshal cannot write is simply not cached). A check of inputs seen
-# before skips the conversion into CEL (about 1 us per map key, string and container: ~0.2
-# ms of a check of the bundled examples, before any rule runs) and the environment CEL
-# builds on a context's first evaluation (~50 us). A cached context is only ever executed,
+# before skips the conversion into CEL (per map key, string and container) and the
+# environment CEL builds on a context's first evaluation: a large part of a check of the
+# bundled examples (docs/performance.md). A cached context is only ever executed,
 # never updated (`Contexts.per_adapter`, the one that is updated, is built fresh). Bounded
 # in count and key size; INKLING_COMPAT_NO_CACHE=1 turns it off, like the parse caches.
 _BUILT: dict[bytes, Any] = {}
@@ -113,8 +111,6 @@ def prune(value: Any, tree: dict[Any, Any]) -> Any:
     out = {}
     for key, child in tree.items():
         if key not in value:
-            if key in CEL_CALLS:
-                return value  # a method call on the map: keep the whole map
             continue  # absent here (e.g. a pool-form key on a PEFT adapter)
         out[key] = prune(value[key], child)
     return out
@@ -144,8 +140,7 @@ _PLAIN = (str, int, bool)
 def pick(value: Any, tree: dict[Any, Any]) -> Any:
     """`prune(<value dumped in JSON mode>, tree)`, reading a model's fields along the tree:
     only what the rules read is dumped. A fleet no longer dumps every adapter's whole facts
-    and manifest to throw most of it away; a one-adapter check costs the same either way
-    (~45 us of Python, measured; the CEL conversion of the result is ~200 us)."""
+    and manifest to throw most of it away; a one-adapter check costs the same either way."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):
@@ -160,8 +155,6 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
                 out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
             elif extra and key in extra:
                 out[key] = pick(extra[key], child)
-            elif key in CEL_CALLS:
-                return _json(value)  # a method call on the map: keep the whole map
         return out
     # Anything else is dumped as it is (a dict's keys as JSON writes them), then pruned.
     return prune(_json(value), tree)
@@ -193,8 +186,6 @@ def _adapter_view(manifest: Any, form: str, tree: dict[Any, Any], keys: set[str]
             out[key] = form
         elif key in fields and (keys is None or key in keys):
             out[key] = pick(getattr(manifest, key), child)
-        elif key in CEL_CALLS:
-            return dict(adapter_document(manifest, keys), form=form)
     return out
 
 
@@ -202,7 +193,9 @@ class Contexts:
     """The global CEL context (with the first adapter riding along) and, for the second and
     later adapters, one that holds only what adapter rules read."""
 
-    def __init__(self, inputs: Any, facts: Any, plan: Plan):
+    def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None):
+        """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
+        keeps built contexts, `shared_context`; the reference builds each one)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
         self._facts_tree = plan.adapter_tree.get("adapter_facts", _WHOLE)
@@ -214,7 +207,7 @@ class Contexts:
         self.adapter_views: list[Any] = [None] * len(facts.adapters)
         if self.adapter_views:
             shared["adapter"], shared["adapter_facts"] = self._view(0)
-        self.shared = shared_context(shared)
+        self.shared = (build or shared_context)(shared)
         # The CEL context re-converts *every* variable on the first evaluation after an update, so
         # the second and later adapters get a context of their own without the whole-fleet lists
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.
@@ -275,6 +268,6 @@ _WHOLE: dict[Any, Any] = {None: True}
 def _facts_variable(facts: Any, tree: dict[Any, Any]) -> Any:
     """`facts` without the per-adapter list (that is `adapter_facts` / `adapter_facts_list`)."""
     fields = _fields(type(facts))
-    if None in tree or any(key not in fields and key in CEL_CALLS for key in tree):
+    if None in tree:
         return facts.model_dump(mode="json", exclude={"adapters"})
     return pick(facts, {k: v for k, v in tree.items() if k != "adapters"})

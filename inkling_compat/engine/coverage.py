@@ -161,6 +161,13 @@ class Tally:
         self.adapter_codes: list[list[str]] = []  # per adapter, in input order
         self.absent_codes: list[str] | None = None  # the adapter rules of a check without adapters
 
+    def record(self, scope: int, codes: list[str]) -> None:
+        """One scope's codes: the global scope (0), then each adapter in input order."""
+        if scope == 0:
+            self.global_codes = codes
+        else:
+            self.adapter_codes.append(codes)
+
     def fold(self) -> tuple[dict[str, str], dict[str, list[str]], list[dict[str, Any]]]:
         status: dict[str, str] = {}
         by_reason: dict[str, list[str]] = {}

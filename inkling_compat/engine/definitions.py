@@ -69,6 +69,15 @@ class FamilyFile(BaseModel):
     family: str = Field(description="The family's name (= the file name after `_family-`)")
     description: str = Field(description="The sglang helper and how its members differ")
     shared: dict[str, Any] = Field(description="Rule fields every member gets (see SHAREABLE)")
+    order: list[str] = Field(
+        default_factory=list,
+        description="Members in the order sglang's helper raises them: each listed member is `after` those listed before it",
+    )
+    follows: list[str] = Field(
+        default_factory=list,
+        description="Rule ids or family names that sglang reaches before the members listed in `order`: each of "
+        "them is after these and after everything these are after (a family: all of its members)",
+    )
 
     @field_validator("family")
     @classmethod
@@ -94,6 +103,8 @@ class Family:
     name: str
     file: str
     shared: dict[str, Any]
+    order: tuple[str, ...] = ()
+    follows: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,7 +148,7 @@ def load_definitions(folder: Path) -> Definitions:
             raise RuleFileError(path.name, "family", f"file name must be the family name ({FAMILY_PREFIX}{parsed.family}.yaml)")
         if parsed.family in families:
             raise RuleFileError(path.name, "family", f"family {parsed.family!r} is also defined in {families[parsed.family].file}")
-        families[parsed.family] = Family(parsed.family, path.name, parsed.shared)
+        families[parsed.family] = Family(parsed.family, path.name, parsed.shared, tuple(parsed.order), tuple(parsed.follows))
     return Definitions(guards, families)
 
 
@@ -161,6 +172,9 @@ def expand(data: dict[str, Any], file: str, definitions: Definitions) -> tuple[d
     guards = _names(shared.get("guards"), origins.get("guards", file)) + _names(own.pop("guards", None), file)
     whens = [w for w in (shared.get("when"), own.pop("when", None)) if w is not None]
     merged = _merge({k: v for k, v in shared.items() if k not in ("guards", "when")}, own, file, name)
+    if name is not None:
+        merged = _ordered(merged, family, file)
+        merged[FAMILY_OF] = name
     conjuncts = []
     for guard in guards:
         if guard not in definitions.guards:
@@ -175,6 +189,76 @@ def expand(data: dict[str, Any], file: str, definitions: Definitions) -> tuple[d
             raise RuleFileError(file, "when", "must be a string (a CEL expression)")
         merged["when"] = " && ".join(_conjunct(c) for c in conjuncts)
     return merged, origins
+
+
+# Where a member's family `follows` other rules: resolved once every rule of the folder is
+# expanded (`resolve_follows`), since what they are after may itself be derived.
+FOLLOWS = "_follows"
+FAMILY_OF = "_family"  # (the family a member belongs to, for a `follows` that names it)
+PRIVATE = (FOLLOWS, FAMILY_OF)  # removed before a rule is validated
+
+
+def _ordered(merged: dict[str, Any], family: Any, file: str) -> dict[str, Any]:
+    """`after` derived from the family's `order` (the members listed before this one) and
+    marked for its `follows`; a member not in `order` keeps its `after` as written."""
+    rule_id = merged.get("id")
+    if rule_id not in family.order:
+        return merged
+    before = list(family.order[: family.order.index(rule_id)])
+    after = merged.get("after", [])
+    if not isinstance(after, list):
+        raise RuleFileError(file, "after", "must be a list of rule ids")
+    merged = dict(merged, after=[*after, *(r for r in before if r not in after)])
+    if family.follows:
+        merged[FOLLOWS] = list(family.follows)
+    return merged
+
+
+def resolve_follows(datas: dict[str, dict[str, Any]], definitions: Definitions, files: dict[str, str]) -> None:
+    """Write out each `follows` of the rules' expanded data (rule id -> data, in place): the
+    rule is after each followed rule and everything that rule is after, in that rule's order
+    (a family name stands for its members: its `order`, then the others by id)."""
+    done: dict[str, list[str]] = {}
+
+    def final_after(rule_id: str, chain: tuple[str, ...]) -> list[str]:
+        if rule_id in done:
+            return done[rule_id]
+        if rule_id in chain:
+            raise RuleFileError(files.get(rule_id, rule_id), "after", f"`follows` runs in a circle: {' -> '.join((*chain, rule_id))}")
+        data = datas[rule_id]
+        after: list[str] = []  # what it follows first (sglang reaches the helper after those), then its own
+        for name in data.pop(FOLLOWS, []):
+            for followed in _followed(name, datas, definitions, files.get(rule_id, rule_id)):
+                for item in (*final_after(followed, (*chain, rule_id)), followed):
+                    if item not in after and item != rule_id:
+                        after.append(item)
+        after += [item for item in data.get("after") or [] if item not in after]
+        if after or "after" in data:
+            data["after"] = after
+        done[rule_id] = after
+        return after
+
+    for family in definitions.families.values():  # an `order` lists members, in their own `order`
+        for rule_id in family.order:
+            if datas.get(rule_id, {}).get(FAMILY_OF) != family.name:
+                raise RuleFileError(family.file, "order", f"{rule_id!r} is not a member of family {family.name!r}")
+        numbers = [datas[rule_id].get("order", 0) for rule_id in family.order]
+        if numbers != sorted(numbers):
+            raise RuleFileError(family.file, "order", f"the members' own `order` numbers {numbers} do not rise along the family's order")
+    for rule_id in list(datas):
+        final_after(rule_id, ())
+    for data in datas.values():
+        data.pop(FAMILY_OF, None)
+
+
+def _followed(name: str, datas: dict[str, dict[str, Any]], definitions: Definitions, file: str) -> list[str]:
+    if name in definitions.families:
+        family = definitions.families[name]
+        members = sorted(r for r, d in datas.items() if d.get(FAMILY_OF) == name)
+        return [*family.order, *(r for r in members if r not in family.order)]
+    if name in datas:
+        return [name]
+    raise RuleFileError(file, "follows", f"unknown rule or family {name!r}")
 
 
 def _names(value: Any, file: str) -> list[str]:
@@ -196,27 +280,25 @@ def _merge(shared: dict[str, Any], own: dict[str, Any], file: str, family: str |
             merged[key] = _merge(shared[key], value, file, family, f"{at}{key}.")
         elif isinstance(value, list) and isinstance(shared[key], list):
             merged[key] = shared[key] + value
+        elif at == "source." and key == "function" and isinstance(value, str) and value.startswith(f"{shared[key]} ("):
+            merged[key] = value  # a member refines where in the helper it is raised: "f (its branch)"
         else:
             raise RuleFileError(file, at + key, f"already set by family {family!r}; state it in one place")
     return merged
 
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
 
 
 def _conjunct(expression: str) -> str:
     """`expression` as an operand of `&&`: parenthesized only if a top-level `||` or `?:` would
     otherwise bind differently (so guards expand to the text the rules had before)."""
-    code = _STRING.sub('""', expression)
-    depth = 0
-    for i, ch in enumerate(code):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and (ch == "?" or code.startswith("||", i)):
-            return f"({expression})"
-    return expression
+    from inkling_compat.engine import cel_tree
+
+    try:
+        loose = cel_tree.analyse(expression).loose
+    except ValueError:  # (CEL refuses it when the rule compiles; parenthesized meanwhile)
+        loose = True
+    return f"({expression})" if loose else expression
 
 
 def file_form_schema(rule_schema: dict[str, Any], id_pattern: str) -> dict[str, Any]:

@@ -12,15 +12,14 @@ import contextlib
 import dataclasses
 import gc
 import string
-import weakref
 from typing import Any, Iterator, Iterable
 
 from inkling_compat.engine import coverage
 from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
 from inkling_compat.engine.context import Contexts
-from inkling_compat.engine.guards import Guards
-from inkling_compat.engine.plan import Plan, plan as plan_for
-from inkling_compat.engine.rules import STAGES, CompiledRule, compile_expression, load_rules
+from inkling_compat.engine.evaluator import FAST, Evaluator
+from inkling_compat.engine.plan import Plan, Selection, plan as plan_for
+from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
@@ -100,22 +99,25 @@ def evaluate(
     platform: Any = None,
     sglang_version: str = SGLANG_DEFAULT_VERSION,
     rules: Iterable[CompiledRule] | None = None,
+    evaluator: Evaluator = FAST,
 ) -> Checked:
-    """`check()`, returning the loaded inputs and the derived facts with the report."""
+    """`check()`, returning the loaded inputs and the derived facts with the report.
+    `evaluator`: how the rules run (engine/evaluator.py; REFERENCE gives the same report)."""
     if sglang_version not in SUPPORTED_VERSIONS:
         raise InputError("<sglang_version>", "sglang_version", f"unsupported {sglang_version!r}; known: {SUPPORTED_VERSIONS}")
     with collector_paused():
-        checked = _evaluate(config, adapter, model, platform, sglang_version, rules)
+        checked = _evaluate(config, adapter, model, platform, sglang_version, rules, evaluator)
     return checked  # (the check's temporaries are freed before the collector runs again)
 
 
-def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_version: str, rules: Iterable[CompiledRule] | None) -> Checked:
+def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_version: str, rules: Iterable[CompiledRule] | None, evaluator: Evaluator) -> Checked:
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
     plan = plan_for(tuple(rules) if rules is not None else load_rules(), sglang_version)
     missing = coverage.global_missing(facts)
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
-    fired, evaluated, tally = run_rules(plan, Contexts(inputs, facts, plan), [a.name for a in facts.adapters], [missing, *per_adapter])
+    contexts = Contexts(inputs, facts, plan, build=evaluator.context)
+    fired, evaluated, tally = run_rules(plan, contexts, [a.name for a in facts.adapters], [missing, *per_adapter], evaluator)
     report = build_report(inputs, facts, fired, evaluated, sglang_version, tally)
     if report.problems:  # what Report.fixes() plans from (inkling_compat/engine/fixes.py)
         from inkling_compat.engine.fixes import FixSource
@@ -128,8 +130,8 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for one check. A check allocates many small dicts,
     lists and models that all live until its report is built (a 1,000-adapter fleet: ~10^6),
-    and the collector's passes walk them again and again without finding garbage: about a
-    fifth of a fleet check (9 full collections measured). Nothing is lost: cycles left
+    and the collector's passes walk them again and again without finding garbage (a large
+    share of a fleet check: docs/performance.md). Nothing is lost: cycles left
     behind are collected after the check (the first collection then walks what the check
     allocated and still holds, so callers leave the block after the temporaries are freed).
     Re-enabled only if it was enabled on entry, so a
@@ -143,83 +145,124 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run_rules(plan: Plan, contexts: Contexts, names: list[str], missing: "list[coverage.Missing] | None" = None) -> tuple[list[Fired], int, coverage.Tally]:
+def run_rules(
+    plan: Plan, contexts: Contexts, names: list[str], missing: "list[coverage.Missing] | None" = None, evaluator: Evaluator = FAST
+) -> tuple[list[Fired], int, coverage.Tally]:
     """Every rule that fires, global ones first then each adapter's, how many were reached,
-    and each rule's coverage status. `missing`: the inputs missing for the global scope, then
-    for each adapter (engine/coverage.py; None: nothing is missing)."""
+    and each rule's coverage code. `missing`: the inputs missing for the global scope, then
+    for each adapter (engine/coverage.py; None: nothing is missing).
+
+    Per scope: `select` (the plan's Selection: what may fire, what only tells *not
+    applicable*), `_evaluate_selected` only that, `apply_after` (sglang stops at the first raise of a
+    rule's `after`), then the codes go to the tally and the fired rules are rendered."""
+    missing = missing or [()] * (len(names) + 1)
+    scopes = select(plan, missing)
+    tally = coverage.Tally(plan.global_ids, plan.adapter_ids)
     fired: list[Fired] = []
     evaluated = 0
     global_fired: set[str] = set()
-    split = len(plan.global_rules)
-    missing = missing or [()] * (len(names) + 1)
-    tally = coverage.Tally(plan.global_ids, plan.adapter_ids)
-    if names:
-        hits, applies = _evaluate_all(plan.global_rules + plan.adapter_rules, _scope(plan, "both"), contexts.shared)
-    else:
-        hits, applies = _evaluate_all(plan.global_rules, _scope(plan, "global"), contexts.shared)
-    for index in range(-1, len(names)):
-        ctx = contexts.for_adapter(index)
-        if index < 0:
-            rules, scope_hits, scope_applies = plan.global_rules, hits[:split], applies[:split]
-        elif index == 0:  # the first adapter rode along in the global evaluation
-            rules, scope_hits, scope_applies = plan.adapter_rules, hits[split:], applies[split:]
-        else:
-            rules = plan.adapter_rules
-            scope_hits, scope_applies = _evaluate_all(plan.adapter_rules, _scope(plan, "adapter"), ctx)
-        scope_name = "global" if index < 0 else "adapter"
-        if not global_fired and all(hit is False for hit in scope_hits):
-            # Nothing fired (the usual case): no rule is gated by `after`, each one's code is
-            # its block's (the loop below, written out per rule once per plan).
-            evaluated += len(rules)
-            codes = [f if app is False else other for app, (f, other) in zip(scope_applies, plan.quiet_codes(scope_name, missing[index + 1]))]
-            if index < 0:
-                tally.global_codes = codes
-            else:
-                tally.adapter_codes.append(codes)
-            continue
-        blocks = plan.blocks(scope_name, missing[index + 1])
-        codes = []
-        scope_fired = global_fired if index < 0 else set(global_fired)
-        for c, hit, app, block in zip(rules, scope_hits, scope_applies, blocks):
-            rule = c.rule
-            if scope_fired and rule.after and not scope_fired.isdisjoint(rule.after):  # (none fired: the usual case)
-                codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
-                continue
-            evaluated += 1
-            reason, untrusted, gated = block
-            if hit is False:  # (engine/coverage.py: a false `when` is trusted unless it read a placeholder)
-                if app is False and not untrusted:
-                    codes.append(NOT_APPLICABLE)
-                elif reason is not None:
-                    codes.append(reason)
-                else:
-                    codes.append(NOT_APPLICABLE if app is False else CHECKED)
-                continue
-            if gated is not None:  # it tested a placeholder for a missing input: it decided nothing
-                codes.append(gated)
-                continue
-            if isinstance(hit, RuleEvaluationError):
-                raise _too_large(hit, names[index] if index >= 0 else None)
-            codes.append(CHECKED)
-            scope_fired.add(rule.id)
-            key = (STAGES.index(rule.stage), index, rule.order)
-            try:
-                rendered = _render(c, ctx)
-            except RuleEvaluationError as exc:
-                raise _too_large(exc, names[index] if index >= 0 else None) from None
-            fired.append((key, c, rendered, names[index] if index >= 0 else None))
-        if index < 0:
-            tally.global_codes = codes
-        else:
-            tally.adapter_codes.append(codes)
-    if not names and plan.adapter_rules:  # no adapter: adapter rules whose `when` is false without one do not apply
-        absent = plan.blocks("adapter", missing[0])
-        applies = _scope(plan, "adapter").applies(contexts.shared)  # type: ignore[union-attr]
-        tally.absent_codes = [
-            (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
-            for app, (reason, untrusted, _) in zip(applies, absent)
-        ]
+    # The global scope with the first adapter riding along: one evaluation in one context.
+    first = _evaluate_selected(plan, evaluator, tuple(scopes[:2]), contexts.shared)
+    for index, selection in enumerate(scopes):
+        ctx = contexts.for_adapter(index - 1)
+        outcome = first[index] if index < len(first) else _evaluate_selected(plan, evaluator, (selection,), ctx)[0]
+        name = names[index - 1] if index else None
+        try:
+            codes, firing, reached = apply_after(selection, *outcome, global_fired if index == 0 else set(global_fired))
+        except RuleEvaluationError as exc:
+            raise _too_large(exc, name) from None
+        evaluated += reached
+        fired += [_fired(selection.rules[i], ctx, index - 1, name) for i in firing]
+        tally.record(index, codes)
+    if not names and plan.adapter_rules:
+        tally.absent_codes = _absent_codes(plan, evaluator, contexts.shared, missing[0])
     return fired, evaluated, tally
+
+
+def select(plan: Plan, missing: "list[coverage.Missing]") -> list[Selection]:
+    """Per scope (global, then each adapter), the rules sorted by what their inputs allow."""
+    return [plan.selection("global", missing[0])] + [plan.selection("adapter", m) for m in missing[1:]]
+
+
+def _evaluate_selected(plan: Plan, evaluator: Evaluator, selections: tuple[Selection, ...], ctx: Any) -> list[tuple[list[Any], list[Any]]]:
+    """Per selection, each rule's result (True, False, or its error) and its `when` (True,
+    False, None: unknown or not evaluated), the selections' rules evaluated together."""
+    hits, applies = plan.prepared(evaluator, selections, "run").run(ctx)
+    partial = [s for s in selections if s.when_only]
+    when_only = plan.prepared(evaluator, tuple(partial), "when_only").applies(ctx) if partial else []
+    out = []
+    start = start_when = 0
+    for s in selections:
+        end = start + len(s.run)
+        if s.whole:
+            out.append((hits[start:end] if len(selections) > 1 else hits, applies[start:end] if len(selections) > 1 else applies))
+        else:  # the rules left out cannot fire; their `when` is known where it ran
+            scope_hits: list[Any] = [False] * len(s.rules)
+            scope_applies: list[Any] = [None] * len(s.rules)
+            for i, hit, app in zip(s.run, hits[start:end], applies[start:end]):
+                scope_hits[i], scope_applies[i] = hit, app
+            if s.when_only:
+                for i, app in zip(s.when_only, when_only[start_when:]):
+                    scope_applies[i] = app
+                start_when += len(s.when_only)
+            out.append((scope_hits, scope_applies))
+        start = end
+    return out
+
+
+def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope_fired: set[str]) -> tuple[list[str], list[int], int]:
+    """The coverage code of each rule of the scope, the indices of those that fire, and how
+    many were reached: a rule listed after one that fired (`after`) is not reached, as sglang
+    stops at the first raise. `scope_fired` (the ids fired so far) gains those that fire."""
+    if not scope_fired and all(hit is False for hit in hits):
+        # Nothing fired (the usual case): no rule is gated by `after`, each one's code is
+        # its block's (the loop below, written out per rule once per plan).
+        return [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)], [], len(hits)
+    codes: list[str] = []
+    firing: list[int] = []
+    reached = 0
+    for index, (c, hit, app, block) in enumerate(zip(selection.rules, hits, applies, selection.blocks)):
+        rule = c.rule
+        if scope_fired and rule.after and not scope_fired.isdisjoint(rule.after):
+            codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
+            continue
+        reached += 1
+        reason, untrusted, _ = block
+        if hit is False:  # (engine/coverage.py: a false `when` is trusted unless it read a placeholder)
+            # (a rule `select` left out, its test reading a placeholder, is here too: its
+            # reason, or *not applicable* where its own `when` said so without one)
+            if app is False and not untrusted:
+                codes.append(NOT_APPLICABLE)
+            elif reason is not None:
+                codes.append(reason)
+            else:
+                codes.append(NOT_APPLICABLE if app is False else CHECKED)
+            continue
+        if isinstance(hit, RuleEvaluationError):
+            raise hit
+        codes.append(CHECKED)
+        scope_fired.add(rule.id)
+        firing.append(index)
+    return codes, firing, reached
+
+
+def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None) -> Fired:
+    key = (STAGES.index(c.rule.stage), index, c.rule.order)
+    try:
+        rendered = _render(c, ctx)
+    except RuleEvaluationError as exc:
+        raise _too_large(exc, name) from None
+    return (key, c, rendered, name)
+
+
+def _absent_codes(plan: Plan, evaluator: Evaluator, ctx: Any, missing: "coverage.Missing") -> list[str]:
+    """Without any adapter, the adapter rules whose `when` is false without one do not apply."""
+    selection = plan.selection("adapter", missing)
+    applies = plan.prepared(evaluator, (selection,), "all").applies(ctx)
+    return [
+        (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
+        for app, (reason, untrusted, _) in zip(applies, selection.blocks)
+    ]
 
 
 def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: int, sglang_version: str, tally: "coverage.Tally | None" = None) -> Report:
@@ -264,110 +307,6 @@ def _placed(problems: list[Problem], inputs: Inputs) -> list[Problem]:
         )
         placed.append(dataclasses.replace(p, locations=where) if where else p)
     return placed
-
-
-class _Guarded:
-    """A scope's `when && condition` results, the rules that share a `when` guard (the named
-    guards of rules/_guards.yaml) evaluated behind one evaluation of that guard: when it is
-    false, so is every `(when) && (condition)` of the group (CEL's `false && x` is false even
-    if `x` is an error), and their programs are not run. Typically two thirds of the rules
-    sit behind a false guard (a pool adapter skips the PEFT rules, legacy sinks the V2 ones).
-    Where it is true, each rule's condition runs alone: `true && x` is `x` for a bool `x`;
-    anything else (an error, a value that is not a bool, a guard that is neither true nor
-    false) is what the rule's joined program says, run as before. An error propagates (the
-    caller then evaluates rule by rule). A rule alone behind its `when` gets a guard too:
-    coverage needs to know whether its `when` held (not applicable) or its condition was
-    false (checked)."""
-
-    __slots__ = ("size", "groups", "guards")
-
-    def __init__(self, rules: tuple[CompiledRule, ...]):
-        by_when: dict[str, list[int]] = {}
-        for index, c in enumerate(rules):
-            by_when.setdefault(c.rule.when.strip(), []).append(index)
-        self.size = len(rules)
-        # Per group: its slot in `guards` (None for `true`); per member: index, condition, rule.
-        self.groups: list[tuple[int | None, list[tuple[int, Any, CompiledRule]]]] = []
-        programs = []
-        for when, members in by_when.items():
-            slot = None
-            if when != "true":
-                slot = len(programs)
-                programs.append(rules[members[0]].when_program)
-            self.groups.append((slot, [(i, rules[i].condition_program, rules[i]) for i in members]))
-        # The guards' values, computed together (engine/guards.py: shared conjuncts run once).
-        self.guards = Guards(programs, compile_expression)
-
-    def execute(self, ctx: Any) -> tuple[list[bool], list[Any]]:
-        """Each rule's `when && condition`, and its `when` (True, False, or None: unknown)."""
-        out = [False] * self.size
-        applies: list[Any] = [True] * self.size
-        values = self.guards.values(ctx)
-        for slot, members in self.groups:
-            held: Any = True
-            if slot is not None:
-                held = values[slot]
-                if held is False:
-                    for member in members:
-                        applies[member[0]] = False
-                    continue
-                if held is None:
-                    for member in members:
-                        applies[member[0]] = None
-            for index, condition, c in members:
-                if held is True:
-                    try:
-                        value = condition.execute(ctx)
-                    except Exception:  # noqa: BLE001 - the joined program below raises it
-                        value = None
-                    if value is True or value is False:
-                        out[index] = value
-                        continue
-                out[index] = c.program.execute(ctx) is True
-        return out, applies
-
-    def applies(self, ctx: Any) -> list[Any]:
-        """Each rule's `when` alone: True, False, or None when it cannot be evaluated here."""
-        applies: list[Any] = [True] * self.size
-        values = self.guards.values(ctx)  # (None where it fails, e.g. `adapter` undefined: unknown)
-        for slot, members in self.groups:
-            held = values[slot] if slot is not None else True
-            for member in members:
-                applies[member[0]] = held
-        return applies
-
-
-# Per plan (a plan lives as long as the rule set it was built for): each scope's guarded
-# programs, built when a check first needs that scope.
-_GUARDED: "weakref.WeakKeyDictionary[Plan, dict[str, Any]]" = weakref.WeakKeyDictionary()
-
-
-def _scope(plan: Plan, name: str) -> "_Guarded | None":
-    scopes = _GUARDED.get(plan)
-    if scopes is None:
-        scopes = _GUARDED[plan] = {}
-    if name not in scopes:
-        rules = {"global": plan.global_rules, "adapter": plan.adapter_rules, "both": plan.global_rules + plan.adapter_rules}[name]
-        scopes[name] = _Guarded(rules) if rules else None
-    return scopes[name]
-
-
-def _evaluate_all(rules: tuple[CompiledRule, ...], program: Any, ctx: Any) -> tuple[list[Any], list[Any]]:
-    """Every rule's `when && condition` in one evaluation, in the order of `rules` (True or
-    False), and its `when` (True, False, None: unknown). If that fails, rule by rule: a rule
-    whose expression fails gets the exception, raised only if the rule is reached."""
-    if program is not None:
-        try:
-            return program.execute(ctx)
-        except Exception:  # noqa: BLE001 - located rule by rule below
-            pass
-    results: list[Any] = []
-    for c in rules:
-        try:
-            results.append(c.program.execute(ctx) is True)
-        except Exception as exc:  # noqa: BLE001
-            results.append(RuleEvaluationError(c.rule.id, f"{type(exc).__name__}: {exc}"))
-    return results, program.applies(ctx) if program is not None else [None] * len(rules)
 
 
 def _too_large(error: RuleEvaluationError, adapter: str | None) -> Exception:

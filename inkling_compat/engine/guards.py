@@ -1,9 +1,9 @@
-"""The `when` guards of one scope evaluated together: each guard split at its top-level `&&`,
-each distinct conjunct run at most once per check, a guard stopping at its first false one.
+"""The `when` guards of one scope evaluated together: each guard split at its top-level `&&`
+(its parse tree: engine/cel_tree.py), each distinct conjunct run at most once per check, a
+guard stopping at its first false one.
 
-The shipped rules' 66 guards are 179 conjuncts but only 66 distinct ones (`facts.lora_enabled`
-opens 31 of them, `adapter.form == "peft"` 17), so most guards are decided by a conjunct
-already evaluated for another. CEL's `&&` is commutative: any false operand makes it false,
+Most guards share their first conjuncts (`facts.lora_enabled`, `adapter.form == "peft"`), so
+most are decided by a conjunct already evaluated for another. CEL's `&&` is commutative: any false operand makes it false,
 errors included; all true makes it true. Anything else (a conjunct that errors or is not a
 bool) is left to the guard's own program, so a guard's value is exactly what it evaluates to.
 """
@@ -12,42 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from inkling_compat.engine import cel_tree
+
 _UNSET = object()
-
-
-def conjuncts(expression: str) -> list[str] | None:
-    """`a && b && c` -> ["a", "b", "c"]. None where splitting could change the meaning: a
-    top-level `||` or `?` (both bind looser than `&&`; `?` also covers `.?` selection), a
-    backslash (escapes, raw strings) or `//` (a comment), unbalanced brackets or quotes."""
-    if "\\" in expression or "//" in expression:
-        return None
-    parts: list[str] = []
-    depth, start, quote, i = 0, 0, "", 0
-    while i < len(expression):
-        ch = expression[i]
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif depth == 0:
-            if ch == "?" or expression.startswith("||", i):
-                return None
-            if expression.startswith("&&", i):
-                parts.append(expression[start:i].strip())
-                start = i + 2
-                i += 1
-        i += 1
-    if quote or depth:
-        return None
-    parts.append(expression[start:].strip())
-    return parts if all(parts) else None
 
 
 class Guards:
@@ -67,8 +34,9 @@ class Guards:
     @staticmethod
     def _split(source: str, distinct: dict[str, int], compiled: list[Any], compile: Callable[[str], Any]) -> tuple[int, ...] | None:
         """The guard's conjuncts as indices into `compiled` (new ones appended), or None."""
-        pieces = conjuncts(source)
-        if pieces is None:
+        try:
+            pieces = cel_tree.analyse(source).conjuncts
+        except ValueError:  # (not parsed: the whole guard runs)
             return None
         indices = []
         for piece in pieces:

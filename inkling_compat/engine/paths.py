@@ -8,37 +8,25 @@ rule silently false; here it refuses the rule file (`RuleFileError`, exit 3 in t
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable
 
-from inkling_compat.engine import cel
+from inkling_compat.engine import cel, cel_tree
 from inkling_compat.errors import RuleFileError
 
 # Variables an expression may read (see docs/writing-rules.md).
 VARIABLES = ("config", "env", "model", "platform", "facts", "input", "adapter", "adapter_facts", "adapters", "adapter_facts_list")
-_PATH = re.compile(r"(?<![\w.\"])(" + "|".join(VARIABLES) + r")\b((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
 
 
 def referenced_paths(expression: str) -> set[tuple[str, ...]]:
-    """Dotted variable paths an expression reads, e.g. ("facts", "sink", "sink_class").
+    """Dotted variable paths an expression reads, e.g. ("facts", "sink", "sink_class"), from its
+    parse tree (engine/cel_tree.py: a method call, index or macro reads its operand whole; a
+    comprehension variable is not a global even where it has a global's name).
 
-    Used to hand CEL only the values the rules read: converting Python values into CEL
-    costs microseconds per element, far more than evaluating the expressions.
-    """
-    code = _STRING_LITERAL.sub('""', expression)  # "LoRA adapter " is text, not the variable
-    return {(m.group(1),) + tuple(filter(None, m.group(2).split("."))) for m in _PATH.finditer(code)}
-
-
-_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
-
-# Methods and macros CEL allows on a value: a path segment with one of these names is a call.
-CEL_CALLS = frozenset(
-    {"size", "exists", "all", "exists_one", "map", "filter", "contains", "startsWith", "endsWith", "matches",
-     "keys", "values", "lowerAscii", "upperAscii", "split", "join", "trim", "replace", "indexOf", "lastIndexOf", "substring"}
-)
-_MACRO_VARIABLE = re.compile(r"\.\s*(?:exists|all|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
+    Used to hand CEL only the values the rules read (engine/plan.py, engine/context.py) and
+    to refuse a path the schemas do not define (below)."""
+    return cel_tree.reads(expression, VARIABLES)
 
 
 def _schema_file(name: str) -> dict[str, Any]:
@@ -97,8 +85,6 @@ def path_exists(path: tuple[str, ...]) -> bool:
     defs = root.get("$defs", {})
     nodes = [root]
     for segment in path[1:]:
-        if segment in CEL_CALLS:
-            return True  # a method call: what follows is not a field path
         following = []
         for node in nodes:
             for branch in _branches(node, defs):
@@ -116,9 +102,11 @@ def path_exists(path: tuple[str, ...]) -> bool:
     return True
 
 
-def _expression_paths(expression: str) -> Iterable[tuple[str, ...]]:
-    shadowed = set(_MACRO_VARIABLE.findall(expression))  # comprehension variables are not the globals
-    return sorted(p for p in referenced_paths(expression) if p[0] not in shadowed)
+def _paths_or_refusal(expression: str, file: str, field: str) -> Iterable[tuple[str, ...]]:
+    try:
+        return sorted(referenced_paths(expression))
+    except ValueError as exc:  # (CEL compiled it: a construct engine/cel_tree.py does not parse)
+        raise RuleFileError(file, field, f"cannot tell what it reads: {exc}") from None
 
 
 def check_rule_paths(compiled: Iterable[Any]) -> None:
@@ -126,9 +114,9 @@ def check_rule_paths(compiled: Iterable[Any]) -> None:
     for c in compiled:
         versions = [c] + [v for v in getattr(c, "_versions", {}).values() if v is not None and v is not c]
         for v in versions:
-            fields = [("when/condition", v.expression)] + [(f"params.{name}", e) for name, e in v.rule.params.items()]
+            fields = [("when/condition", v.rule.when), ("when/condition", v.rule.condition)] + [(f"params.{name}", e) for name, e in v.rule.params.items()]
             for field, expression in fields:
-                for path in _expression_paths(expression):
+                for path in _paths_or_refusal(expression, c.file, field):
                     if not path_exists(path):
                         raise RuleFileError(c.file, field, f"reads {'.'.join(path)}, which the {path[0]} schema does not define")
         check_fix(c.rule.fix, c.file)
@@ -144,7 +132,7 @@ def check_fix(fix: Any, file: str) -> None:
             cel.program(expression)
         except ValueError as exc:
             raise RuleFileError(file, field, f"CEL does not compile: {str(exc).splitlines()[0]}") from None
-        for path in _expression_paths(expression):
+        for path in _paths_or_refusal(expression, file, field):
             if not path_exists(path):
                 raise RuleFileError(file, field, f"reads {'.'.join(path)}, which the {path[0]} schema does not define")
     for index, edit in enumerate(fix.edits):

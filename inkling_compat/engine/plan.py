@@ -4,14 +4,12 @@ those: converting values into CEL costs more than evaluating them)."""
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
-from inkling_compat.engine import coverage
+from inkling_compat.engine import cel_tree, coverage
 from inkling_compat.engine.rules import CompiledRule
 
-_ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _ADAPTER_VARS = ("adapter", "adapter_facts")
 
 
@@ -40,8 +38,8 @@ class Plan:
         self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
         # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
         # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
-        expressions = [c.expression for c in self.ordered] + [e for c in self.ordered for e in c.rule.params.values()]
-        self.item_keys = frozenset(m.group(1) for e in expressions for m in _ATTRIBUTE.finditer(e))
+        expressions = [e for c in self.ordered for e in (c.rule.when, c.rule.condition, *c.rule.params.values())]
+        self.item_keys = frozenset().union(*(cel_tree.analyse(e).fields for e in expressions))
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
@@ -53,6 +51,7 @@ class Plan:
             "adapter": tuple(coverage.rule_reads(c) for c in self.adapter_rules),
         }
         self._blocks: dict[tuple[Any, ...], Any] = {}
+        self._prepared: dict[tuple[Any, ...], Any] = {}
 
     def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool, str | None], ...]:
         """Per rule of `scope` ("global" / "adapter"): why it is not checked with these inputs
@@ -86,6 +85,52 @@ class Plan:
                 for reason, untrusted, _ in self.blocks(scope, missing)
             )
         return row
+
+
+    def selection(self, scope: str, missing: "coverage.Missing") -> "Selection":
+        """The rules of `scope` ("global" / "adapter") and what to evaluate of each with these
+        inputs missing (cached with the blocks)."""
+        key = ("selection", scope, missing)
+        found = self._blocks.get(key)
+        if found is None:
+            if len(self._blocks) >= 64:
+                self._blocks.clear()
+            rules = self.global_rules if scope == "global" else self.adapter_rules
+            found = self._blocks[key] = Selection(rules, self.blocks(scope, missing), self.quiet_codes(scope, missing))
+        return found
+
+    def prepared(self, evaluator: Any, selections: tuple["Selection", ...], part: str) -> Any:
+        """`evaluator.prepare` of the `part` ("run", "when_only" or "all") rules of `selections`, one
+        after the other: built once per plan, evaluator and selections."""
+        key = (evaluator, part, selections)
+        found = self._prepared.get(key)
+        if found is None:
+            if len(self._prepared) >= 64:
+                self._prepared.clear()
+            rules = tuple(c for s in selections for c in {"run": s.run_rules, "when_only": s.when_only_rules, "all": s.rules}[part])
+            found = self._prepared[key] = evaluator.prepare(rules)
+        return found
+
+
+class Selection:
+    """One scope's rules with one set of missing inputs, sorted before anything runs:
+
+    - `run`: the rules that may fire, evaluated whole (`(when) && (condition)`);
+    - `when_only`: rules whose condition read a placeholder for a missing input (they are not
+      checked), but whose `when` did not: only the `when` runs, to tell *not applicable*;
+    - the rest, whose `when` read a placeholder too: never evaluated, *not checked*.
+
+    `blocks` and `quiet` are the plan's (engine/coverage.block_row, Plan.quiet_codes)."""
+
+    __slots__ = ("rules", "blocks", "quiet", "run", "run_rules", "when_only", "when_only_rules", "whole")
+
+    def __init__(self, rules: tuple[CompiledRule, ...], blocks: tuple[Any, ...], quiet: tuple[Any, ...]):
+        self.rules, self.blocks, self.quiet = rules, blocks, quiet
+        self.run = tuple(i for i, (_, _, gated) in enumerate(blocks) if gated is None)
+        self.when_only = tuple(i for i, (_, untrusted, gated) in enumerate(blocks) if gated is not None and not untrusted)
+        self.run_rules = tuple(rules[i] for i in self.run)
+        self.when_only_rules = tuple(rules[i] for i in self.when_only)
+        self.whole = len(self.run) == len(rules)  # (the usual case: nothing is left out)
 
 
 @lru_cache(maxsize=8)

@@ -40,7 +40,7 @@ STAGES = (
     "first_forward",  # fails on the first request, not at start-up
 )
 SEVERITIES = ("error", "runtime", "warning")
-# libyaml's safe loader parses the ~100 rule files about 20x faster than the pure-Python one.
+# libyaml's safe loader: the pure-Python one is many times slower on the rule files.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -247,6 +247,9 @@ class Rule(BaseModel):
         missing = sorted(holes - set(self.params))
         if missing:
             raise ValueError(f"message holes without params: {missing}")
+        if not self.message and not self.because and self.origin != "inkling-compat":
+            # sglang prints only the class (a bare `assert`): the report must say what failed.
+            raise ValueError("an empty message (a bare assert) needs `because`: the failed condition with its values")
         for variant in self.variants:
             message = variant.message if variant.message is not None else self.message
             params = variant.params if variant.params is not None else self.params
@@ -319,9 +322,9 @@ class CompiledRule:
         self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
         self.expression = f"({rule.when}) && ({rule.condition})"
         # `when` and `condition` are compiled apart: the engine runs the `when` once per guard
-        # group (engine/evaluate.py) and, where it held, the condition alone; CEL's compile
-        # grows faster than the text (the two parts: ~12 ms for the shipped rules, the joined
-        # expressions ~16 ms, the guards again at the first check ~6 ms). The joined program
+        # group (engine/evaluator.py) and, where it held, the condition alone; CEL's compile
+        # grows faster than the text, so two parts cost less than the joined text (figures in
+        # docs/performance.md). The joined program
         # is compiled when first needed (a `when` that fails or is not a bool). Two parts that
         # compile join into one that compiles, unless a `//` comment runs on into `) && (`:
         # then the joined text is compiled here too, so a broken rule still fails at load.
@@ -329,7 +332,10 @@ class CompiledRule:
         self.condition_program = _compile(rule.condition, file, "when/condition")
         self._program = _compile(self.expression, file, "when/condition") if "//" in self.expression else None
         self.param_programs = {name: _compile(expr, file, f"params.{name}") for name, expr in rule.params.items()}
-        self.paths = set().union(referenced_paths(self.expression), *(referenced_paths(e) for e in rule.params.values()))
+        try:
+            self.paths = set().union(*(referenced_paths(e) for e in (rule.when, rule.condition, *rule.params.values())))
+        except ValueError as exc:  # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
+            raise InputError(file, "when/condition", f"cannot tell what it reads: {exc}") from None
         for index, variant in enumerate(rule.variants):
             merged = rule.for_version(variant.sglang_versions[0])
             assert merged is not None
@@ -351,7 +357,7 @@ class CompiledRule:
     @property
     def pattern(self) -> "re.Pattern[str]":
         """`message_pattern` compiled. Only `explain` and the tests match log text, so the
-        regexes are compiled on first use instead of at every start (about 11 ms for 134);
+        regexes are compiled on first use instead of at every start;
         tests/test_rule_loading.py compiles every rule's and variant's pattern."""
         try:
             return _pattern(self.rule.message_pattern)
@@ -393,8 +399,24 @@ def rule_files(folder: Path | None = None) -> list[Path]:
 
 def load_rule_file(path: Path, defs: "definitions.Definitions | None" = None) -> CompiledRule:
     """One rule file, its family and guards expanded (`defs`: those of the folder it is in)."""
+    from inkling_compat.engine import definitions
+
     data, origins = _expanded(path, defs)
+    if definitions.FOLLOWS in data:  # what it follows is in other files: the folder's expansion
+        folder = _rules_root(path)
+        data, origins = {p.name: d for p, d in _expanded_folder(folder, defs or _definitions(str(folder)))}[path.name]
+    for key in definitions.PRIVATE:
+        data.pop(key, None)
     return _validated(data, origins, path.name, path.stem)
+
+
+def _expanded_folder(folder: Path, defs: "definitions.Definitions") -> list[tuple[Path, tuple[dict[str, Any], dict[str, str]]]]:
+    """Every rule file of `folder` expanded, each family's `follows` written out."""
+    from inkling_compat.engine import definitions
+
+    expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+    definitions.resolve_follows({path.stem: data for path, (data, _) in expanded}, defs, {path.stem: path.name for path, _ in expanded})
+    return expanded
 
 
 def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[str, Any], dict[str, str]]:
@@ -455,7 +477,7 @@ def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, di
     from inkling_compat.engine.paths import check_rule_paths
 
     defs = definitions.load_definitions(folder)
-    expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+    expanded = _expanded_folder(folder, defs)
     compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
     _check_after(compiled)
     check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null

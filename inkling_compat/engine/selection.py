@@ -125,7 +125,7 @@ def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
 
 # `inkling-compat` as a table or key name (`[tool.inkling-compat]`, `[[tool.inkling-compat.checks]]`,
 # `tool.inkling-compat.select = ...`, `inkling-compat = {...}` under [tool]), not as a value
-# (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib costs ~10 ms).
+# (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib is not free at start-up).
 _MENTIONS_TABLE = re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat')
 
 
@@ -293,6 +293,13 @@ def _known(pattern: Any, ids: list[str], file: str, field: str) -> None:
     raise InputError(file, field, f"no rule is {pattern.strip()!r} or starts with it{hint}")
 
 
+def ignored_entry(problem: Any) -> dict[str, Any]:
+    """What `Report.ignored` keeps of a problem left out (its reason and `by` are added);
+    `because` only for a bare assert, whose message says nothing."""
+    keys = ("rule_id", "severity", "origin", "error_class", "message", "stage", "field_paths", "adapter", "adapter_index", "locations", "because")
+    return {k: v for k, v in problem.to_dict().items() if k in keys and (k != "because" or v is not None)}
+
+
 def apply(report: Report, selection: Selection) -> Report:
     """The report with unselected and ignored problems moved to `ignored` (with the reason)
     and severities overridden; the input report is left as it is."""
@@ -306,7 +313,7 @@ def apply(report: Report, selection: Selection) -> Report:
         why = _why_ignored(problem.rule_id, selection)
         if why is not None:
             reason, by = why
-            entry = {k: v for k, v in problem.to_dict().items() if k in ("rule_id", "severity", "origin", "error_class", "message", "stage", "field_paths", "adapter", "adapter_index", "locations")}
+            entry = ignored_entry(problem)
             ignored.append(dict(entry, reason=reason, by=by))
             note = _ignore_note(problem.rule_id, selection)
             said[note] = said.get(note, 0) + 1
@@ -327,6 +334,8 @@ def apply(report: Report, selection: Selection) -> Report:
     if first is not None and first_ignored is None and not any(p.rule_id == first.rule_id and p.adapter_index == first.adapter_index for p in kept):
         why = _why_ignored(first.rule_id, selection)
         first_ignored = {"rule_id": first.rule_id, "error_class": first.error_class, "message": first.message, "reason": why[0] if why else None}
+        if first.because:
+            first_ignored["because"] = first.because
     return dataclasses.replace(report, problems=kept, ignored=ignored, selection=chosen, first_ignored=first_ignored)
 
 

@@ -16,7 +16,7 @@ import os
 import re
 from typing import Any, Iterable
 
-from inkling_compat.engine.selection import matches
+from inkling_compat.engine.selection import ignored_entry, matches
 from inkling_compat.report.model import Coverage, Report
 
 COMMENT = re.compile(r"#\s*inkling-compat:\s*ignore\[([^\]]*)\][ \t]*(.*)$")
@@ -88,7 +88,7 @@ def apply_inline(report: Report, files: Iterable[Any]) -> Report:
             kept.append(problem)
             continue
         used.add(hit)
-        entry = {k: v for k, v in problem.to_dict().items() if k in ("rule_id", "severity", "origin", "error_class", "message", "stage", "field_paths", "adapter", "adapter_index", "locations")}
+        entry = ignored_entry(problem)
         ignored.append(dict(entry, reason=hit.reason or f"inline suppression ({', '.join(hit.rules)})", by=f"{hit.file}:{hit.line}", inline=True))
     unused = [s for s in found if s not in used]
     coverage = report.coverage

@@ -105,7 +105,7 @@ _SAFE = yaml.constructor.SafeConstructor()  # only its scalar methods (stateless
 
 def _yaml_int(node: yaml.ScalarNode) -> int:
     """SafeConstructor's int: a plain decimal (most ints of a config) without its Python
-    parser of signs, `_`, `0x`, `0b`, octal and base 60 (~1 us less per int)."""
+    parser of signs, `_`, `0x`, `0b`, octal and base 60 (docs/performance.md)."""
     text = node.value
     if text.isascii() and text.isdigit() and (text[0] != "0" or text == "0"):
         return int(text)
@@ -373,7 +373,7 @@ def graph_counts(root: yaml.Node) -> tuple[int, int]:
 # Parsed YAML and JSON inputs by text, kept only once their limits held. The file is read every
 # time and looked up by its whole content, so an edited file is parsed again whatever its mtime;
 # the cache only spares a process that checks the same files again (an API user, a server) the
-# parse and the limits walk (~50-100 us per document). Entries
+# parse and the limits walk. Entries
 # are the data as JSON text (each hit returns fresh objects), only for data JSON holds
 # exactly; bounded in count and size. INKLING_COMPAT_NO_CACHE=1 turns it off.
 _PARSED: dict[tuple[bool, str], str] = {}
@@ -394,8 +394,8 @@ def _json_data(raw: bytes, text: str) -> Any:
 def _parse_yaml(text: str) -> Any:
     if _LIBYAML:
         # The usual document (a plain tree, no duplicate key, nothing over a limit) in one
-        # walk of its nodes instead of three (duplicate keys, the data, the limits on the data:
-        # ~60 -> ~25 us of a pool manifest); anything else takes the path below, which finds
+        # walk of its nodes instead of three (duplicate keys, the data, the limits on the data);
+        # anything else takes the path below, which finds
         # and words the problem.
         root = compose(text)
         if root is None:
@@ -454,7 +454,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     try:  # one open and one fstat: a check reads three of these
         # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (it is
         # refused below, once fstat says what it is); regular files ignore the flag. The
-        # descriptor is read as it is (a file object around it: ~4 us more per file).
+        # descriptor is read as it is (a file object around it costs more per file).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
             info = os.fstat(fd)
@@ -467,7 +467,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
             # A device reports size 0 (/dev/null reads as empty; /dev/zero would never end):
             # at most one byte past the limit is read from anything.
             # A regular file: its size and one byte more (read(n) allocates n bytes first:
-            # asking for the whole cap cost ~18 us per file), then the rest up to the cap only
+            # asking for the whole cap is slower), then the rest up to the cap only
             # if it grew meanwhile.
             raw = _read_up_to(fd, info.st_size + 1 if 0 < info.st_size else MAX_INPUT_BYTES + 1)
             if 0 < info.st_size < len(raw):
@@ -574,7 +574,7 @@ def _json_duplicate(name: str, text: str, key: str) -> InputError:
     return InputError(name, found.path, f"duplicate key {found.key!r} (lines {found.first_line} and {found.second_line}): say it once")
 
 
-# A "did you mean" costs ~1 ms per unknown key (difflib against every known key): only the
+# A "did you mean" is difflib against every known key, per unknown key: only the
 # first MAX_SUGGESTED unknown keys of a document get one, so 20,000 of them stay linear and fast.
 MAX_SUGGESTED = 100
 
@@ -591,7 +591,7 @@ def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "",
         if key not in fields:
             close: list[str] = []
             if len(found) < MAX_SUGGESTED:
-                import difflib  # only for an unknown key: most checks have none (~1 ms at start-up)
+                import difflib  # only for an unknown key: most checks have none (and it costs at start-up)
 
                 known = known if known is not None else list(fields)
                 close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)

@@ -21,8 +21,8 @@ from inkling_compat.engine.rules import compile_folder, rules_dir
 def fresh_text() -> str:
     """The artifact as a fresh compile of the package's rules/ writes it."""
     folder = rules_dir()
-    _, expanded = compile_folder(folder)
-    return compiled_rules.render(compiled_rules.rules_digest(folder), expanded)
+    compiled, expanded = compile_folder(folder)
+    return compiled_rules.render(compiled_rules.rules_digest(folder), expanded, compiled_rules.expression_table(compiled))
 
 
 def is_current() -> bool:

@@ -1,14 +1,15 @@
 """`--format concise`: one line per problem, `path:line:col: rule-id message`, as compilers and
 linters print them (editors and `grep` read it). The place is the problem's primary one
 (report/outputs.primary); a problem placed in no file reads `-: rule-id message`, one whose
-field is not in the file `path: rule-id message`. Warnings say so before the message."""
+field is not in the file `path: rule-id message`. Warnings say so before the message; under
+--strict, each reason rules were not checked is a line `-: --strict N rule(s) not checked (...)`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from inkling_compat.report.model import Problem, Report
-from inkling_compat.report.shared import primary, said, shown_path
+from inkling_compat.report.shared import not_checked_failures, primary, said, shown_path
 
 
 def place(problem: Problem) -> str:
@@ -30,4 +31,6 @@ def line(problem: Problem) -> str:
 
 
 def render_concise(report: Report) -> str:
-    return "\n".join(line(p) for p in report.problems)
+    lines = [line(p) for p in report.problems]
+    lines += [f"-: --strict {text}" for text, _ in not_checked_failures(report)]  # (exit 1 says why)
+    return "\n".join(lines)

@@ -4,6 +4,9 @@
 warnings) at the problem's first stated field (report/outputs.primary); a field that is not
 in the file is annotated on the file itself. The message ends with the rule's page. Values
 are escaped as the runner's toolkit escapes them (`%`, CR, LF; in properties also `:` `,`).
+Under --strict, each reason rules were not checked is an `::error` titled
+`inkling-compat --strict` (a problem left out by --ignore is not annotated: SARIF and JUnit
+list it with its reason).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 from inkling_compat.report.urls import rule_url
 from inkling_compat.report.model import Report
-from inkling_compat.report.shared import level, primary, said, shown_path
+from inkling_compat.report.shared import level, not_checked_failures, primary, said, shown_path
 
 
 def escape_data(text: str) -> str:
@@ -58,6 +61,8 @@ def render_github(report: Report) -> str:
                 title=problem.rule_id,
             )
         )
+    for text, _ in not_checked_failures(report):  # --strict fails on these: exit 1 says why
+        lines.append(command("error", text, title="inkling-compat --strict"))
     return "\n".join(lines)
 
 

@@ -4,7 +4,8 @@ Test suites: `setup` (the server config with model and platform: global and flee
 one per adapter (the adapter rules). A case is a failure when its rule fired as an error
 (or a predicted crash), passes with the text in <system-out> when it fired as a warning (a
 failure of type "warning" with --strict, where warnings fail the gate), and
-is skipped when the rule was not checked: ignored (--ignore, project settings), not
+is skipped when the rule was not checked (a failure of type "not-checked" with --strict, which
+fails on it, where the coverage says so): ignored (--ignore, project settings), not
 applicable (its `when` is false for these inputs: nothing was tested), or not checked as the
 report's coverage says (engine/coverage.py: an input it reads was not given
 or not readable, or sglang stops at an earlier rule first), or, in a report without
@@ -42,7 +43,7 @@ def _status(rule: Any, fired: dict[str, Any], ignored: dict[str, dict[str, Any]]
         if rule.id not in why_not:
             return "passed", None
         reason = why_not[rule.id]
-        return "skipped", reason if reason.startswith("not ") else f"not checked: {reason}"
+        return "not_checked", reason if reason.startswith("not ") else f"not checked: {reason}"
     stopped = [other for other in rule.after if other in fired or other in ignored]
     if stopped:
         return "skipped", f"not reached: sglang raises {stopped[0]} first"
@@ -56,7 +57,11 @@ def _case(suite: ET.Element, classname: str, rule: Any, status: str, detail: Any
     if status == "warning" and strict:  # (--strict: a warning fails the gate, so it fails its case)
         status = "failure"
     case = ET.SubElement(suite, "testcase", {"classname": classname, "name": rule.id, "time": "0"})
-    if status == "skipped":
+    if status == "not_checked" and strict:  # (--strict fails on a rule not checked: so does its case)
+        failure = ET.SubElement(case, "failure", {"message": f"--strict: {detail}", "type": "not-checked"})
+        failure.text = detail
+        return
+    if status in ("skipped", "not_checked"):
         ET.SubElement(case, "skipped", {"message": detail})
         return
     if status == "passed":
@@ -122,7 +127,8 @@ def junit_tree(report: Report, rules: Iterable[Any] = ()) -> ET.Element:
     if not report.adapters and adapter_rules:
         suite = ET.SubElement(suites, "testsuite", {"name": "adapters"})
         for rule in adapter_rules:
-            _case(suite, "adapters", rule, "skipped", "not checked: no adapter given")
+            status = "not_checked" if why_not is not None and rule.id in why_not else "skipped"  # (coverage: not applicable without one)
+            _case(suite, "adapters", rule, status, "not checked: no adapter given", strict=strict)
     _count(suites)
     return suites
 

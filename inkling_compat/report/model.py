@@ -322,9 +322,13 @@ class Report:
         """What `--strict` fails on besides errors: each warning and the rules not checked
         (empty: the strict gate passes if there are no errors either)."""
         out = [f"warning {p.rule_id}{f' [{p.adapter}]' if p.adapter else ''}: {p.message}" for p in self.warnings]
-        for reason, ids in self.coverage.reasons.items():
-            out.append(f"{len(ids)} rule(s) not checked ({reason}): {', '.join(ids)}")
-        return out
+        return out + [text for text, _ in self.not_checked()]
+
+    def not_checked(self) -> list[tuple[str, list[str]]]:
+        """Per reason a rule was not checked: its line ("38 rule(s) not checked (no adapter):
+        a, b, ...") and the rule ids. Under --strict these fail the gate without any problem
+        to show, so every format shows them (report/shared.not_checked_failures)."""
+        return [(f"{len(ids)} rule(s) not checked ({reason}): {', '.join(ids)}", list(ids)) for reason, ids in self.coverage.reasons.items()]
 
     def passes(self, strict: bool | None = None) -> bool:
         """No errors; in strict mode (`strict`, default: the report's own `strict`), also no

@@ -12,9 +12,6 @@ from typing import Any, Iterable
 from inkling_compat.report.model import Report
 from inkling_compat.report.shared import failure_text, level, primary, rules_by_id, said, shown_path  # noqa: F401 - for callers of the formats' API
 
-FORMATS = ("text", "json", "sarif", "junit", "github", "concise")
-
-
 def render(fmt: str, report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2)

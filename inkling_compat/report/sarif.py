@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from inkling_compat.report.urls import REPOSITORY, rule_url
 from inkling_compat.report.model import Report
-from inkling_compat.report.shared import level, rules_by_id, shown_path
+from inkling_compat.report.shared import level, not_checked_failures, rules_by_id, shown_path
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -104,6 +104,11 @@ def _invocation(report: Report) -> dict[str, Any]:
     notes = (report.selection or {}).get("notes") or []
     if notes:
         invocation["toolConfigurationNotifications"] = [{"level": "note", "message": {"text": note}} for note in notes]
+    failures = not_checked_failures(report)
+    if failures:  # --strict fails on rules not checked, which have no result of their own
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": f"--strict: {text}"}, "properties": {"rule_ids": ids}} for text, ids in failures
+        ]
     return invocation
 
 
@@ -115,6 +120,8 @@ def _exit_code(report: Report) -> int:
 
 def _message(data: dict[str, Any]) -> str:
     text = data.get("message", "")
+    if data.get("because") and not text:  # a bare assert: sglang's empty text, then the failed condition
+        text = f"(bare assert: {data['because']})"
     if data.get("origin") != "inkling-compat" and data.get("error_class") not in (None, "", "none"):
         text = f"{data['error_class']}: {text}"
     if data.get("adapter"):

@@ -54,6 +54,13 @@ def said(problem: Problem) -> str:
     return _said(problem)
 
 
+def not_checked_failures(report: Any) -> list[tuple[str, list[str]]]:
+    """Under --strict, what fails the gate that no problem shows (Report.not_checked); []
+    otherwise. Each format shows these (text and JSON through `strict_failures`), so a strict
+    failure is never an exit 1 with an empty document."""
+    return report.not_checked() if getattr(report, "strict", False) else []
+
+
 def failure_text(code: int, input_error: dict[str, Any] | None = None, internal_error: dict[str, Any] | None = None) -> tuple[Any, str]:
     """(a Location or None, one-line text) of an exit-2/3 failure, for the formats' documents:
     the file, and the line where the error names one (`line 3`) or names a key the file has

@@ -68,7 +68,7 @@ def render_text(report: Report, color: bool = False) -> str:
         head = f"{problem.severity}{where} {problem.rule_id} ({problem.origin}, {problem.stage})"
         lines.append(_paint(head, problem.severity, color))
         key = (problem.adapter, problem.message)
-        if key in seen_messages:
+        if key in seen_messages and not problem.because:  # (bare asserts all read "": each is its own)
             what = "problem" if _raises_nothing(problem) else problem.error_class
             lines.append(f"  same {what} as above; this part: {problem.fragment}")
         else:
@@ -99,16 +99,20 @@ def _first_ignored(report: Report) -> list[str]:
     if first is None:
         return []
     text = f"{first['error_class']}: {first['message']}" if first.get("message") else first["error_class"]
+    if first.get("because"):
+        text += f" (bare assert: {first['because']})"
     return [f"sglang {report.sglang_version} would first raise {first['rule_id']} (ignored: {first.get('reason') or 'not selected'}): {text}"]
 
 
 def _ignored(report: Report, color: bool) -> list[str]:
-    """One line per problem left out by a suppression comment, --ignore or the settings, with
-    its reason and who said it (never dropped silently)."""
-    lines = []
+    """"2 ignored:", then one line per problem left out by a suppression comment, --ignore or
+    the settings, with its reason and who said it (never dropped silently)."""
+    if not report.ignored:
+        return []
+    lines = [_paint(f"{len(report.ignored)} ignored:", "dim", color)]
     for item in report.ignored:
         where = f" [{item['adapter']}]" if item.get("adapter") else ""
-        lines.append(_paint(f"ignored{where} {item['rule_id']}: {item.get('reason') or 'ignored'} (by {item.get('by')})", "dim", color))
+        lines.append(_paint(f"  ignored{where} {item['rule_id']}: {item.get('reason') or 'ignored'} (by {item.get('by')})", "dim", color))
     return lines
 
 

@@ -324,7 +324,7 @@ FS_OPS = ["missing", "dir", "loop", "dangling", "outside", "chmod000", "fifo", "
 
 
 def recipe(seed: int, index: int) -> dict[str, Any]:
-    """Case `index` of `seed`; seed 0 is the list ISSUE_CASES (the hostile inputs of issue 10)."""
+    """Case `index` of `seed`; seed 0 is the list ISSUE_CASES (the named hostile inputs below)."""
     if seed == 0:
         name, family, setup, muts = ISSUE_CASES[index]
         return {"seed": 0, "index": index, "name": name, "family": family, "setup": setup, "fleet_size": 3, "muts": copy.deepcopy(muts)}
@@ -792,7 +792,7 @@ def undo_permissions(directory: Path) -> None:
 # ---------------------------------------------------------------- "ok" is a promise
 
 # Fields the rules read, with what sglang / PEFT need of them: a case that gives one of them a
-# value outside that may not end in a plain "ok" (issue 10: `r: "sixteen"` was ok, 134 checks).
+# value outside that may not end in a plain "ok" (`r: "sixteen"` is not a rank sglang can use).
 POSITIVE_INTS = {
     "adapter_config": ("r",),
     "config": ("max_lora_rank", "max_loras_per_batch", "tp_size"),
@@ -809,7 +809,7 @@ def _bad_positive_int(value: Any) -> bool:
 
 
 # The least magnitude float32 rounds to an infinity (FLT_MAX plus half an ulp): sglang scales
-# bf16 lora_B by lora_alpha / r in float32 (issue 10 finding R50: lora_alpha 1e300 was ok).
+# bf16 lora_B by lora_alpha / r in float32 (so lora_alpha 1e300 is an infinite scaling).
 F32_OVERFLOW = 3.4028235677973366e38
 
 
@@ -847,7 +847,7 @@ def silent_ok_fields(r: dict[str, Any]) -> list[str]:
     return out
 
 
-# ---------------------------------------------------------------- issue 10's hostile inputs (seed 0)
+# ---------------------------------------------------------------- the named hostile inputs (seed 0)
 
 
 def _put(target: str, path: list, value: Any) -> dict[str, Any]:
@@ -860,7 +860,7 @@ def _nest_at(target: str, path: list, depth: int, kind: str = "list", style: str
 
 _LAYER = "base_model.model.llm.layers.0.mlp.shared_experts.down_proj.lora_A.weight"
 ISSUE_CASES: list[tuple[str, str, str, list[dict[str, Any]]]] = [
-    # (name, family, setup, mutations): each "Why" bullet of issue 10 about hostile input
+    # (name, family, setup, mutations): one hostile input each, a value sglang cannot use
     *[(f"r-{v!r}", "type", "adapter_dir", [_put("adapter:adapter_config", ["r"], v)]) for v in ("sixteen", -1, 1.5, None, [1])],
     *[(f"lora_alpha-{v!r}", "type", "adapter_dir", [_put("adapter:adapter_config", ["lora_alpha"], v)]) for v in ("two", None)],
     ("max_lora_rank--1", "type", "adapter_dir", [_put("config", ["max_lora_rank"], -1)]),
@@ -881,7 +881,7 @@ ISSUE_CASES: list[tuple[str, str, str, list[dict[str, Any]]]] = [
     ("num_hidden_layers-2**31", "sizes", "adapter_dir", [_put("model", ["num_hidden_layers"], 2**31)]),
     *[(f"zero-byte-shape-{n}", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_shape", "shape": shape, "relay": True, "rand": 0}]) for n, shape in (("2**62,0,2**62", [2**62, 0, 2**62]), ("10**8,0,1", [10**8, 0, 1]))],
     ("many-legal-tensors", "sizes", "adapter_dir", [{"target": "adapter:safetensors", "op": "st_many_tensors", "count": 30_000, "zero": True, "rand": 0}]),
-    # issue 10's findings left open by its first session (tests/test_leftover_findings.py)
+    # values sglang accepts and then fails on (tests/test_values_sglang_accepts_then_fails.py)
     ("n_routed_experts-0", "sizes", "adapter_dir", [_put("model", ["n_routed_experts"], 0)]),
     ("r-10**50", "sizes", "adapter_dir", [_put("adapter:adapter_config", ["r"], 10**50)]),
     ("lora_alpha-1e300", "sizes", "adapter_dir", [_put("adapter:adapter_config", ["lora_alpha"], 1e300)]),

@@ -1,27 +1,22 @@
-"""Issue 10's findings its first session left open (F10, M0, P1, R50, I64), each with what
-sglang 0.5.23 does, read from its source, and a reproducer that failed before the fix:
+"""Values that pass sglang 0.5.23's own checks and then fail or misbehave, each with what
+sglang does (read from its source) and a reproducer that failed before its rule or fact existed:
 
-- F10 config.json `n_routed_experts: 0` with MoE layers was a plain ok (fuzz seed 1 case 12185):
-  sglang builds FusedMoE(num_experts=0) and routes over zero experts (inkling-moe-no-routed-experts).
-- M0  `max_lora_rank: 0` was read as "not given"; init_lora_shapes keeps any value that is not None
-  (lora_manager.py l.893): a rank-0 pool (adapter-incompatible-with-pool, the pool replay).
-- P1  a --lora-paths entry with `"pinned": "false"` was ok; LoRARef does not check the type and
+- F10 config.json `n_routed_experts: 0` with MoE layers: sglang builds FusedMoE(num_experts=0)
+  and routes over zero experts (inkling-moe-no-routed-experts).
+- M0  `max_lora_rank: 0`: init_lora_shapes keeps any value that is not None (lora_manager.py
+  l.893), so it is a rank-0 pool, not "not given" (adapter-incompatible-with-pool, the pool replay).
+- P1  a --lora-paths entry with `"pinned": "false"`: LoRARef does not check the type and
   `int(lora_ref.pinned)` (lora_manager.py l.319) fails start-up (lora-paths-pinned-not-int).
-- R50 `r: 10**50` sized a pool nobody can allocate, reported as a shape mismatch; `lora_alpha:
-  1e300` was ok although its scaling is an infinity in float32 (lora-pool-too-large,
-  adapter-scaling-not-finite).
-- I64 ints past 64 bits reached messages as CEL doubles (`rank 1e+50`, `index 1e+100`).
-
-What the session after it found left (PC, M0b, I64b):
-
+- R50 `r: 10**50` sizes a pool nobody can allocate (lora-pool-too-large), not a shape mismatch;
+  `lora_alpha: 1e300` makes the scaling an infinity in float32 (adapter-scaling-not-finite).
+- I64 ints past 64 bits reach messages as written, not as CEL doubles (`rank 1e+50`).
 - PC  sglang decides "pinned" by truthiness but counts `int(lora_ref.pinned)` (lora_manager.py
-  l.319, l.378): `"pinned": 2` counts twice, `"pinned": "0"` is pinned but counts zero; the rule
-  counted truthy entries (adapter-pin-all-slots, facts.fleet.pin_refusal).
-- M0b `max_lora_rank: 0` with a start-up adapter was reported twice, the derived prediction and
-  the replayed assertion it predicts; the replay's assertion is the one report now.
+  l.319, l.378): `"pinned": 2` counts twice, `"pinned": "0"` is pinned but counts zero
+  (adapter-pin-all-slots, facts.fleet.pin_refusal).
+- M0b `max_lora_rank: 0` with a start-up adapter is one report: the replayed assertion, not also
+  the derived prediction of it.
 - I64b a safetensors header may hold u64 dimensions; torch sizes are int64, so a dimension past
-  2**63 - 1 is refused naming the file and the tensor (it was a shape-mismatch message holding
-  a double once the loader doubled it); the shapes of the copy replay's messages are texts.
+  2**63 - 1 is refused naming the file and the tensor; the copy replay's shapes are texts.
 """
 
 from __future__ import annotations
