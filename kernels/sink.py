@@ -100,7 +100,9 @@ def gate_up_ext(ops: SinkOperands) -> torch.Tensor:
     """``[w13_lin; A_all]`` [n*2F + S*E_a*2R, H], built on first use after :meth:`SinkOperands.refresh`:
     one library GEMM then gives y and every slot's gate/up shrink (S*E_a*2R more output columns,
     3-17 % more N at the benchmark's shapes) instead of a shrink launch that reads x again.
-    ``w13_lin`` becomes a view of its first rows, so the weights are held once."""
+    ``w13_lin`` becomes a view of its first rows, so the operands hold the weights once (a
+    caller that keeps its own w13 tensor, as ``SharedSink`` keeps the unlinearized one for the
+    reference, holds them a second time)."""
     if ops._w13_ext is None:
         rows = ops.w13_lin.shape[0]
         S, E_a, R2, H = ops.gate_up_a.shape
