@@ -47,7 +47,7 @@ MAX_HEADER_BYTES = 100_000_000
 # shared-sink factors are numbered), about 100 bytes of header each. A larger header, legal
 # for safetensors up to 100 MB, is an adapter this checker does not check (its problem, in
 # constant time: only the 8-byte length is read); reading it would cost time and memory in
-# proportion (a 100 MB header with 1.4 M tensors: 19 s and 1.3 GB).
+# proportion (figures in docs/performance.md, "Figures behind the code's choices").
 MAX_READ_HEADER_BYTES = 16 * 1024 * 1024
 MAX_TENSORS = 100_000
 # adapter_config.json / added_tokens.json: the loader's cap on input documents.

@@ -50,8 +50,8 @@ MAX_EXPANDED_NODES = 100_000
 M = TypeVar("M", bound=BaseModel)
 
 
-# libyaml parses and composes about 10x faster than PyYAML's pure-Python parser, which was
-# three quarters of a check() that reads its inputs from files. The C composer has no hook per
+# libyaml parses and composes much faster than PyYAML's pure-Python parser, which was most of
+# a check() that reads its inputs from files (docs/performance.md). The C composer has no hook per
 # alias event, so the caps are enforced on the composed node graph instead: an alias is a
 # second reference to a node object already composed, and that graph is linear in the text.
 # (libyaml also refuses more than 1,000 nesting levels, and composes without Python
@@ -67,8 +67,8 @@ class _Loader(_BASE_LOADER):  # type: ignore[valid-type,misc]
     pure-Python resolver (a regex scan) once per scalar, and config keys repeat."""
 
     # Every node the composer builds is resolved once (aliases are not): counting here stops a
-    # long document while it is composed, before its nodes cost time and memory (a 16 MB block
-    # list composed whole took 10 s and 2 GB).
+    # long document while it is composed, before its nodes cost time and memory (composed whole,
+    # a long block list cost seconds and gigabytes: docs/performance.md).
     nodes = 0
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
@@ -403,8 +403,8 @@ def _parse_yaml(text: str) -> Any:
         data = _plain_tree(root, MAX_DEPTH, checked=True)
         if data is not _NOT_PLAIN:
             return data
-        # The full path on the same nodes: composing a large document twice cost 1.3x the time
-        # and 1.5x the memory of the old single compose (9 MB of list items: 8.4 s, 1.27 GB).
+        # The full path on the same nodes: composing a large document twice cost more time and
+        # memory than the old single compose (docs/performance.md).
         data, _ = load_yaml(text, MAX_DEPTH, root=root)
     else:
         data, _ = load_yaml(text, MAX_DEPTH)
@@ -417,7 +417,7 @@ def _parse_yaml(text: str) -> Any:
 
 def _parse_json(raw: bytes, text: str) -> Any:
     # The value count first (before json builds them, and before scan_json's exact walk,
-    # which a long list of digits takes): 10 MB of a list took 4 s and 770 MB.
+    # which a long list of digits takes; docs/performance.md has the cost without it).
     if json_values(raw) > MAX_EXPANDED_NODES:
         raise LimitExceeded("(root)", f"more than {MAX_EXPANDED_NODES} values")
     scan_json(raw)  # depth and number limits before json recurses or converts

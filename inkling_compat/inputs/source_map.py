@@ -294,12 +294,12 @@ def _tensor_place(adapter: Any, source: Any, directory: str, message: str) -> Lo
     if len(tensors) * len(message) <= _MAX_SCAN:
         named = [name for name in tensors if name and name in message]
     else:
-        # Each name searched in the message is quadratic (99,000 names in a 5.5 MB message: 39 s):
+        # Each name searched in the message is quadratic in the two sizes (docs/performance.md):
         # the message's words looked up among the names instead (a name quoted or between spaces).
         words = set(_WORDS.split(message))
         named = [name for name in tensors if name in words]  # (in the tensors' order, as above)
     return Location(file, tensor=max(named, key=len) if named else None)
 
 
-_MAX_SCAN = 50_000_000  # names x message characters searched the plain way (~50 ms at most)
+_MAX_SCAN = 50_000_000  # names x message characters searched the plain way (a bounded cost)
 _WORDS = re.compile(r"[\s'\",()\[\]{}]+")
