@@ -24,15 +24,15 @@ class UsageError(Exception):
     """The command line itself is unusable (argparse's message): exit 2, one line."""
 
 
-class _Parser(argparse.ArgumentParser):
+class _CliParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like every other input error
         raise UsageError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
+    parser = _CliParser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
     parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
     chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
     chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command (shell words, or a YAML/JSON list of words); - reads standard input. Or give the command after --")

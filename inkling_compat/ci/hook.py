@@ -24,13 +24,13 @@ class _Usage(Exception):
     """The hook's arguments are unusable: one line, exit 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class _HookParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise _Usage(message)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="inkling-compat pre-commit hook", description=__doc__.splitlines()[0])
+    parser = _HookParser(prog="inkling-compat pre-commit hook", description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="the server config of the one check (else: the project's `checks`)")
     parser.add_argument("--model")
     parser.add_argument("--platform")

@@ -81,7 +81,7 @@ class Group(Node):
     items: tuple[Node, ...]
 
 
-class _Parser:
+class _CelParser:
     def __init__(self, text: str):
         self.text = text
         self.tokens: list[tuple[str, str, int, int]] = []
@@ -242,7 +242,7 @@ class _Parser:
 
 def parse(expression: str) -> Node:
     """The parse tree of `expression`."""
-    return _Parser(expression).parse()
+    return _CelParser(expression).parse()
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -343,7 +343,7 @@ _KNOWN_MAX = 16384
 def analyse(expression: str) -> Analysis:
     found = _KNOWN.get(expression)
     if found is None:
-        root = _Parser(expression).parse()
+        root = _CelParser(expression).parse()
         found = Analysis(
             chains=frozenset(_chains(root, frozenset())),
             fields=frozenset(_fields(root)),

@@ -1,5 +1,5 @@
 """The fixes of a report: each problem whose rule states a machine-applicable `fix`
-(engine/rules.Fix), its edits computed in the context the rule fired in.
+(engine/rules.FixSpec), its edits computed in the context the rule fired in.
 
 A fix's values are CEL over the same variables as the rule (`config`, `facts`, `adapter`,
 `adapter_facts`, ...), plus `item` (the current element of the fix's `for_each`) and

@@ -158,7 +158,7 @@ class FixEdit(BaseModel):
         return out
 
 
-class Fix(BaseModel):
+class FixSpec(BaseModel):
     """A machine-applicable fix: edits to the server config that are determined by the inputs
     (never a choice the user has to make). `safe`: cannot change what is served beyond making
     it load; `unsafe`: changes capacity or behaviour (applied only with --unsafe-fixes)."""
@@ -183,7 +183,7 @@ class Fix(BaseModel):
         return out
 
     @model_validator(mode="after")
-    def _holes_need_items(self) -> "Fix":
+    def _holes_need_items(self) -> "FixSpec":
         if self.for_each is None:
             for edit in self.edits:
                 for key in (edit.set, edit.remove, edit.rename, edit.to):
@@ -230,7 +230,7 @@ class Rule(BaseModel):
     )
     explanation: str
     fixes: list[str] = Field(min_length=1)
-    fix: Fix | None = Field(None, description="The machine-applicable fix, where one is determined by the inputs (check --fix)")
+    fix: FixSpec | None = Field(None, description="The machine-applicable fix, where one is determined by the inputs (check --fix)")
     examples: Examples
     references: list[str] = Field(default_factory=list)
 

@@ -178,7 +178,7 @@ class ArgumentsRefused(Exception):
         self.message, self.option = message, option
 
 
-class _Parser(argparse.ArgumentParser):
+class _SglangArgParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # type: ignore[override]
         raise ArgumentsRefused(message)
 
@@ -211,7 +211,7 @@ def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
 @functools.lru_cache(maxsize=2)
 def parser(require_model_path: bool = True) -> argparse.ArgumentParser:
     """sglang's parser rebuilt from the table (built once per process, on first use)."""
-    built = _Parser(prog=PROG, exit_on_error=False)
+    built = _SglangArgParser(prog=PROG, exit_on_error=False)
     for row in table()["arguments"]:
         if row["action"] == "help":
             continue

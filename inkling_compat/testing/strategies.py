@@ -153,7 +153,7 @@ def sink_setups(draw: Any, sink_class: str | None = None, max_slots: int = 16) -
 
 
 @dataclass(frozen=True)
-class Fault:
+class SinkFault:
     """One injected fault and the rule that must report it for each sink class."""
 
     name: str
@@ -212,68 +212,68 @@ def _bind_crash_if(condition: Callable[[SinkSetup], bool]) -> Callable[[SinkSetu
     return lambda setup: ["sink-pool-bind-crash"] if condition(setup) else []
 
 
-SINK_FAULTS: tuple[Fault, ...] = (
-    Fault(
+SINK_FAULTS: tuple[SinkFault, ...] = (
+    SinkFault(
         "csgmv backend with several slots",
         {"legacy": "sink-lora-multislot-needs-triton"},
         lambda s: s.sink_class == "legacy" and s.slots > 1,
         _config(lora_backend="csgmv"),
     ),
-    Fault(
+    SinkFault(
         "gate-up A without its slot axis",
         {"legacy": "sink-pool-not-4d", "v2": "sink-v2-pool-unpack"},
         lambda s: True,
         _set_shape("gate_up_lora_a", lambda s, shape: shape[1:]),
     ),
-    Fault(
+    SinkFault(
         "gate-up B with an extra axis",
         {"legacy": "sink-pool-not-4d", "v2": "sink-v2-pool-unpack"},
         lambda s: True,
         _set_shape("gate_up_lora_b", lambda s, shape: shape[:1] + [1] + shape[1:]),
     ),
-    Fault(
+    SinkFault(
         "gate-up A outer dimension neither 1 nor n",
         {"legacy": "sink-pool-outer-dim", "v2": "sink-v2-pool-disagree"},
         lambda s: True,
         _set_shape("gate_up_lora_a", _with_dim(1, lambda s, shape: _other_outer(s))),
     ),
-    Fault(
+    SinkFault(
         "down B outer layout differs from gate-up A",
         {"legacy": "sink-pool-outer-layout-mismatch", "v2": "sink-v2-pool-disagree"},
         lambda s: s.n > 1,
         _set_shape("down_lora_b", _with_dim(1, _flip_outer)),
     ),
-    Fault(
+    SinkFault(
         "gate-up B expert count off by one",
         {"legacy": "sink-pool-expert-count", "v2": "sink-v2-pool-disagree"},
         lambda s: True,
         _set_shape("gate_up_lora_b", _with_dim(1, lambda s, shape: s.n + 1)),
     ),
-    Fault(
+    SinkFault(
         "down A expert count off by one",
         {"legacy": "sink-pool-expert-count", "v2": "sink-v2-pool-disagree"},
         lambda s: True,
         _set_shape("down_lora_a", _with_dim(1, lambda s, shape: s.n + 1)),
     ),
-    Fault(
+    SinkFault(
         "gate-up A rank axis R instead of 2R",
         {"legacy": "sink-pool-rank-mismatch", "v2": "sink-v2-pool-disagree"},
         lambda s: True,
         _set_shape("gate_up_lora_a", _with_dim(2, lambda s, shape: s.rank)),
     ),
-    Fault(
+    SinkFault(
         "down B rank off by one",
         {"legacy": "sink-pool-rank-mismatch", "v2": "sink-v2-pool-disagree"},
         lambda s: True,
         _set_shape("down_lora_b", _with_dim(3, lambda s, shape: s.rank + 1)),
     ),
-    Fault(
+    SinkFault(
         "down B hidden size off by one",
         {"legacy": "sink-pool-hidden-mismatch", "v2": "sink-pool-hidden-mismatch"},
         lambda s: True,
         _set_shape("down_lora_b", _with_dim(2, lambda s, shape: s.hidden + 1)),
     ),
-    Fault(
+    SinkFault(
         "down A intermediate width off by one",
         {"legacy": "sink-pool-intermediate-mismatch", "v2": "sink-pool-intermediate-mismatch"},
         lambda s: True,
@@ -281,7 +281,7 @@ SINK_FAULTS: tuple[Fault, ...] = (
         # V2 (shared outer) views its _down_cat [S, R, n*F] onto down A: torch fails at binding.
         _bind_crash_if(_v2_shared),
     ),
-    Fault(
+    SinkFault(
         "down A slot count off by one",
         {"legacy": "sink-pool-slot-count-mismatch", "v2": "sink-pool-slot-count-mismatch"},
         lambda s: True,
@@ -290,7 +290,7 @@ SINK_FAULTS: tuple[Fault, ...] = (
         # fails unless F is a multiple of S).
         _bind_crash_if(lambda s: s.sink_class == "v2" and (_v2_shared(s) or s.f_local % s.slots != 0)),
     ),
-    Fault(
+    SinkFault(
         "pool built for another --max-lora-rank",
         {"legacy": "sink-pool-differs-from-config", "v2": "sink-pool-differs-from-config"},
         lambda s: True,
@@ -300,7 +300,7 @@ SINK_FAULTS: tuple[Fault, ...] = (
 
 
 @st.composite
-def faulty_sink_setups(draw: Any) -> tuple[SinkSetup, Fault, dict[str, Any]]:
+def faulty_sink_setups(draw: Any) -> tuple[SinkSetup, SinkFault, dict[str, Any]]:
     """(setup, fault, check() arguments with exactly that fault injected)."""
     setup = draw(sink_setups())
     fault = _pick(draw, [f for f in SINK_FAULTS if setup.sink_class in f.expected and f.applies(setup)])
