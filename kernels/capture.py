@@ -9,8 +9,9 @@ static input buffers, and returns a :class:`CapturedForward`: calling it copies 
 into those buffers and replays the graph (three copies and one replay).
 
 The output is the graph's own buffer, overwritten by the next call (clone it to keep it). The
-captured forward holds the operands it was captured with: rebuild it after a pool update that
-replaces their tensors (an in-place update of the pool buffers is seen by the replay).
+captured forward holds the operands it was captured with, their derived copies included (the
+down shrink's A_cat and, from ``sink.BLAS_MIN_T`` tokens, ``[w13; A_all]``): after any pool
+update, in place or not, refresh the operands and capture again.
 """
 
 from __future__ import annotations

@@ -18,8 +18,10 @@ The library-GEMM path (:func:`use_blas`: CUDA, T >= ``BLAS_MIN_T``) hands the tw
 to cuBLAS (``torch.mm``) and keeps the LoRA and the epilogues in Triton: the gate/up kernel
 loads y instead of running its K loop, and the down kernel adds only the delta to the library's
 output (``forward_blas``). ``SinkOperands``
-holds the base weights in their linearized views and the four pool buffers plus the two derived
-down operands (built once per pool update, like sglang's ``_a_cat``/``_down_cat``).
+holds the base weights in their linearized views and the four pool buffers plus derived copies:
+the two down operands and, on the library-GEMM path, ``[w13; A_all]`` (like sglang's
+``_a_cat``/``_down_cat``). They are copies: after changing the pool buffers in place, call
+:meth:`SinkOperands.refresh` (and capture again), or the forward reads the old adapters.
 :func:`sink_forward_torch` is the same forward in plain torch (the benchmark's torch LoRA path).
 """
 

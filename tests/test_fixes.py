@@ -132,10 +132,10 @@ def test_an_edit_is_one_kind():
 )
 def test_a_broken_fix_is_refused_when_the_rules_load(fix, field, reason):
     from inkling_compat.engine.paths import check_fix
-    from inkling_compat.engine.rules import FixSpec as Fix
+    from inkling_compat.engine.rules import FixSpec
 
     with pytest.raises(RuleFileError) as err:
-        check_fix(Fix.model_validate(dict(safety="safe", description="x", **fix)), "r.yaml")
+        check_fix(FixSpec.model_validate(dict(safety="safe", description="x", **fix)), "r.yaml")
     assert err.value.field == field and reason in err.value.reason
 
 
