@@ -22,7 +22,8 @@ import pytest
 
 from inkling_compat import check
 from inkling_compat.errors import InputError
-from inkling_compat.facts.adapter import json_text, scaling_failure
+from inkling_compat.facts.adapter import scaling_failure
+from inkling_compat.report.values import json_text
 from oracle import sglang_server_args
 from oracle.require import load_or_skip
 

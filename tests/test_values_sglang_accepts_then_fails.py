@@ -410,9 +410,16 @@ def test_i64b_a_header_dimension_torch_holds_is_read(tmp_path: Path) -> None:
         assert report.problems and not any(FLOAT_TEXT.search(p.message) for p in report.problems)
 
 
-def test_i64b_the_copy_replay_shapes_are_texts() -> None:
+def test_i64b_the_copy_replay_shapes_keep_every_digit_in_the_message() -> None:
+    """The shape-mismatch params name the typed lists: read without CEL (64-bit ints), a
+    dimension past 2**64 is written with every digit."""
+    from inkling_compat.engine.evaluate import _render
+    from inkling_compat.engine.rules import load_rules
     from inkling_compat.facts.in_pool import _pool_fit
     from inkling_compat.sglang.load_to_buffer import CopyFailure
 
     fit = _pool_fit(CopyFailure(kind="shape_mismatch", weight=(2**64 + 1, 0), buffer=(2, 1536)))
-    assert (fit.weight_text, fit.buffer_text) == (f"[{2**64 + 1}, 0]", "[2, 1536]")
+    rule = next(c for c in load_rules() if c.rule.id == "adapter-pool-shape-mismatch")
+    values = {("adapter_facts", "pool_fit", "weight"): list(fit.weight), ("adapter_facts", "pool_fit", "buffer"): list(fit.buffer)}
+    message, _, _ = _render(rule, None, values.__getitem__)
+    assert message == f"LoRA buffer shape torch.Size([2, 1536]) does not match weight shape torch.Size([{2**64 + 1}, 0])."

@@ -30,6 +30,11 @@ def join_strings(values: list[Any], separator: str) -> str:
     return separator.join(str(v) for v in values)
 
 
+def python_set_repr(values: list[Any]) -> str:
+    """repr() of a Python set of these strings, sorted (a set's own order varies per process)."""
+    return "{" + ", ".join(repr(str(v)) for v in sorted(values)) + "}" if values else "set()"
+
+
 def unknown_keys_text(keys: list[Any]) -> str:
     """`input.unknown_keys` as the unknown-key message lists them ("file: key (did you mean
     x?)", comma-separated). In Python: CEL's `map` over a list is quadratic in its length,
@@ -48,6 +53,7 @@ def cel_context(variables: dict[str, Any]) -> Any:
     ctx.add_function("pytype", python_type_name)
     ctx.add_function("pysorted", python_sorted)
     ctx.add_function("join", join_strings)
+    ctx.add_function("pyset", python_set_repr)
     ctx.add_function("unknown_keys_text", unknown_keys_text)
     try:
         ctx.update(variables)
@@ -249,6 +255,43 @@ class Contexts:
             )
         return view
 
+    def exact_reader(self, index: int) -> Any:
+        """`read(path)`: the value at a variable path for adapter `index`'s rules (-1: the
+        global ones, which see the first adapter), read from the typed inputs and facts as
+        the context holds it (JSON mode) but without CEL's conversion (an int keeps every
+        digit). LookupError where the path leads nowhere (a null on the way, a missing key)."""
+        inputs, facts = self._inputs, self._facts
+        i = max(index, 0)
+        adapter = i < len(facts.adapters)
+        server = inputs.server
+        roots = {
+            "config": lambda: server,
+            "env": lambda: server.env,
+            "model": lambda: inputs.model,
+            "platform": lambda: inputs.platform,
+            "facts": lambda: facts,
+            "input": lambda: {"unknown_keys": list(inputs.unknown_keys)},
+        }
+
+        def read(path: tuple[str, ...]) -> Any:
+            root, rest = path[0], path[1:]
+            if root == "adapter_facts" and adapter:
+                value = facts.adapters[i]
+            elif root == "adapter" and adapter:
+                if rest[:1] == ("form",):
+                    value, rest = facts.adapters[i].form, rest[1:]
+                else:
+                    value = inputs.adapters[i]
+            elif root in roots:
+                value = roots[root]()
+            else:
+                raise LookupError(root)
+            for name in rest:
+                value = _member(value, name)
+            return value if value is None or type(value) in _SCALARS else _json(value)
+
+        return read
+
     def for_adapter(self, index: int) -> Any:
         """The context in which adapter `index`'s rules run (after `index - 1`'s)."""
         if index <= 0:
@@ -263,6 +306,23 @@ class Contexts:
 
 
 _WHOLE: dict[Any, Any] = {None: True}
+_SCALARS = (str, int, bool, float)
+
+
+def _member(value: Any, name: str) -> Any:
+    """`value.name` as `pick` reads it: a model's field (or extra key), a dict's key."""
+    if isinstance(value, RootModel):
+        value = value.root
+    if isinstance(value, BaseModel):
+        if name in _fields(type(value)):
+            return getattr(value, name)
+        extra = value.__pydantic_extra__
+        if extra and name in extra:
+            return extra[name]
+        raise LookupError(name)
+    if isinstance(value, dict) and name in value:
+        return value[name]
+    raise LookupError(name)
 
 
 def _facts_variable(facts: Any, tree: dict[Any, Any]) -> Any:

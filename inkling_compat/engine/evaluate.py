@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import string
 from typing import Any, Iterator, Iterable
 
 from inkling_compat.engine import coverage
@@ -26,8 +25,8 @@ from inkling_compat.facts.inputs import Inputs, load_inputs
 from inkling_compat.facts.types import Facts
 from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
 from inkling_compat.report.model import Coverage, Problem, Report
+from inkling_compat.report.values import FORMATTER
 
-_FORMATTER = string.Formatter()
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
 # (sort key, rule, (message fragment, error class) as rendered, adapter name)
 Fired = tuple[tuple[int, int, int], CompiledRule, tuple[str, str, "str | None"], "str | None"]
@@ -172,7 +171,9 @@ def run_rules(
         except RuleEvaluationError as exc:
             raise _too_large(exc, name) from None
         evaluated += reached
-        fired += [_fired(selection.rules[i], ctx, index - 1, name) for i in firing]
+        if firing:
+            exact = contexts.exact_reader(index - 1)
+            fired += [_fired(selection.rules[i], ctx, index - 1, name, exact) for i in firing]
         tally.record(index, codes)
     if not names and plan.adapter_rules:
         tally.absent_codes = _absent_codes(plan, evaluator, contexts.shared, missing[0])
@@ -246,10 +247,10 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
     return codes, firing, reached
 
 
-def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None) -> Fired:
+def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None, exact: Any) -> Fired:
     key = (STAGES.index(c.rule.stage), index, c.rule.order)
     try:
-        rendered = _render(c, ctx)
+        rendered = _render(c, ctx, exact)
     except RuleEvaluationError as exc:
         raise _too_large(exc, name) from None
     return (key, c, rendered, name)
@@ -318,10 +319,18 @@ def _too_large(error: RuleEvaluationError, adapter: str | None) -> Exception:
     return InputError(where, "(sizes)", f"values too large to compute with (64-bit integer overflow in {error})")
 
 
-def _render(c: CompiledRule, ctx: Any) -> tuple[str, str, str | None]:
+def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None]:
     """The rule's message, error class and `because` with its params filled in. The class is a
-    template too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one."""
+    template too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one.
+    A param that names a path is read from the typed value (`exact(path)`: every digit of an
+    int); the others are CEL expressions run in the rule's context (report/values.py writes
+    them into the text)."""
     values = {}
+    for name, path in c.exact_params.items():
+        try:
+            values[name] = exact(path)
+        except LookupError:
+            raise RuleEvaluationError(c.rule.id, f"params.{name}: no such key: {'.'.join(path)}") from None
     for name, program in c.param_programs.items():
         try:
             values[name] = program.execute(ctx)
@@ -329,9 +338,9 @@ def _render(c: CompiledRule, ctx: Any) -> tuple[str, str, str | None]:
             raise RuleEvaluationError(c.rule.id, f"params.{name}: {type(exc).__name__}: {exc}") from None
     error_class = c.rule.error_class
     if "{" in error_class:
-        error_class = _FORMATTER.vformat(error_class, (), values)
-    because = _FORMATTER.vformat(c.rule.because, (), values) if c.rule.because else None
-    return _FORMATTER.vformat(c.rule.message, (), values), error_class, because
+        error_class = FORMATTER.vformat(error_class, (), values)
+    because = FORMATTER.vformat(c.rule.because, (), values) if c.rule.because else None
+    return FORMATTER.vformat(c.rule.message, (), values), error_class, because
 
 
 def _join(fired: list[Fired]) -> list[Problem]:

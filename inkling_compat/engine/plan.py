@@ -30,8 +30,8 @@ class Plan:
         self.ordered = tuple(c for c in versioned if c is not None)
         self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
         self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
-        global_paths = set().union(*(c.paths for c in self.global_rules))
-        adapter_paths = set().union(*(c.paths for c in self.adapter_rules))
+        global_paths = set().union(*(c.cel_paths for c in self.global_rules))
+        adapter_paths = set().union(*(c.cel_paths for c in self.adapter_rules))
         self.tree = path_tree({p for p in global_paths | adapter_paths if p[0] not in _ADAPTER_VARS})
         self.adapter_tree = path_tree({p for p in adapter_paths if p[0] in _ADAPTER_VARS})
         # What adapter rules read besides the adapter (their own, smaller context).

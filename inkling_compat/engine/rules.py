@@ -297,14 +297,30 @@ class Rule(BaseModel):
         return None
 
 
+# A hole's conversion: Python's own (`!s` str, `!r` repr) or `!j`, the value as JSON writes
+# it (the spelling of the user's file: `NaN`, `true`; engine/evaluate.py).
+CONVERSIONS = (None, "s", "r", "j")
+# A param that is a plain variable path (`adapter_facts.pool_fit.weight`) is read from the
+# typed value itself, not through CEL: an int keeps every digit (CEL's ints are 64-bit).
+_PLAIN_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def plain_path(expression: str) -> tuple[str, ...] | None:
+    """The variable path a param names (None: it is an expression)."""
+    text = expression.strip()
+    return tuple(text.split(".")) if _PLAIN_PATH.match(text) and text.split(".", 1)[0] in VARIABLES else None
+
+
 def template_fields(template: str) -> set[str]:
     """Placeholder names of a message template (plain names only: no attribute access)."""
     names = set()
-    for _, field, _, _ in string.Formatter().parse(template):
+    for _, field, _, conversion in string.Formatter().parse(template):
         if field is None:
             continue
         if not field.isidentifier():
             raise ValueError(f"placeholder {{{field}}} must be a plain name")
+        if conversion not in CONVERSIONS:
+            raise ValueError(f"placeholder {{{field}!{conversion}}}: the conversion must be !s, !r or !j")
         names.add(field)
     return names
 
@@ -314,7 +330,7 @@ def template_fields(template: str) -> set[str]:
 class CompiledRule:
     """A validated rule with its CEL programs compiled once."""
 
-    __slots__ = ("rule", "expression", "when_program", "condition_program", "_program", "param_programs", "file", "paths", "_versions")
+    __slots__ = ("rule", "expression", "when_program", "condition_program", "_program", "_param_programs", "exact_params", "file", "paths", "cel_paths", "_versions")
 
     def __init__(self, rule: Rule, file: str):
         self.rule = rule
@@ -331,11 +347,18 @@ class CompiledRule:
         self.when_program = _compile(rule.when.strip(), file, "when/condition")
         self.condition_program = _compile(rule.condition, file, "when/condition")
         self._program = _compile(self.expression, file, "when/condition") if "//" in self.expression else None
-        self.param_programs = {name: _compile(expr, file, f"params.{name}") for name, expr in rule.params.items()}
+        # Params are read only for a rule that fires: their programs are compiled then (a
+        # param that does not compile is refused when the rule set is built: `compile_all`).
+        self._param_programs: dict[str, Any] | None = None
+        self.exact_params = {name: path for name, path in ((n, plain_path(e)) for n, e in rule.params.items()) if path is not None}
+        expressions = [e for name, e in rule.params.items() if name not in self.exact_params]
         try:
-            self.paths = set().union(*(referenced_paths(e) for e in (rule.when, rule.condition, *rule.params.values())))
+            self.cel_paths = set().union(*(referenced_paths(e) for e in (rule.when, rule.condition, *expressions)))
         except ValueError as exc:  # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
             raise InputError(file, "when/condition", f"cannot tell what it reads: {exc}") from None
+        # Everything the rule reads (coverage; the load-time path check): the CEL context
+        # holds only `cel_paths`, the exact params are read from the typed values.
+        self.paths = self.cel_paths | set(self.exact_params.values())
         for index, variant in enumerate(rule.variants):
             merged = rule.for_version(variant.sglang_versions[0])
             assert merged is not None
@@ -349,6 +372,23 @@ class CompiledRule:
         if self._program is None:
             self._program = _compile(self.expression, self.file, "when/condition")
         return self._program
+
+    @property
+    def param_programs(self) -> dict[str, Any]:
+        """The params that are CEL expressions, compiled (on first use)."""
+        if self._param_programs is None:
+            self._param_programs = {
+                name: _compile(expr, self.file, f"params.{name}") for name, expr in self.rule.params.items() if name not in self.exact_params
+            }
+        return self._param_programs
+
+    def compile_all(self) -> None:
+        """Every program of the rule and its variants compiled now (a rule set built from
+        files: a broken expression fails at load, not when the rule first fires)."""
+        self.param_programs
+        for compiled in self._versions.values():
+            if compiled is not None and compiled is not self:
+                compiled.compile_all()
 
     def for_version(self, version: str) -> "CompiledRule | None":
         """This rule as compiled for `version`: itself, a variant, or None (not in that version)."""
@@ -479,6 +519,8 @@ def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, di
     defs = definitions.load_definitions(folder)
     expanded = _expanded_folder(folder, defs)
     compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
+    for c in compiled:
+        c.compile_all()
     _check_after(compiled)
     check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
     dependency_order(compiled)  # a cycle is refused here too

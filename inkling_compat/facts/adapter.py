@@ -83,34 +83,6 @@ def _is_json(value: Any) -> bool:
     return type(value) in _JSON_TYPES
 
 
-def json_text(value: Any, limit: int = 40) -> str:
-    """A value as JSON for a message, at most `limit` characters; containers by their size
-    beyond a few items (never a walk over a large or deep value)."""
-    if isinstance(value, (list, dict)):
-        small = len(value) <= 4 and all(not isinstance(v, (list, dict)) for v in (value.values() if isinstance(value, dict) else value))
-        if not small:
-            return f"a {type(value).__name__} of {len(value)} item(s)"
-    if isinstance(value, int) and not isinstance(value, bool):
-        # Every digit, never truncated: the input readers refuse more than 100 (inputs/limits.py),
-        # and a message that names an int must name the one the file holds.
-        return str(value) if abs(value) < 10**100 else f"an int of {int(value.bit_length() * 0.30103) + 1} digits"
-    if not _is_json(value):
-        return f"a {type(value).__name__}"
-    try:
-        text = json.dumps(value, ensure_ascii=True)
-    except (TypeError, ValueError):
-        text = f"a {type(value).__name__}"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def py_str(value: Any) -> str:
-    """A number as Python's str() prints it in sglang's f-strings (every digit of an int up to
-    the readers' 100, `True` for true); anything else as json_text."""
-    if type(value) in (bool, float) or (type(value) is int and abs(value) < 10**100):
-        return str(value)
-    return json_text(value)
-
-
 def scaling_failure(raw: dict[str, Any]) -> dict[str, str] | None:
     """lora.py:71 `self.scaling = self.config.lora_alpha / self.config.r`, replayed on the
     JSON values: what Python raises (a type that does not divide, r 0 / 0.0 / false, an int
@@ -131,33 +103,27 @@ def scaling_failure(raw: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
-def _not_finite(raw: dict[str, Any]) -> bool:
-    """lora_alpha / r computes (numbers, r not zero) and gives NaN or an infinity, in Python
-    or once rounded to float32: json.load reads NaN, Infinity and 1e999 as floats, and sglang
-    scales lora_B by the result (a bf16 tensor times a Python float computes in float32) and
-    hands the backends a float32 `scalings` tensor."""
-    return scaling_not_finite_text(raw) is not None
-
-
-def scaling_not_finite_text(raw: dict[str, Any]) -> str | None:
-    """What the scaling is where it is not finite: "NaN", "an infinity", or the Python float
-    and that float32 cannot hold it; None where it is finite in float32 (or not computed)."""
+def python_scaling(raw: dict[str, Any]) -> float | None:
+    """lora_alpha / r as Python computes it on the JSON values (None: either is absent or not a
+    number, r is zero, or the division raises)."""
     alpha, r = raw.get("lora_alpha"), raw.get("r")
     if not all(type(v) in (int, float, bool) for v in (alpha, r)) or not r:
         return None
     try:
-        scaling = alpha / r
+        return alpha / r
     except (ArithmeticError, TypeError):
         return None
-    if math.isnan(scaling):
-        return "NaN"
-    if math.isinf(scaling):
-        return "an infinity"
+
+
+def past_float32(value: float | None) -> bool:
+    """A finite float that float32 rounds to an infinity (above about 3.4e38)."""
+    if value is None or not math.isfinite(value):
+        return False
     try:
-        struct.pack("<f", scaling)  # OverflowError exactly when float32 rounding gives an infinity
+        struct.pack("<f", value)  # OverflowError exactly when float32 rounding gives an infinity
     except OverflowError:
-        return f"{scaling!r}, past float32's range (an infinity in float32 and the bf16 pool)"
-    return None
+        return True
+    return False
 
 
 def _first_non_string(items: Any) -> str | None:
@@ -369,7 +335,7 @@ def read_layers(manifest: PeftManifest, num_layers: int, targets: list[str]) -> 
         name, lid, template = known(raw_name) or _tensor_name(raw_name)
         if lid is not None:
             if lid >= num_layers and out_of_range is None:
-                out_of_range = {"name": name, "layer": lid, "num_layers": num_layers, "layer_str": str(lid)}
+                out_of_range = {"name": name, "layer": lid, "num_layers": num_layers}
             by_layer.setdefault(lid, {})[name] = (template, tuple(root[raw_name].shape))
         elif "embed_tokens" in name or "lm_head" in name:
             module = "embed_tokens" if "embed_tokens" in name else "lm_head"
@@ -434,12 +400,18 @@ def scaling_facts(raw: dict[str, Any], r: int | None, use_rslora: bool) -> dict[
     and sglang's and PEFT's value where Python computes it (an int quotient past a float
     raises OverflowError)."""
     failure = scaling_failure(raw)
+    quotient = python_scaling(raw)
     alpha = _alpha(raw)
     computes = alpha is not None and bool(r) and failure is None
     return {
         "scaling_failure": failure,
-        "scaling_not_finite": _not_finite(raw) if failure is None else False,
-        "scaling_not_finite_text": scaling_not_finite_text(raw) if failure is None else None,
+        # json.load reads NaN, Infinity and 1e999 as floats; sglang scales lora_B by the
+        # quotient (a bf16 tensor times a Python float computes in float32) and hands the
+        # backends a float32 `scalings` tensor: NaN, an infinity or a float past float32's
+        # range all poison the adapter's outputs.
+        "scaling_not_finite": failure is None and quotient is not None and (not math.isfinite(quotient) or past_float32(quotient)),
+        "scaling_python": quotient if failure is None else None,
+        "scaling_past_float32": failure is None and past_float32(quotient),
         "scaling_sglang": (alpha / r) if computes else None,  # type: ignore[operator]
         "scaling_peft": _peft_scaling(alpha, r, use_rslora) if computes else None,  # type: ignore[arg-type]
     }
@@ -479,10 +451,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
         lora_id=lora_id(manifest.name, manifest.path),
         r=r,
         r_type=_python_type_name(raw.get("r")),
-        r_text=json_text(raw.get("r")),
-        r_str=py_str(raw.get("r")),
         **scaling_facts(raw, r, use_rslora),
-        lora_alpha_text=json_text(raw.get("lora_alpha")),
         config_type_mismatches=config_type_mismatches(raw),
         rank_pattern_mismatch=rank_pattern_mismatch(raw, r),
         alpha_pattern_set=bool(raw.get("alpha_pattern")),

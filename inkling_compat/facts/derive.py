@@ -189,11 +189,11 @@ def lora_paths_json_failure(lora_paths: Any) -> LoraPathJsonFailure | None:
         try:
             obj = json.loads(text)
         except ValueError as exc:  # json.JSONDecodeError; RecursionError is no ValueError
-            return LoraPathJsonFailure(kind="invalid_json", text_repr=repr(text), error=str(exc))
+            return LoraPathJsonFailure(kind="invalid_json", text=text, error=str(exc))
         except RecursionError:
-            return LoraPathJsonFailure(kind="invalid_json", text_repr=repr(text), error="maximum recursion depth exceeded while decoding a JSON object")
+            return LoraPathJsonFailure(kind="invalid_json", text=text, error="maximum recursion depth exceeded while decoding a JSON object")
         if not ("lora_path" in obj and "lora_name" in obj):
-            return LoraPathJsonFailure(kind="missing_keys", text_repr=repr(text))
+            return LoraPathJsonFailure(kind="missing_keys", text=text)
     return None
 
 

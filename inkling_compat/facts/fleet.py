@@ -29,7 +29,7 @@ def startup_facts(lora_paths: list[LoraRef], own: list[OwnFacts]) -> StartupFact
         if "all" in a.normalized_targets:
             targets.update(INKLING_LORA_MODULES)
     max_r = max(ranks) if ranks else None
-    return StartupFacts(max_r=max_r, max_r_str=None if max_r is None else str(max_r), targets=sorted(targets))
+    return StartupFacts(max_r=max_r, targets=sorted(targets))
 
 
 def startup_pin_stop(lora_paths: list[LoraRef], max_loras_per_batch: int) -> tuple[str, int] | None:

@@ -98,11 +98,7 @@ def _pool_form(own: PoolOwn, sink: SinkFacts, model: Any) -> PoolAdapterFacts:
 def _pool_fit(failure: load_to_buffer.CopyFailure | None) -> PoolFit | None:
     if failure is None:
         return None
-    fields = vars(failure)
-    # The shapes as torch.Size prints their list, every digit: a dimension of 2**64 or more
-    # (a zero-element tensor's axis repeated or concatenated by the loader) is a double in CEL.
-    texts = {f"{key}_text": str(list(fields[key])) for key in ("weight", "buffer") if fields[key] is not None}
-    return PoolFit(**fields, **texts)
+    return PoolFit(**vars(failure))
 
 
 def _peft_form(own: PeftOwn, setup: load_to_buffer.LoadSetup, pool: StartupPool | None) -> PeftAdapterFacts:

@@ -87,7 +87,7 @@ class LoraPathJsonFailure(_Facts):
     kind: Literal["invalid_json", "missing_keys"] = fact(
         "invalid_json: json.loads raises; missing_keys: the object lacks lora_name or lora_path."
     )
-    text_repr: str = fact("repr() of the entry as stripped, as the assertion prints it.")
+    text: str = fact("The entry as stripped (the assertion prints its repr()).")
     error: str | None = fact("json.loads' error text (invalid_json only).", default=None)
 
 
@@ -170,8 +170,8 @@ class PoolAllocation(_Facts):
     """Allocating the pool fails: its rank sizes it past any GPU's memory."""
 
     error_class: str = fact("What torch.zeros raises first: TypeError (a size past a 64-bit int), else RuntimeError (a storage size overflow, or torch.OutOfMemoryError).")
-    bytes_str: str = fact("Bytes of the four shared-sink buffers over every layer (bf16), every digit.")
-    rank_str: str = fact("R as Python prints it (every digit).")
+    bytes: int = fact("Bytes of the four shared-sink buffers over every layer (bf16).")
+    rank: int = fact("R.")
 
 
 class PoolFacts(_Facts):
@@ -200,7 +200,6 @@ class StartupFacts(_Facts):
     """What the --lora-paths (start-up) adapters decide for adapters loaded later."""
 
     max_r: int | None = fact("Largest r of the --lora-paths PEFT adapters (None: none has one).", "lora/lora_manager.py init_lora_shapes l.800-918")
-    max_r_str: str | None = fact("max_r as Python prints it (every digit; max_r past 64 bits reaches CEL as a double), for messages.", default=None)
     targets: list[str] = fact(
         "Union of the --lora-paths PEFT adapters' normalized targets (`all` expanded to Inkling's modules).",
         "lora/utils.py get_normalized_target_modules l.277-327",
@@ -369,7 +368,6 @@ class LayerOutOfRange(_Facts):
     name: str
     layer: int
     num_layers: int
-    layer_str: str = fact("The layer number as the tensor name writes it (every digit; `layer` past 64 bits reaches CEL as a double).", default="")
 
 
 class ReshapeFailure(_Facts):
@@ -418,7 +416,7 @@ class TargetFailure(_Facts):
 
     name: str
     layer: int
-    targets: str = fact("repr() of the pool's target set, as sglang prints it.")
+    targets: list[str] = fact("The pool's target modules, sorted (sglang prints them as a set: `pyset` in a message).")
 
 
 class PoolFit(_Facts):
@@ -431,12 +429,11 @@ class PoolFit(_Facts):
     module: str | None = None
     value: int | None = None
     weight: list[int] | None = None
-    # The shapes as torch.Size prints their list, every digit: a dimension of 2**64 or more
-    # (a zero-element tensor's axis repeated or concatenated by the loader) is a double in CEL.
-    weight_text: str | None = fact("`weight` as Python prints the list (every digit).", default=None)
+    # A dimension may be 2**64 or more (a zero-element tensor's axis repeated or concatenated
+    # by the loader): the messages name these lists through params that read the typed
+    # value (every digit), as in CEL such an int is a double.
     expert: int | None = None
     buffer: list[int] | None = None
-    buffer_text: str | None = fact("`buffer` as Python prints the list (every digit).", default=None)
     layer: int | None = None
     tp_rank: int | None = None
     site: str | None = None
@@ -473,13 +470,6 @@ class PeftOwnFacts(_Facts):
     lora_id: Annotated[str, From("adapter")] = fact("LoRARef.deterministic_id (uuid5 of name and path).", "lora/lora_registry.py deterministic_id l.47-")
     r: Annotated[int | None, From("adapter")] = fact("adapter_config `r` (None: absent or not an int; a boolean is the int Python makes of it, true 1, false 0).", "lora/lora_config.py LoRAConfig.__init__ l.42-60")
     r_type: Annotated[str, From("adapter")] = fact("Python type name of adapter_config `r` as json.load gives it (`NoneType` when null or absent).", "lora/lora_config.py l.43")
-    r_text: Annotated[str, From("adapter")] = fact("adapter_config `r` as JSON (at most 40 characters; an int in full, up to the 100 digits an input may have), for messages.")
-    r_str: Annotated[str, From("adapter")] = fact(
-        "adapter_config `r` as sglang's f-strings print it: Python's str() of a number (every digit of an int, `True` for true), else as r_text. "
-        "For messages: `adapter_facts.r` is a CEL int, and an int past 64 bits reaches CEL as a double (`1e+50`).",
-        "lora/lora_manager.py l.371-373",
-        default="",
-    )
     scaling_failure: Annotated[ScalingFailure | None, From("adapter")] = fact(
         "What `self.scaling = lora_alpha / r` raises on these values (None: it computes).", "lora/lora.py LoRAAdapter.__init__ l.71"
     )
@@ -488,11 +478,14 @@ class PeftOwnFacts(_Facts):
         "lora_B * scaling on a bf16 tensor computes in float32, and the backends keep scalings in float32).",
         "lora/lora.py LoRAAdapter.__init__ l.71; lora/mem_pool.py l.1307-1361; lora/backend/chunked_backend.py l.240",
     )
-    scaling_not_finite_text: Annotated[str | None, From("adapter")] = fact(
-        "The scaling where scaling_not_finite: \"NaN\", \"an infinity\", or the Python float and that float32 cannot hold it; for messages.",
+    scaling_python: Annotated[float | None, From("adapter")] = fact(
+        "lora_alpha / r as Python computes it on the JSON values, r a float included (None: either is absent or not a number, r is zero, or it raises).",
+        "lora/lora.py LoRAAdapter.__init__ l.71",
         default=None,
     )
-    lora_alpha_text: Annotated[str, From("adapter")] = fact("adapter_config `lora_alpha` as JSON (at most 40 characters), for messages.")
+    scaling_past_float32: Annotated[bool, From("adapter")] = fact(
+        "scaling_python is finite but past float32's range (about 3.4e38): an infinity once the pool or a backend holds it.", default=False
+    )
     config_type_mismatches: Annotated[list[str], From("adapter")] = fact(
         "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (r true, a boolean lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern, modules_to_save), "
         "each as \"<field> has type <type>, PEFT writes <type> (<what sglang 0.5.23 does with it>)\".",

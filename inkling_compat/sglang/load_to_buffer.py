@@ -199,11 +199,6 @@ def unmatched_names(names: Sequence[str], targets: Sequence[str]) -> list[str]:
     return [n for n in names if search(n) is None]
 
 
-def set_repr(names: Sequence[str]) -> str:
-    """repr() of a Python set of strings (sorted here; sglang's order varies per process)."""
-    return "{" + ", ".join(repr(n) for n in sorted(names)) + "}" if names else "set()"
-
-
 @dataclass(frozen=True)
 class AdapterWeights:
     """What the copy reads of one PEFT adapter once LoRAAdapter normalized it: every weight
@@ -236,11 +231,11 @@ class LoadSetup:
 @dataclass(frozen=True)
 class UnmatchedTarget:
     """A layer weight get_target_module_name finds no target for: its name, layer, and the
-    pool's target set as sglang prints it."""
+    pool's target modules (sorted: sglang prints them as a set, whose order varies per process)."""
 
     name: str
     layer: int
-    targets: str
+    targets: tuple[str, ...]
 
 
 CopyKind = Literal["dict_entries", "expert_dim", "unexpected_format", "expert_out_of_range", "shape_mismatch", "not_expert_weights"]
@@ -331,7 +326,7 @@ def replay_load(weights: AdapterWeights | None, setup: LoadSetup, pool: StartupP
     if unmatched_names_:
         unmatched = set(unmatched_names_)
         target_failure = next(
-            (UnmatchedTarget(name=name, layer=lid, targets=set_repr(targets)) for lid, layer in layers for name in layer if name in unmatched),
+            (UnmatchedTarget(name=name, layer=lid, targets=tuple(sorted(targets))) for lid, layer in layers for name in layer if name in unmatched),
             None,
         )
     indexed = indexed_shared_without_sink(layers, setup, weights, target_failure)

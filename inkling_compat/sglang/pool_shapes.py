@@ -44,11 +44,11 @@ class StartupAdapter:
 
 @dataclass(frozen=True)
 class AllocationFailure:
-    """What allocating the pool raises: the error class, the bytes and R as Python prints them."""
+    """What allocating the pool raises: the error class, the bytes the buffers take, and R."""
 
     error_class: str
-    bytes_str: str
-    rank_str: str
+    bytes: int
+    rank: int
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def allocation_failure(buffers: BufferShapes, rank: int, num_layers: int) -> All
     if total <= GPU_BYTES_BOUND:
         return None
     error = "TypeError" if max(d for shape in shapes for d in shape) > _INT64_MAX else "RuntimeError"
-    return AllocationFailure(error_class=error, bytes_str=str(total), rank_str=str(rank))
+    return AllocationFailure(error_class=error, bytes=total, rank=rank)
 
 
 def _numel(shape: Shape) -> int:
