@@ -20,7 +20,7 @@ import pytest
 
 from inkling_compat import check
 from inkling_compat.engine import coverage
-from inkling_compat.engine.plan import plan
+from inkling_compat.engine.plan import Plan as plan
 from inkling_compat.engine.rules import load_rules
 from inkling_compat.facts import types
 from inkling_compat.fleet import check_fleet

@@ -1,7 +1,7 @@
 """The fast evaluator's shortcuts (engine/evaluator.py) give exactly what the reference gives:
 the guards' shared conjuncts (engine/guards.py), a condition run alone behind a guard that
 held (the joined `(when) && (condition)` otherwise), and the built CEL contexts kept by their
-variables' content (engine/context.py). Each is compared with the plain form on every rule
+variables' content (engine/evaluator.py `_ContextStore`). Each is compared with the plain form on every rule
 example (whole reports: tests/test_evaluators.py)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from inkling_compat import check
-from inkling_compat.engine import context as context_module
-from inkling_compat.engine.evaluator import FAST, REFERENCE
-from inkling_compat.engine.context import Contexts, shared_context
+from inkling_compat.engine import cel
+from inkling_compat.engine.evaluator import FAST, REFERENCE, FastEvaluator, _ContextStore
+from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.cel_tree import analyse
 from inkling_compat.engine.guards import Guards
-from inkling_compat.engine.plan import plan as plan_for
-from inkling_compat.engine.rules import CompiledRule, Rule, compile_expression, load_rules
+from inkling_compat.engine.plan import Plan, quiet_codes
+from inkling_compat.engine.rules import CompiledRule, Rule, load_rules
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import load_inputs
@@ -23,7 +23,7 @@ from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
 from inkling_compat.testing.scenarios import example_arguments
 
 RULES = load_rules()
-PLAN = plan_for(RULES, SGLANG_DEFAULT_VERSION)
+PLAN = Plan(RULES, SGLANG_DEFAULT_VERSION)
 EXAMPLES = [ex.input for c in RULES for ex in (*c.rule.examples.fire, *c.rule.examples.pass_)]
 
 
@@ -90,7 +90,7 @@ def test_the_shipped_guards_split():
 
 def test_guard_values_are_each_guards_own_value():
     programs = list({c.rule.when.strip(): c.when_program for c in PLAN.ordered if c.rule.when.strip() != "true"}.values())
-    guards = Guards(programs, compile_expression)
+    guards = Guards(programs, cel.compile)
     seen = set()
     for ctx in CONTEXTS:
         values = guards.values(ctx)
@@ -133,7 +133,8 @@ def test_a_comment_that_runs_into_the_joined_program_is_refused_at_load():
 
 def test_built_contexts_are_kept_by_exact_content(monkeypatch):
     monkeypatch.delenv("INKLING_COMPAT_NO_CACHE", raising=False)
-    monkeypatch.setattr(context_module, "_BUILT", {})
+    store = _ContextStore()
+    shared_context = store.context
     first = shared_context({"x": {"a": 1}})
     assert shared_context({"x": {"a": 1}}) is first
     for other in ({"x": {"a": True}}, {"x": {"a": 1.0}}, {"x": {"a": [1]}}, {"x": {"a": (1,)}}, {"x": {"b": 1}}):
@@ -141,9 +142,27 @@ def test_built_contexts_are_kept_by_exact_content(monkeypatch):
     assert shared_context({"x": {"a": 1}}) is first
     for n in range(100):
         shared_context({"n": n})
-    assert len(context_module._BUILT) == context_module._BUILT_MAX_ENTRIES
+    assert len(store.built.entries) == _ContextStore.MAX_ENTRIES
     monkeypatch.setenv("INKLING_COMPAT_NO_CACHE", "1")
     assert shared_context({"n": 99}) is not shared_context({"n": 99})
+
+
+def test_the_fast_evaluator_keeps_plans_selections_and_prepared_rules_the_reference_does_not():
+    """Every cache of the engine is the fast evaluator's (engine/evaluator.py); the reference
+    computes each thing afresh, and both give equal selections."""
+    fast = FastEvaluator()
+    plan = fast.plan(RULES, SGLANG_DEFAULT_VERSION)
+    assert fast.plan(RULES, SGLANG_DEFAULT_VERSION) is plan
+    assert REFERENCE.plan(RULES, SGLANG_DEFAULT_VERSION) is not REFERENCE.plan(RULES, SGLANG_DEFAULT_VERSION)
+    missing = (("model", "no --model", True),)
+    selection = fast.selection(plan, "global", missing)
+    assert fast.selection(plan, "global", missing) is selection
+    fresh = REFERENCE.selection(plan, "global", missing)
+    assert fresh is not REFERENCE.selection(plan, "global", missing)
+    assert (fresh.run, fresh.when_only, fresh.blocks, fresh.quiet) == (selection.run, selection.when_only, selection.blocks, selection.quiet)
+    assert fast.prepared(plan, (selection,), "run") is fast.prepared(plan, (selection,), "run")
+    fast.clear()
+    assert fast.plan(RULES, SGLANG_DEFAULT_VERSION) is not plan
 
 
 def test_a_check_after_another_of_other_inputs_gets_its_own_result():
@@ -168,7 +187,7 @@ def _code(app, block):
 
 
 def test_the_quiet_codes_are_the_rule_by_rule_codes():
-    """When nothing fires, run_rules takes each rule's code from `Plan.quiet_codes`."""
+    """When nothing fires, run_rules takes each rule's code from `engine/plan.quiet_codes`."""
     from inkling_compat.engine import coverage
 
     kinds = set()
@@ -182,7 +201,8 @@ def test_the_quiet_codes_are_the_rule_by_rule_codes():
         missing = coverage.global_missing(facts)
         scopes = [("global", missing), ("adapter", missing)] + [("adapter", missing + coverage.adapter_missing(m, a.form)) for m, a in zip(inputs.adapters, facts.adapters)]
         for scope, miss in scopes:
-            blocks, quiet = PLAN.blocks(scope, miss), PLAN.quiet_codes(scope, miss)
+            blocks = PLAN.blocks(scope, miss)
+            quiet = quiet_codes(blocks)
             for app in (True, False, None):
                 assert [f if app is False else other for f, other in quiet] == [_code(app, b) for b in blocks]
             kinds.update((reason is not None, untrusted) for reason, untrusted, _ in blocks)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from inkling_compat.engine.evaluate import evaluate
-from inkling_compat.engine.evaluator import FAST, REFERENCE
+from inkling_compat.engine.evaluator import FAST, REFERENCE, ReferenceEvaluator
 from inkling_compat.engine.rules import load_rules
 from inkling_compat.errors import InputError
 from inkling_compat.testing.scenarios import example_arguments
@@ -59,7 +59,7 @@ def _assert_nothing_fired_on_a_placeholder(arguments, recipe):
     """Coverage is a gate on the hostile corpus too: no problem's rule read (in `when` or
     `condition`) an input replaced by a placeholder (tests/test_coverage.py: rule examples)."""
     from inkling_compat.engine import coverage
-    from inkling_compat.engine.plan import plan as plan_for
+    from inkling_compat.engine.plan import Plan as plan_for
     from inkling_compat.facts.derive import derive
     from inkling_compat.facts.inputs import load_inputs
     from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
@@ -123,7 +123,7 @@ def test_fast_is_the_reference_on_the_hostile_corpus(tmp_path):
     assert compared > HOSTILE_CASES / 2
 
 
-class _Recording:
+class _Recording(ReferenceEvaluator):
     """The reference evaluator, noting which rules it ran whole and which only for `when`."""
 
     def __init__(self):
@@ -144,9 +144,6 @@ class _Recording:
                 return inner.applies(ctx)
 
         return Prepared()
-
-    def context(self, variables):
-        return REFERENCE.context(variables)
 
 
 def test_a_rule_not_checked_is_never_evaluated(tmp_path):

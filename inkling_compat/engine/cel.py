@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
-from functools import lru_cache
 from typing import Any
 
 
@@ -40,11 +39,3 @@ def _load_core() -> Any:
 _core = _load_core()
 compile = _core.compile  # noqa: A001 - CEL's own name
 Context = _core.Context
-
-
-@lru_cache(maxsize=2048)
-def program(expression: str) -> Any:
-    """One compiled program per expression text: a fifth of the rules' expressions are the same
-    text (a variant's `when`/`condition`, the same `params` hole), and a program is read-only
-    (`execute(context)`)."""
-    return compile(expression)

@@ -334,36 +334,42 @@ class Analysis:
         return cls(frozenset(tuple(c) for c in chains), frozenset(fields), tuple(conjuncts), bool(loose))  # type: ignore[arg-type]
 
 
-# Analyses by expression text: the shipped rules' come with the compiled rules
-# (engine/compiled_rules.py: parsing them all again costs more than loading the rules).
-_KNOWN: dict[str, Analysis] = {}
-_KNOWN_MAX = 16384
-
-
 def analyse(expression: str) -> Analysis:
-    found = _KNOWN.get(expression)
-    if found is None:
-        root = _CelParser(expression).parse()
-        found = Analysis(
-            chains=frozenset(_chains(root, frozenset())),
-            fields=frozenset(_fields(root)),
-            conjuncts=_conjuncts(expression, root),
-            loose=isinstance(root, Call) and root.function in ("_||_", "_?_:_"),
-        )
-        if len(_KNOWN) >= _KNOWN_MAX:
-            _KNOWN.clear()
-        _KNOWN[expression] = found
-    return found
+    """The expression's parse tree, read: ValueError where it does not parse."""
+    root = _CelParser(expression).parse()
+    return Analysis(
+        chains=frozenset(_chains(root, frozenset())),
+        fields=frozenset(_fields(root)),
+        conjuncts=_conjuncts(expression, root),
+        loose=isinstance(root, Call) and root.function in ("_||_", "_?_:_"),
+    )
 
 
-def known(table: dict[str, list[object]]) -> None:
-    """Analyses computed ahead of time (text -> `Analysis.to_json()`), as the compiled rules
-    hold them; the texts are the rules' own, so each is what `analyse` would compute."""
-    for text, data in table.items():
-        if text not in _KNOWN:
-            _KNOWN[text] = Analysis.from_json(data)
+class Analyses:
+    """The analyses of one rule set's expressions by text, each parsed once as the set is
+    built. `known` (text -> `Analysis.to_json()`): those computed ahead of time, as the
+    compiled rules hold them (engine/compiled_rules.py: parsing every expression again costs
+    more than loading the rules); the texts are the rules' own, so each is what `analyse`
+    computes (tests/test_cel_tree.py)."""
+
+    __slots__ = ("_by_text", "_known")
+
+    def __init__(self, known: "dict[str, list[object]] | None" = None):
+        self._by_text: dict[str, Analysis] = {}
+        self._known = known or {}
+
+    def get(self, expression: str) -> Analysis:
+        found = self._by_text.get(expression)
+        if found is None:
+            data = self._known.get(expression)
+            try:
+                found = Analysis.from_json(data) if data is not None else None
+            except (TypeError, ValueError):  # (a damaged table: parsed instead)
+                found = None
+            found = self._by_text[expression] = found or analyse(expression)
+        return found
 
 
-def reads(expression: str, variables: frozenset[str] | tuple[str, ...]) -> set[tuple[str, ...]]:
-    """The paths of `variables` that `expression` reads (`Analysis.chains`)."""
-    return {c for c in analyse(expression).chains if c[0] in variables}
+def reads(analysis: Analysis, variables: frozenset[str] | tuple[str, ...]) -> set[tuple[str, ...]]:
+    """The paths of `variables` that the analysed expression reads (`Analysis.chains`)."""
+    return {c for c in analysis.chains if c[0] in variables}

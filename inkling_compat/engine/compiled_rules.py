@@ -99,9 +99,10 @@ def expression_table(compiled: Any) -> dict[str, Any]:
     return {text: cel_tree.analyse(text).to_json() for text in texts}
 
 
-def load(folder: Path) -> list[tuple[str, dict[str, Any]]] | None:
+def load(folder: Path) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]] | None:
     """The (file name, expanded data) of every rule when the artifact is current for `folder`
-    (the package's rules), else None."""
+    (the package's rules), with the analyses of their expressions (text -> `Analysis.to_json()`,
+    engine/cel_tree.Analyses), else None."""
     raw = _read_regular(artifact_path(), MAX_ARTIFACT_BYTES)
     if raw is None:
         return None
@@ -119,14 +120,7 @@ def load(folder: Path) -> list[tuple[str, dict[str, Any]]] | None:
             return None
         out.append((item[0], item[1]))
     expressions = entry.get("expressions")
-    if isinstance(expressions, dict):
-        from inkling_compat.engine import cel_tree
-
-        try:
-            cel_tree.known(expressions)
-        except (TypeError, ValueError):  # (a damaged table: each expression is parsed instead)
-            pass
-    return out
+    return out, expressions if isinstance(expressions, dict) else {}
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:

@@ -4,8 +4,6 @@ element, far more than evaluating the expressions."""
 
 from __future__ import annotations
 
-import marshal
-import os
 from typing import Any
 
 from pydantic import BaseModel, RootModel
@@ -28,6 +26,11 @@ def python_sorted(values: list[Any]) -> list[Any]:
 
 def join_strings(values: list[Any], separator: str) -> str:
     return separator.join(str(v) for v in values)
+
+
+def first_not_null(*values: Any) -> Any:
+    """The first argument that is not null (null if none is)."""
+    return next((v for v in values if v is not None), None)
 
 
 def python_set_repr(values: list[Any]) -> str:
@@ -54,6 +57,7 @@ def cel_context(variables: dict[str, Any]) -> Any:
     ctx.add_function("pysorted", python_sorted)
     ctx.add_function("join", join_strings)
     ctx.add_function("pyset", python_set_repr)
+    ctx.add_function("first", first_not_null)
     ctx.add_function("unknown_keys_text", unknown_keys_text)
     try:
         ctx.update(variables)
@@ -76,38 +80,6 @@ def _as_text(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_as_text(v) for v in value)
     return value
-
-
-# Built contexts by their variables' exact content: marshal writes types (bool is not int,
-# 1.0 is not 1, a tuple is not a list), dict order and values, so equal bytes are equal
-# variables (an object marshal cannot write is simply not cached). A check of inputs seen
-# before skips the conversion into CEL (per map key, string and container) and the
-# environment CEL builds on a context's first evaluation: a large part of a check of the
-# bundled examples (docs/performance.md). A cached context is only ever executed,
-# never updated (`Contexts.per_adapter`, the one that is updated, is built fresh). Bounded
-# in count and key size; INKLING_COMPAT_NO_CACHE=1 turns it off, like the parse caches.
-_BUILT: dict[bytes, Any] = {}
-_BUILT_MAX_ENTRIES = 32
-_BUILT_MAX_KEY = 64 * 1024
-
-
-def shared_context(variables: dict[str, Any]) -> Any:
-    """`cel_context(variables)`, or the context already built for the same variables."""
-    if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
-        return cel_context(variables)
-    try:
-        key = marshal.dumps(variables)
-    except ValueError:  # a value marshal cannot write: built every time
-        return cel_context(variables)
-    if len(key) > _BUILT_MAX_KEY:
-        return cel_context(variables)
-    ctx = _BUILT.get(key)
-    if ctx is None:
-        ctx = cel_context(variables)
-        if len(_BUILT) >= _BUILT_MAX_ENTRIES:
-            del _BUILT[next(iter(_BUILT))]  # the oldest
-        _BUILT[key] = ctx
-    return ctx
 
 
 def prune(value: Any, tree: dict[Any, Any]) -> Any:
@@ -201,7 +173,7 @@ class Contexts:
 
     def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None):
         """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
-        keeps built contexts, `shared_context`; the reference builds each one)."""
+        keeps built contexts; the reference, like the default here, builds each one)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
         self._facts_tree = plan.adapter_tree.get("adapter_facts", _WHOLE)
@@ -213,7 +185,7 @@ class Contexts:
         self.adapter_views: list[Any] = [None] * len(facts.adapters)
         if self.adapter_views:
             shared["adapter"], shared["adapter_facts"] = self._view(0)
-        self.shared = (build or shared_context)(shared)
+        self.shared = (build or cel_context)(shared)
         # The CEL context re-converts *every* variable on the first evaluation after an update, so
         # the second and later adapters get a context of their own without the whole-fleet lists
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.

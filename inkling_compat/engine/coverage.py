@@ -16,7 +16,6 @@ expressions); per check only the missing inputs are computed, then one status pe
 from __future__ import annotations
 
 from collections import Counter
-from functools import lru_cache
 from typing import Any, Iterable
 
 from inkling_compat.facts.types import derived_from
@@ -44,7 +43,6 @@ _ROOTS: dict[str, tuple[str, ...]] = {
 Missing = tuple[tuple[str, str, bool], ...]
 
 
-@lru_cache(maxsize=1024)
 def path_inputs(path: tuple[str, ...]) -> tuple[str, ...]:
     """The inputs a variable path is derived from, e.g. ("facts", "sink", "sink_class") ->
     ("config", "model")."""
@@ -59,12 +57,20 @@ def path_inputs(path: tuple[str, ...]) -> tuple[str, ...]:
     return ("config",) if root == "facts" else ("adapter",)
 
 
-def inputs_read(paths: Iterable[tuple[str, ...]]) -> frozenset[str]:
-    names = frozenset(name for path in paths for name in path_inputs(path))
-    return names | {"inkling"} if "model" in names else names
+def inputs_read(paths: Iterable[tuple[str, ...]], memo: "dict[Any, Any] | None" = None) -> frozenset[str]:
+    """The inputs these paths are derived from (`memo`: path -> inputs, shared by the calls
+    of one plan: the rules read many of the same paths)."""
+    memo = {} if memo is None else memo
+    names: set[str] = set()
+    for path in paths:
+        found = memo.get(path)
+        if found is None:
+            found = memo[path] = path_inputs(path)
+        names.update(found)
+    return frozenset(names | {"inkling"} if "model" in names else names)
 
 
-def rule_reads(compiled: Any) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+def rule_reads(compiled: Any, memo: "dict[Any, Any] | None" = None) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(inputs the rule reads, inputs its `when` reads, inputs that gate it).
 
     The gate is what `when` and `condition` read (not the message's params): a rule whose
@@ -74,19 +80,12 @@ def rule_reads(compiled: Any) -> tuple[frozenset[str], frozenset[str], frozenset
     are never gated.
     """
     rule = compiled.rule
-    needs, when_needs = inputs_read(compiled.paths), _when_reads(rule.when)
-    gate = frozenset() if rule.origin == "inkling-compat" else when_needs | _when_reads(rule.condition)
+    memo = {} if memo is None else memo
+    needs, when_needs = inputs_read(compiled.paths, memo), inputs_read(compiled.when_paths, memo)
+    gate = frozenset() if rule.origin == "inkling-compat" else inputs_read(compiled.gate_paths, memo)
     if rule.any_model:
         needs, when_needs, gate = (s - {"inkling"} for s in (needs, when_needs, gate))
     return needs, when_needs, gate
-
-
-@lru_cache(maxsize=1024)
-def _when_reads(when: str) -> frozenset[str]:
-    """(Cached by text: most rules share their `when` with others, the named guards.)"""
-    from inkling_compat.engine.rules import referenced_paths
-
-    return inputs_read(referenced_paths(when))
 
 
 def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...], missing: Missing) -> tuple[tuple[str | None, bool, str | None], ...]:

@@ -17,7 +17,7 @@ from inkling_compat.engine import coverage
 from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
 from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.evaluator import FAST, Evaluator
-from inkling_compat.engine.plan import Plan, Selection, plan as plan_for
+from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
@@ -112,7 +112,7 @@ def evaluate(
 def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_version: str, rules: Iterable[CompiledRule] | None, evaluator: Evaluator) -> Checked:
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
-    plan = plan_for(tuple(rules) if rules is not None else load_rules(), sglang_version)
+    plan = evaluator.plan(tuple(rules) if rules is not None else load_rules(), sglang_version)
     missing = coverage.global_missing(facts)
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
     contexts = Contexts(inputs, facts, plan, build=evaluator.context)
@@ -155,7 +155,7 @@ def run_rules(
     applicable*), `_evaluate_selected` only that, `apply_after` (sglang stops at the first raise of a
     rule's `after`), then the codes go to the tally and the fired rules are rendered."""
     missing = missing or [()] * (len(names) + 1)
-    scopes = select(plan, missing)
+    scopes = select(plan, missing, evaluator)
     tally = coverage.Tally(plan.global_ids, plan.adapter_ids)
     fired: list[Fired] = []
     evaluated = 0
@@ -180,17 +180,17 @@ def run_rules(
     return fired, evaluated, tally
 
 
-def select(plan: Plan, missing: "list[coverage.Missing]") -> list[Selection]:
+def select(plan: Plan, missing: "list[coverage.Missing]", evaluator: Evaluator = FAST) -> list[Selection]:
     """Per scope (global, then each adapter), the rules sorted by what their inputs allow."""
-    return [plan.selection("global", missing[0])] + [plan.selection("adapter", m) for m in missing[1:]]
+    return [evaluator.selection(plan, "global", missing[0])] + [evaluator.selection(plan, "adapter", m) for m in missing[1:]]
 
 
 def _evaluate_selected(plan: Plan, evaluator: Evaluator, selections: tuple[Selection, ...], ctx: Any) -> list[tuple[list[Any], list[Any]]]:
     """Per selection, each rule's result (True, False, or its error) and its `when` (True,
     False, None: unknown or not evaluated), the selections' rules evaluated together."""
-    hits, applies = plan.prepared(evaluator, selections, "run").run(ctx)
+    hits, applies = evaluator.prepared(plan, selections, "run").run(ctx)
     partial = [s for s in selections if s.when_only]
-    when_only = plan.prepared(evaluator, tuple(partial), "when_only").applies(ctx) if partial else []
+    when_only = evaluator.prepared(plan, tuple(partial), "when_only").applies(ctx) if partial else []
     out = []
     start = start_when = 0
     for s in selections:
@@ -258,8 +258,8 @@ def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None, exact: Any) 
 
 def _absent_codes(plan: Plan, evaluator: Evaluator, ctx: Any, missing: "coverage.Missing") -> list[str]:
     """Without any adapter, the adapter rules whose `when` is false without one do not apply."""
-    selection = plan.selection("adapter", missing)
-    applies = plan.prepared(evaluator, (selection,), "all").applies(ctx)
+    selection = evaluator.selection(plan, "adapter", missing)
+    applies = evaluator.prepared(plan, (selection,), "all").applies(ctx)
     return [
         (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
         for app, (reason, untrusted, _) in zip(applies, selection.blocks)
@@ -322,15 +322,20 @@ def _too_large(error: RuleEvaluationError, adapter: str | None) -> Exception:
 def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None]:
     """The rule's message, error class and `because` with its params filled in. The class is a
     template too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one.
-    A param that names a path is read from the typed value (`exact(path)`: every digit of an
-    int); the others are CEL expressions run in the rule's context (report/values.py writes
+    A param that names a path (or `first(...)` of paths) is read from the typed value
+    (`exact(path)`: every digit of an int); the others are CEL expressions run in the rule's context (report/values.py writes
     them into the text)."""
     values = {}
-    for name, path in c.exact_params.items():
-        try:
-            values[name] = exact(path)
-        except LookupError:
-            raise RuleEvaluationError(c.rule.id, f"params.{name}: no such key: {'.'.join(path)}") from None
+    for name, paths in c.exact_params.items():
+        value = None
+        for path in paths:  # (`first(a, b)`: the first that is not null)
+            try:
+                value = exact(path)
+            except LookupError:
+                raise RuleEvaluationError(c.rule.id, f"params.{name}: no such key: {'.'.join(path)}") from None
+            if value is not None:
+                break
+        values[name] = value
     for name, program in c.param_programs.items():
         try:
             values[name] = program.execute(ctx)

@@ -1,33 +1,48 @@
-"""How a check runs a list of rules in one CEL context: one interface, two evaluators.
+"""How a check runs its rules: one interface, two evaluators, and every cache of the engine.
 
-`Evaluator.prepare(rules)` gives a `Prepared` whose `run(ctx)` returns, per rule in order,
-its `(when) && (condition)` (True, False, or the `RuleEvaluationError` it raised) and its
-`when` alone (True, False, or None: unknown), and whose `applies(ctx)` returns the `when`s
-only. `Evaluator.context(variables)` builds the CEL context the rules run in.
+An `Evaluator` gives a check what it runs on:
 
-`REFERENCE` does exactly that, rule by rule, with a fresh context each time: the meaning.
-`FAST` gives the same results (tests/test_evaluators.py compares the two on every rule
-example and the hostile corpus) and holds every shortcut the engine takes:
+- `plan(rules, version)`: the rule set's `Plan` (engine/plan.py: scopes, what each rule reads);
+- `selection(plan, scope, missing)`: one scope's rules sorted by what the missing inputs allow;
+- `prepare(rules)`: those rules ready to run, and `prepared(plan, selections, part)` the same
+  for the `part` ("run", "when_only", "all") rules of those selections: `run(ctx)` returns, per rule in order, its `(when) && (condition)`
+  (True, False, or the `RuleEvaluationError` it raised) and its `when` alone (True, False, or
+  None: unknown); `applies(ctx)` returns the `when`s only;
+- `context(variables)`: the CEL context the rules run in.
 
+`REFERENCE` does exactly that, rule by rule, and computes each of them afresh every time: the
+meaning. `FAST` gives the same results (tests/test_evaluators.py compares the two on every rule
+example and the hostile corpus) and holds every shortcut and every cache the engine takes:
+
+- the plan of a rule set and version, the selections per set of missing inputs and the
+  prepared rules per selection are kept (bounded) for the next check;
 - rules that share a `when` (the named guards of rules/_guards.yaml) run behind one
   evaluation of it, and the guards of one list run together, each distinct `&&` operand
   once (engine/guards.py): where a guard is false, so is every `(when) && (condition)` of
   its group, and their programs are not run; where it is true, a rule's condition runs
   alone (`true && x` is `x` for a bool `x`; anything else is what the joined program says);
-- a built context is kept for inputs whose variables are equal (engine/context.py
-  `shared_context`), so a repeated check of the same inputs converts nothing into CEL.
+- a built context is kept for inputs whose variables are equal (`_ContextStore`), so a
+  repeated check of the same inputs converts nothing into CEL.
 
-The figures these shortcuts save are in docs/performance.md.
+A cache only ever hands back what the reference would compute for the same key: none of them
+decides an outcome. INKLING_COMPAT_NO_CACHE=1 turns the kept contexts off, like the input
+readers' caches. The figures these shortcuts save are in docs/performance.md.
 """
 
 from __future__ import annotations
 
+import marshal
+import os
 from typing import Any, Protocol
 
-from inkling_compat.engine.context import cel_context, shared_context
+from inkling_compat.engine import cel
+from inkling_compat.engine.context import cel_context
 from inkling_compat.engine.guards import Guards
-from inkling_compat.engine.rules import CompiledRule, compile_expression
+from inkling_compat.engine.plan import Plan, Selection
+from inkling_compat.engine.rules import CompiledRule
 from inkling_compat.errors import RuleEvaluationError
+
+PARTS = ("run", "when_only", "all")
 
 
 class Prepared(Protocol):
@@ -39,7 +54,18 @@ class Prepared(Protocol):
 class Evaluator(Protocol):
     def prepare(self, rules: tuple[CompiledRule, ...]) -> Prepared: ...
 
+    def plan(self, rules: tuple[CompiledRule, ...], version: str) -> Plan: ...
+
+    def selection(self, plan: Plan, scope: str, missing: Any) -> Selection: ...
+
+    def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared: ...
+
     def context(self, variables: dict[str, Any]) -> Any: ...
+
+
+def part_rules(selections: tuple[Selection, ...], part: str) -> tuple[CompiledRule, ...]:
+    """The `part` rules of `selections`, one selection after the other."""
+    return tuple(c for s in selections for c in {"run": s.run_rules, "when_only": s.when_only_rules, "all": s.rules}[part])
 
 
 def _truth(value: Any) -> Any:
@@ -77,10 +103,20 @@ class _ReferencePrepared:
 
 
 class ReferenceEvaluator:
-    """Each rule's own programs, one after the other, in a context built for this check."""
+    """Each rule's own programs, one after the other, in a context built for this check; the
+    plan and the selections computed for every check."""
+
+    def plan(self, rules: tuple[CompiledRule, ...], version: str) -> Plan:
+        return Plan(rules, version)
+
+    def selection(self, plan: Plan, scope: str, missing: Any) -> Selection:
+        return plan.selection(scope, missing)
 
     def prepare(self, rules: tuple[CompiledRule, ...]) -> Prepared:
         return _ReferencePrepared(rules)
+
+    def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared:
+        return self.prepare(part_rules(selections, part))
 
     def context(self, variables: dict[str, Any]) -> Any:
         return cel_context(variables)
@@ -93,21 +129,22 @@ class _Guarded:
 
     __slots__ = ("rules", "groups", "guards")
 
-    def __init__(self, rules: tuple[CompiledRule, ...]):
+    def __init__(self, rules: tuple[CompiledRule, ...], compile: Any):
         self.rules = rules
         by_when: dict[str, list[int]] = {}
         for index, c in enumerate(rules):
             by_when.setdefault(c.rule.when.strip(), []).append(index)
         # Per group: its slot in `guards` (None for `true`); per member: index, condition, rule.
         self.groups: list[tuple[int | None, list[tuple[int, Any, CompiledRule]]]] = []
-        programs = []
+        programs, conjuncts = [], []
         for when, members in by_when.items():
             slot = None
             if when != "true":
                 slot = len(programs)
                 programs.append(rules[members[0]].when_program)
+                conjuncts.append(rules[members[0]].when_conjuncts)
             self.groups.append((slot, [(i, rules[i].condition_program, rules[i]) for i in members]))
-        self.guards = Guards(programs, compile_expression)
+        self.guards = Guards(programs, compile, conjuncts)
 
     def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
         try:
@@ -153,14 +190,95 @@ class _Guarded:
         return applies
 
 
-class FastEvaluator:
-    """The reference's results with the shortcuts of the module's docstring."""
+class _Kept:
+    """A bounded map: at most `size` entries, the oldest dropped first."""
 
-    def prepare(self, rules: tuple[CompiledRule, ...]) -> Prepared:
-        return _Guarded(rules)
+    __slots__ = ("size", "entries")
+
+    def __init__(self, size: int):
+        self.size, self.entries = size, {}  # (dicts keep insertion order: the first is the oldest)
+
+    def get(self, key: Any) -> Any:
+        return self.entries.get(key)
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self.entries) >= self.size:
+            del self.entries[next(iter(self.entries))]
+        self.entries[key] = value
+        return value
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+class _ContextStore:
+    """Built contexts by their variables' exact content: marshal writes types (bool is not int,
+    1.0 is not 1, a tuple is not a list), dict order and values, so equal bytes are equal
+    variables (an object marshal cannot write is simply not kept). A check of inputs seen
+    before skips the conversion into CEL (per map key, string and container) and the
+    environment CEL builds on a context's first evaluation: a large part of a check of the
+    bundled examples (docs/performance.md). A kept context is only ever executed, never
+    updated (`Contexts.per_adapter`, the one that is updated, is built fresh). Bounded in
+    count and key size."""
+
+    MAX_ENTRIES = 32
+    MAX_KEY = 64 * 1024
+
+    def __init__(self) -> None:
+        self.built = _Kept(self.MAX_ENTRIES)
 
     def context(self, variables: dict[str, Any]) -> Any:
-        return shared_context(variables)
+        if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
+            return cel_context(variables)
+        try:
+            key = marshal.dumps(variables)
+        except ValueError:  # a value marshal cannot write: built every time
+            return cel_context(variables)
+        if len(key) > self.MAX_KEY:
+            return cel_context(variables)
+        ctx = self.built.get(key)
+        return ctx if ctx is not None else self.built.put(key, cel_context(variables))
+
+
+class FastEvaluator:
+    """The reference's results with the shortcuts and caches of the module's docstring."""
+
+    def __init__(self) -> None:
+        self._plans = _Kept(8)  # (rules, version) -> Plan
+        self._selections = _Kept(64)  # (plan, scope, missing) -> Selection: a handful of distinct `missing`
+        self._prepared = _Kept(64)  # (plan, part, selections) -> _Guarded
+        self._conjuncts = _Kept(4096)  # a guard conjunct's text -> its program (a fixed set per rule set)
+        self.contexts = _ContextStore()
+
+    def plan(self, rules: tuple[CompiledRule, ...], version: str) -> Plan:
+        key = (rules, version)
+        found = self._plans.get(key)
+        return found if found is not None else self._plans.put(key, Plan(rules, version))
+
+    def selection(self, plan: Plan, scope: str, missing: Any) -> Selection:
+        key = (plan, scope, missing)
+        found = self._selections.get(key)
+        return found if found is not None else self._selections.put(key, plan.selection(scope, missing))
+
+    def prepare(self, rules: tuple[CompiledRule, ...]) -> Prepared:
+        return _Guarded(rules, self._compile)
+
+    def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared:
+        key = (plan, part, selections)
+        found = self._prepared.get(key)
+        return found if found is not None else self._prepared.put(key, self.prepare(part_rules(selections, part)))
+
+    def context(self, variables: dict[str, Any]) -> Any:
+        return self.contexts.context(variables)
+
+    def _compile(self, expression: str) -> Any:
+        program = self._conjuncts.get(expression)
+        return program if program is not None else self._conjuncts.put(expression, cel.compile(expression))
+
+    def clear(self) -> None:
+        """Forget everything kept (benchmarks; long-running processes)."""
+        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self.contexts.built):
+            kept.clear()
 
 
 REFERENCE = ReferenceEvaluator()

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from inkling_compat.engine.context import adapter_document, cel_context, pick, prune
 from inkling_compat.engine.plan import path_tree
-from inkling_compat.engine.rules import compile_expression, referenced_paths
+from inkling_compat.engine import cel
+from inkling_compat.engine.rules import referenced_paths
 
 _HOLE = re.compile(r"\{(item(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 
@@ -155,7 +156,7 @@ def plan_fix(rule: Any, inputs: Any, facts: Any, adapter_index: int | None = Non
 
 
 def _run(expression: str, ctx: Any) -> Any:
-    return compile_expression(expression).execute(ctx)
+    return cel.compile(expression).execute(ctx)
 
 
 def _fill(key: str, item: Any) -> str:

@@ -22,22 +22,28 @@ class Guards:
 
     __slots__ = ("programs", "parts", "conjunct_programs")
 
-    def __init__(self, programs: list[Any], compile: Callable[[str], Any]):
+    def __init__(self, programs: list[Any], compile: Callable[[str], Any], conjuncts: "list[tuple[str, ...]] | None" = None):
+        """`conjuncts`: each guard's `&&` operands, as the rule set read them (CompiledRule
+        `when_conjuncts`); None: read here from each program's text."""
         self.programs = programs  # each guard's own program (`when` compiled)
         distinct: dict[str, int] = {}
         compiled: list[Any] = []
         self.parts: list[tuple[int, ...] | None] = []
-        for program in programs:
-            self.parts.append(self._split(program.source, distinct, compiled, compile))
+        for index, program in enumerate(programs):
+            pieces = conjuncts[index] if conjuncts is not None else self._pieces(program.source)
+            self.parts.append(None if pieces is None else self._split(pieces, distinct, compiled, compile))
         self.conjunct_programs = compiled
 
     @staticmethod
-    def _split(source: str, distinct: dict[str, int], compiled: list[Any], compile: Callable[[str], Any]) -> tuple[int, ...] | None:
-        """The guard's conjuncts as indices into `compiled` (new ones appended), or None."""
+    def _pieces(source: str) -> tuple[str, ...] | None:
         try:
-            pieces = cel_tree.analyse(source).conjuncts
+            return cel_tree.analyse(source).conjuncts
         except ValueError:  # (not parsed: the whole guard runs)
             return None
+
+    @staticmethod
+    def _split(pieces: tuple[str, ...], distinct: dict[str, int], compiled: list[Any], compile: Callable[[str], Any]) -> tuple[int, ...] | None:
+        """The guard's conjuncts as indices into `compiled` (new ones appended), or None."""
         indices = []
         for piece in pieces:
             if piece not in distinct:

@@ -19,14 +19,14 @@ from inkling_compat.errors import RuleFileError
 VARIABLES = ("config", "env", "model", "platform", "facts", "input", "adapter", "adapter_facts", "adapters", "adapter_facts_list")
 
 
-def referenced_paths(expression: str) -> set[tuple[str, ...]]:
+def referenced_paths(expression: str, analyses: "cel_tree.Analyses | None" = None) -> set[tuple[str, ...]]:
     """Dotted variable paths an expression reads, e.g. ("facts", "sink", "sink_class"), from its
     parse tree (engine/cel_tree.py: a method call, index or macro reads its operand whole; a
     comprehension variable is not a global even where it has a global's name).
 
     Used to hand CEL only the values the rules read (engine/plan.py, engine/context.py) and
     to refuse a path the schemas do not define (below)."""
-    return cel_tree.reads(expression, VARIABLES)
+    return cel_tree.reads(analyses.get(expression) if analyses is not None else cel_tree.analyse(expression), VARIABLES)
 
 
 def _schema_file(name: str) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def check_fix(fix: Any, file: str) -> None:
         return
     for field, expression in fix.expressions().items():
         try:
-            cel.program(expression)
+            cel.compile(expression)
         except ValueError as exc:
             raise RuleFileError(file, field, f"CEL does not compile: {str(exc).splitlines()[0]}") from None
         for path in _paths_or_refusal(expression, file, field):

@@ -4,10 +4,9 @@ those: converting values into CEL costs more than evaluating them)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from inkling_compat.engine import cel_tree, coverage
+from inkling_compat.engine import coverage
 from inkling_compat.engine.rules import CompiledRule
 
 _ADAPTER_VARS = ("adapter", "adapter_facts")
@@ -38,78 +37,45 @@ class Plan:
         self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
         # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
         # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
-        expressions = [e for c in self.ordered for e in (c.rule.when, c.rule.condition, *c.rule.params.values())]
-        self.item_keys = frozenset().union(*(cel_tree.analyse(e).fields for e in expressions))
+        self.item_keys = frozenset().union(*(c.fields for c in self.ordered))
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
         self.global_ids = tuple(c.rule.id for c in self.global_rules)
         self.adapter_ids = tuple(c.rule.id for c in self.adapter_rules)
         # Per rule of each scope: (inputs it reads, inputs its `when` reads, inputs that gate it).
+        memo: dict[Any, Any] = {}
         self.reads = {
-            "global": tuple(coverage.rule_reads(c) for c in self.global_rules),
-            "adapter": tuple(coverage.rule_reads(c) for c in self.adapter_rules),
+            "global": tuple(coverage.rule_reads(c, memo) for c in self.global_rules),
+            "adapter": tuple(coverage.rule_reads(c, memo) for c in self.adapter_rules),
         }
-        self._blocks: dict[tuple[Any, ...], Any] = {}
-        self._prepared: dict[tuple[Any, ...], Any] = {}
 
     def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool, str | None], ...]:
         """Per rule of `scope` ("global" / "adapter"): why it is not checked with these inputs
         missing (None: nothing it reads is), whether a false `when` is untrusted, and why it may
-        not fire (None: it may; engine/coverage.block_row). Computed
-        once per distinct set of missing inputs (a handful: their reasons are generic)."""
-        key = (scope, missing)
-        row = self._blocks.get(key)
-        if row is None:
-            if len(self._blocks) >= 64:
-                self._blocks.clear()
-            row = self._blocks[key] = coverage.block_row(self.reads[scope], missing)
-        return row
-
-
-    def quiet_codes(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str, str], ...]:
-        """Per rule of `scope`: its coverage code when its `when && condition` is false, if its
-        `when` is false / otherwise (what `run_rules` writes for a rule that did not fire),
-        from `blocks` (engine/coverage.py: a false `when` is trusted unless it read a
-        placeholder). Cached with the blocks."""
-        key = ("codes", scope, missing)
-        row = self._blocks.get(key)
-        if row is None:
-            if len(self._blocks) >= 64:
-                self._blocks.clear()
-            row = self._blocks[key] = tuple(
-                (
-                    coverage.NOT_APPLICABLE if not untrusted or reason is None else reason,
-                    reason if reason is not None else coverage.CHECKED,
-                )
-                for reason, untrusted, _ in self.blocks(scope, missing)
-            )
-        return row
-
+        not fire (None: it may; engine/coverage.block_row)."""
+        return coverage.block_row(self.reads[scope], missing)
 
     def selection(self, scope: str, missing: "coverage.Missing") -> "Selection":
         """The rules of `scope` ("global" / "adapter") and what to evaluate of each with these
-        inputs missing (cached with the blocks)."""
-        key = ("selection", scope, missing)
-        found = self._blocks.get(key)
-        if found is None:
-            if len(self._blocks) >= 64:
-                self._blocks.clear()
-            rules = self.global_rules if scope == "global" else self.adapter_rules
-            found = self._blocks[key] = Selection(rules, self.blocks(scope, missing), self.quiet_codes(scope, missing))
-        return found
+        inputs missing (engine/evaluator.py keeps them: a check has a handful of distinct
+        `missing`, their reasons are generic)."""
+        rules = self.global_rules if scope == "global" else self.adapter_rules
+        blocks = self.blocks(scope, missing)
+        return Selection(rules, blocks, quiet_codes(blocks))
 
-    def prepared(self, evaluator: Any, selections: tuple["Selection", ...], part: str) -> Any:
-        """`evaluator.prepare` of the `part` ("run", "when_only" or "all") rules of `selections`, one
-        after the other: built once per plan, evaluator and selections."""
-        key = (evaluator, part, selections)
-        found = self._prepared.get(key)
-        if found is None:
-            if len(self._prepared) >= 64:
-                self._prepared.clear()
-            rules = tuple(c for s in selections for c in {"run": s.run_rules, "when_only": s.when_only_rules, "all": s.rules}[part])
-            found = self._prepared[key] = evaluator.prepare(rules)
-        return found
+
+def quiet_codes(blocks: tuple[tuple[str | None, bool, str | None], ...]) -> tuple[tuple[str, str], ...]:
+    """Per rule: its coverage code when its `when && condition` is false, if its `when` is
+    false / otherwise (what `run_rules` writes for a rule that did not fire), from its block
+    (engine/coverage.py: a false `when` is trusted unless it read a placeholder)."""
+    return tuple(
+        (
+            coverage.NOT_APPLICABLE if not untrusted or reason is None else reason,
+            reason if reason is not None else coverage.CHECKED,
+        )
+        for reason, untrusted, _ in blocks
+    )
 
 
 class Selection:
@@ -120,7 +86,7 @@ class Selection:
       checked), but whose `when` did not: only the `when` runs, to tell *not applicable*;
     - the rest, whose `when` read a placeholder too: never evaluated, *not checked*.
 
-    `blocks` and `quiet` are the plan's (engine/coverage.block_row, Plan.quiet_codes)."""
+    `blocks` and `quiet` are the plan's (engine/coverage.block_row, `quiet_codes`)."""
 
     __slots__ = ("rules", "blocks", "quiet", "run", "run_rules", "when_only", "when_only_rules", "whole")
 
@@ -131,8 +97,3 @@ class Selection:
         self.run_rules = tuple(rules[i] for i in self.run)
         self.when_only_rules = tuple(rules[i] for i in self.when_only)
         self.whole = len(self.run) == len(rules)  # (the usual case: nothing is left out)
-
-
-@lru_cache(maxsize=8)
-def plan(compiled: tuple[CompiledRule, ...], version: str) -> Plan:
-    return Plan(compiled, version)

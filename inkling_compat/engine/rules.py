@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from inkling_compat.engine import cel
+from inkling_compat.engine import cel, cel_tree
 from inkling_compat.engine.paths import VARIABLES, check_rule_paths, referenced_paths  # noqa: F401 - VARIABLES, referenced_paths: the rules' vocabulary
 from inkling_compat.errors import RuleFileError as InputError
 from inkling_compat.inputs.models import SGLANG_VERSIONS
@@ -300,15 +300,21 @@ class Rule(BaseModel):
 # A hole's conversion: Python's own (`!s` str, `!r` repr) or `!j`, the value as JSON writes
 # it (the spelling of the user's file: `NaN`, `true`; engine/evaluate.py).
 CONVERSIONS = (None, "s", "r", "j")
-# A param that is a plain variable path (`adapter_facts.pool_fit.weight`) is read from the
-# typed value itself, not through CEL: an int keeps every digit (CEL's ints are 64-bit).
-_PLAIN_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+# A param that is a plain variable path (`adapter_facts.pool_fit.weight`), or `first(...)` of
+# such paths (the first that is not null), is read from the typed values themselves, not
+# through CEL: an int keeps every digit (CEL's ints are 64-bit).
+_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_PLAIN_PATH = re.compile(rf"^{_PATH}$")
+_FIRST = re.compile(rf"^first\(\s*({_PATH}(?:\s*,\s*{_PATH})*)\s*\)$")
 
 
-def plain_path(expression: str) -> tuple[str, ...] | None:
-    """The variable path a param names (None: it is an expression)."""
+def plain_paths(expression: str) -> tuple[tuple[str, ...], ...] | None:
+    """The variable paths a param names, in order (None: it is an expression)."""
     text = expression.strip()
-    return tuple(text.split(".")) if _PLAIN_PATH.match(text) and text.split(".", 1)[0] in VARIABLES else None
+    found = _FIRST.match(text)
+    texts = [t.strip() for t in found.group(1).split(",")] if found else [text] if _PLAIN_PATH.match(text) else []
+    paths = tuple(tuple(t.split(".")) for t in texts)
+    return paths if paths and all(p[0] in VARIABLES for p in paths) else None
 
 
 def template_fields(template: str) -> set[str]:
@@ -330,11 +336,20 @@ def template_fields(template: str) -> set[str]:
 class CompiledRule:
     """A validated rule with its CEL programs compiled once."""
 
-    __slots__ = ("rule", "expression", "when_program", "condition_program", "_program", "_param_programs", "exact_params", "file", "paths", "cel_paths", "_versions")
+    __slots__ = (
+        "rule", "expression", "when_program", "condition_program", "_program", "_param_programs", "exact_params", "file",
+        "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs",
+    )
 
-    def __init__(self, rule: Rule, file: str):
+    def __init__(self, rule: Rule, file: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None):
+        """`programs` and `analyses`: the compiled programs and the parse-tree readings of the
+        rule set being built, by text, shared by its rules (a fifth of the expressions are the
+        same text: a variant's `when`, the same `params` hole); a program is read-only
+        (`execute(context)`)."""
         self.rule = rule
         self.file = file
+        self._programs = programs if programs is not None else {}
+        analyses = analyses if analyses is not None else cel_tree.Analyses()
         self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
         self.expression = f"({rule.when}) && ({rule.condition})"
         # `when` and `condition` are compiled apart: the engine runs the `when` once per guard
@@ -344,25 +359,32 @@ class CompiledRule:
         # is compiled when first needed (a `when` that fails or is not a bool). Two parts that
         # compile join into one that compiles, unless a `//` comment runs on into `) && (`:
         # then the joined text is compiled here too, so a broken rule still fails at load.
-        self.when_program = _compile(rule.when.strip(), file, "when/condition")
-        self.condition_program = _compile(rule.condition, file, "when/condition")
-        self._program = _compile(self.expression, file, "when/condition") if "//" in self.expression else None
+        self.when_program = self._compile(rule.when.strip(), "when/condition")
+        self.condition_program = self._compile(rule.condition, "when/condition")
+        self._program = self._compile(self.expression, "when/condition") if "//" in self.expression else None
         # Params are read only for a rule that fires: their programs are compiled then (a
         # param that does not compile is refused when the rule set is built: `compile_all`).
         self._param_programs: dict[str, Any] | None = None
-        self.exact_params = {name: path for name, path in ((n, plain_path(e)) for n, e in rule.params.items()) if path is not None}
+        self.exact_params = {name: paths for name, paths in ((n, plain_paths(e)) for n, e in rule.params.items()) if paths is not None}
         expressions = [e for name, e in rule.params.items() if name not in self.exact_params]
         try:
-            self.cel_paths = set().union(*(referenced_paths(e) for e in (rule.when, rule.condition, *expressions)))
+            self.when_paths = referenced_paths(rule.when, analyses)
+            # What may keep the rule from firing when it reads a placeholder (engine/coverage.py).
+            self.gate_paths = self.when_paths | referenced_paths(rule.condition, analyses)
+            self.cel_paths = self.gate_paths.union(*(referenced_paths(e, analyses) for e in expressions))
+            # Every `.name` the expressions read (engine/plan.py `item_keys`).
+            self.fields = frozenset().union(*(analyses.get(e).fields for e in (rule.when, rule.condition, *rule.params.values())))
+            # The guard's `&&` operands (engine/guards.py).
+            self.when_conjuncts = analyses.get(rule.when.strip()).conjuncts
         except ValueError as exc:  # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
             raise InputError(file, "when/condition", f"cannot tell what it reads: {exc}") from None
         # Everything the rule reads (coverage; the load-time path check): the CEL context
         # holds only `cel_paths`, the exact params are read from the typed values.
-        self.paths = self.cel_paths | set(self.exact_params.values())
+        self.paths = self.cel_paths.union(*self.exact_params.values())
         for index, variant in enumerate(rule.variants):
             merged = rule.for_version(variant.sglang_versions[0])
             assert merged is not None
-            compiled = CompiledRule(merged, f"{file} (variants[{index}])")
+            compiled = CompiledRule(merged, f"{file} (variants[{index}])", self._programs, analyses)
             for version in variant.sglang_versions:
                 self._versions[version] = compiled
 
@@ -370,7 +392,7 @@ class CompiledRule:
     def program(self) -> Any:
         """`(when) && (condition)` compiled: what the rule fires on."""
         if self._program is None:
-            self._program = _compile(self.expression, self.file, "when/condition")
+            self._program = self._compile(self.expression, "when/condition")
         return self._program
 
     @property
@@ -378,7 +400,7 @@ class CompiledRule:
         """The params that are CEL expressions, compiled (on first use)."""
         if self._param_programs is None:
             self._param_programs = {
-                name: _compile(expr, self.file, f"params.{name}") for name, expr in self.rule.params.items() if name not in self.exact_params
+                name: self._compile(expr, f"params.{name}") for name, expr in self.rule.params.items() if name not in self.exact_params
             }
         return self._param_programs
 
@@ -389,6 +411,16 @@ class CompiledRule:
         for compiled in self._versions.values():
             if compiled is not None and compiled is not self:
                 compiled.compile_all()
+
+    def _compile(self, expression: str, field: str) -> Any:
+        program = self._programs.get(expression)
+        if program is None:
+            try:
+                program = self._programs[expression] = cel.compile(expression)
+            except ValueError as exc:
+                first = str(exc).splitlines()[0]
+                raise InputError(self.file, field, f"CEL does not compile: {first}") from None
+        return program
 
     def for_version(self, version: str) -> "CompiledRule | None":
         """This rule as compiled for `version`: itself, a variant, or None (not in that version)."""
@@ -405,25 +437,9 @@ class CompiledRule:
             raise InputError(self.file, "message_pattern", f"not a valid regex: {exc}") from None
 
 
-_program = cel.program
-
-
-def compile_expression(expression: str) -> Any:
-    """A CEL program for `expression`, shared with every other use of the same text."""
-    return _program(expression)
-
-
 @lru_cache(maxsize=512)
 def _pattern(text: str) -> "re.Pattern[str]":
     return re.compile(text)
-
-
-def _compile(expression: str, file: str, field: str) -> Any:
-    try:
-        return _program(expression)
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise InputError(file, field, f"CEL does not compile: {first}") from None
 
 
 def rules_dir() -> Path:
@@ -475,7 +491,9 @@ def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[
     return definitions.expand(data, path.name, defs)
 
 
-def _validated(data: dict[str, Any], origins: dict[str, str], name: str, stem: str) -> CompiledRule:
+def _validated(
+    data: dict[str, Any], origins: dict[str, str], name: str, stem: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None
+) -> CompiledRule:
     """The expanded data of one rule file validated and its CEL compiled."""
     try:
         rule = Rule.model_validate(data)
@@ -486,7 +504,7 @@ def _validated(data: dict[str, Any], origins: dict[str, str], name: str, stem: s
         raise InputError(file, field, err["msg"]) from None
     if stem != rule.id:
         raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
-    return CompiledRule(rule, name)
+    return CompiledRule(rule, name, programs, analyses)
 
 
 @lru_cache(maxsize=4)
@@ -501,7 +519,10 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     folder = Path(directory) if directory else rules_dir()
     stored = compiled_rules.load(folder) if folder == rules_dir() else None
     if stored is not None:
-        compiled = [_validated(data, {}, name, name[: -len(".yaml")] if name.endswith(".yaml") else name) for name, data in stored]
+        entries, known = stored
+        programs: dict[str, Any] = {}
+        analyses = cel_tree.Analyses(known)
+        compiled = [_validated(data, {}, name, name[: -len(".yaml")] if name.endswith(".yaml") else name, programs, analyses) for name, data in entries]
         _check_after(compiled)
     else:
         compiled, _ = compile_folder(folder)
@@ -518,7 +539,9 @@ def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, di
 
     defs = definitions.load_definitions(folder)
     expanded = _expanded_folder(folder, defs)
-    compiled = [_validated(data, origins, path.name, path.stem) for path, (data, origins) in expanded]
+    programs: dict[str, Any] = {}
+    analyses = cel_tree.Analyses()
+    compiled = [_validated(data, origins, path.name, path.stem, programs, analyses) for path, (data, origins) in expanded]
     for c in compiled:
         c.compile_all()
     _check_after(compiled)

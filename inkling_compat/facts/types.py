@@ -12,7 +12,6 @@ when they load (`inkling_compat.engine.paths`).
 from __future__ import annotations
 
 import typing
-from functools import lru_cache
 from typing import Annotated, Any, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -629,7 +628,6 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
-@lru_cache(maxsize=1024)
 def derived_from(path: Sequence[str]) -> tuple[str, ...] | None:
     """The inputs the value at `path` (a CEL variable path: `facts`, `adapter_facts`, then
     field names) is derived from: the `From` of the deepest field on the path that declares
