@@ -59,7 +59,6 @@ def _assert_nothing_fired_on_a_placeholder(arguments, recipe):
     """Coverage is a gate on the hostile corpus too: no problem's rule read (in `when` or
     `condition`) an input replaced by a placeholder (tests/test_coverage.py: rule examples)."""
     from inkling_compat.engine import coverage
-    from inkling_compat.engine.plan import Plan as plan_for
     from inkling_compat.facts.derive import derive
     from inkling_compat.facts.inputs import load_inputs
     from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION
@@ -72,7 +71,7 @@ def _assert_nothing_fired_on_a_placeholder(arguments, recipe):
     facts = derive(inputs)
     missing = coverage.global_missing(facts)
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
-    plan = plan_for(RULES, SGLANG_DEFAULT_VERSION)
+    plan = FAST.plan(RULES, SGLANG_DEFAULT_VERSION)
     for problem in report.problems:
         scope, rules = ("adapter", plan.adapter_rules) if problem.rule_id in plan.adapter_ids else ("global", plan.global_rules)
         miss = per_adapter[problem.adapter_index] if scope == "adapter" and problem.adapter_index is not None else missing

@@ -15,9 +15,8 @@ the evaluator's compiler does.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 # Comprehension macros: `target.<macro>(var, ...)`; `var` is bound in the later arguments.
 MACROS = frozenset({"exists", "all", "exists_one", "map", "filter"})
@@ -34,51 +33,71 @@ _TOKEN = re.compile(
 )
 
 
-@dataclasses.dataclass(frozen=True)
+# The nodes are plain classes with slots, built once by the parser and never changed: the
+# module is imported by every check, and a frozen dataclass costs about 1 ms to define
+# (docs/performance.md).
 class Node:
-    start: int
-    end: int
+    __slots__ = ("start", "end")
+
+    def __init__(self, start: int, end: int):
+        self.start, self.end = start, end
+
+    def spanning(self, start: int, end: int) -> "Node":
+        """The same node over another span of the text."""
+        copy = object.__new__(type(self))
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                setattr(copy, name, getattr(self, name))
+        copy.start, copy.end = start, end
+        return copy
 
 
-@dataclasses.dataclass(frozen=True)
 class Ident(Node):
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, start: int, end: int, name: str):
+        self.start, self.end, self.name = start, end, name
 
 
-@dataclasses.dataclass(frozen=True)
 class Literal(Node):
-    text: str
+    __slots__ = ("text",)
+
+    def __init__(self, start: int, end: int, text: str):
+        self.start, self.end, self.text = start, end, text
 
 
-@dataclasses.dataclass(frozen=True)
 class Select(Node):
-    operand: Node
-    field: str
+    __slots__ = ("operand", "field")
+
+    def __init__(self, start: int, end: int, operand: Node, field: str):
+        self.start, self.end, self.operand, self.field = start, end, operand, field
 
 
-@dataclasses.dataclass(frozen=True)
 class Index(Node):
-    operand: Node
-    index: Node
+    __slots__ = ("operand", "index")
+
+    def __init__(self, start: int, end: int, operand: Node, index: Node):
+        self.start, self.end, self.operand, self.index = start, end, operand, index
 
 
-@dataclasses.dataclass(frozen=True)
 class Call(Node):
     """A function (`target` None), a method or macro (`target.function(args)`), or an operator
     (`function` "_&&_", "_+_", "!_", "_?_:_", ... as CEL names them)."""
 
-    target: Node | None
-    function: str
-    args: tuple[Node, ...]
+    __slots__ = ("target", "function", "args")
+
+    def __init__(self, start: int, end: int, target: Node | None, function: str, args: tuple[Node, ...]):
+        self.start, self.end, self.target, self.function, self.args = start, end, target, function, args
 
 
-@dataclasses.dataclass(frozen=True)
 class Group(Node):
     """A list (`[a, b]`), a map (`{k: v}`: keys and values in turn) or a message (`T{f: v}`:
     its field values)."""
 
-    kind: str
-    items: tuple[Node, ...]
+    __slots__ = ("kind", "items")
+
+    def __init__(self, start: int, end: int, kind: str, items: tuple[Node, ...]):
+        self.start, self.end, self.kind, self.items = start, end, kind, items
 
 
 class _CelParser:
@@ -230,7 +249,7 @@ class _CelParser:
             self.take()
             node = self.expr()
             close = self.take(")")[3]
-            return dataclasses.replace(node, start=start, end=close)  # (its text keeps the parentheses)
+            return node.spanning(start, close)  # (its text keeps the parentheses)
         if value == "[":
             args, end = self.arguments("]")
             return Group(start, end, "list", args)
@@ -307,8 +326,7 @@ def _conjuncts(expression: str, root: Node) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclasses.dataclass(frozen=True)
-class Analysis:
+class Analysis(NamedTuple):
     """What the engine reads off one expression's parse tree.
 
     `chains`: each selection chain from a free name (`facts.sink.sink_class`; a method call, an
