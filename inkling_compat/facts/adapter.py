@@ -134,24 +134,21 @@ def _first_non_string(items: Any) -> str | None:
 
 # PEFT's LoraConfig field types for the keys sglang reads loosely (truthiness) or not at all,
 # and what sglang 0.5.23 then does. r and lora_alpha as numbers are rules of their own.
-def config_type_mismatches(raw: dict[str, Any]) -> list[str]:
-    found: list[str] = []
+def config_type_mismatches(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The adapter_config.json fields whose type is not PEFT's, in PEFT's order (ConfigTypeMismatch:
+    the field, the Python type json.load gave, and the value's truthiness where it matters)."""
+    found: list[dict[str, Any]] = []
 
-    def add(field: str, expected: str, effect: str) -> None:
-        found.append(f"{field} has type {type(raw[field]).__name__}, PEFT writes {expected} ({effect})")
+    def add(field: str, truthy: bool | None = None) -> None:
+        found.append({"field": field, "type": type(raw[field]).__name__, "truthy": truthy})
 
     if raw.get("r") is True:
-        add("r", "int", "sglang 0.5.23 uses true as rank 1")
+        add("r", True)
     if isinstance(raw.get("lora_alpha"), bool):
-        add("lora_alpha", "int or float", f"sglang 0.5.23 divides it as {int(raw['lora_alpha'])}")
+        add("lora_alpha", raw["lora_alpha"])
     for field in ("use_rslora", "use_dora"):
         if field in raw and not isinstance(raw[field], bool):
-            truthy = bool(raw[field]) if _is_json(raw[field]) else None
-            if field == "use_dora":
-                effect = ("sglang 0.5.23 tests its truthiness: it is " + ("true, so the adapter is refused as DoRA" if truthy else "false"))
-            else:
-                effect = "sglang 0.5.23 does not read it; PEFT tests its truthiness" + ("" if truthy is None else f" ({'true' if truthy else 'false'})")
-            add(field, "bool", effect)
+            add(field, bool(raw[field]) if _is_json(raw[field]) else None)
     for field, value_type in (("rank_pattern", "int"), ("alpha_pattern", "int or float")):
         if field not in raw or raw[field] is None:
             continue
@@ -160,11 +157,11 @@ def config_type_mismatches(raw: dict[str, Any]) -> list[str]:
             isinstance(v, (int, float)) and not isinstance(v, bool) and (value_type != "int" or isinstance(v, int)) for v in value.values()
         )
         if not ok_values:
-            add(field, f"a mapping of module name to {value_type}", "sglang 0.5.23 does not read it")
+            add(field)
     if "modules_to_save" in raw and raw["modules_to_save"] is not None:
         value = raw["modules_to_save"]
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            add("modules_to_save", "a list of strings or null", "sglang 0.5.23 does not read it")
+            add("modules_to_save")
     return found
 
 

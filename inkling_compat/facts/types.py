@@ -461,6 +461,14 @@ class PoolAdapterFacts(_Facts):
     )
 
 
+class ConfigTypeMismatch(_Facts):
+    """An adapter_config.json field whose type is not the one PEFT writes."""
+
+    field: str = fact("The field: r, lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern or modules_to_save.")
+    type: str = fact("The Python type name json.load gives its value (`str`, `list`, ...).")
+    truthy: bool | None = fact("The value's truthiness where sglang or PEFT tests it (r, lora_alpha, use_rslora, use_dora; None: not tested, or not a JSON value).", default=None)
+
+
 class PeftOwnFacts(_Facts):
     """What a PEFT adapter decides by itself, before the pool is known (facts/adapter.py)."""
 
@@ -485,9 +493,8 @@ class PeftOwnFacts(_Facts):
     scaling_past_float32: Annotated[bool, From("adapter")] = fact(
         "scaling_python is finite but past float32's range (about 3.4e38): an infinity once the pool or a backend holds it.", default=False
     )
-    config_type_mismatches: Annotated[list[str], From("adapter")] = fact(
-        "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (r true, a boolean lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern, modules_to_save), "
-        "each as \"<field> has type <type>, PEFT writes <type> (<what sglang 0.5.23 does with it>)\".",
+    config_type_mismatches: Annotated[list[ConfigTypeMismatch], From("adapter")] = fact(
+        "adapter_config.json fields sglang reads loosely or not at all whose type is not PEFT's (r true, a boolean lora_alpha, use_rslora, use_dora, rank_pattern, alpha_pattern, modules_to_save), in that order.",
     )
     scaling_sglang: Annotated[float | None, From("adapter")] = fact("lora_alpha / r (None: either unknown).", "lora/lora.py l.71")
     scaling_peft: Annotated[float | None, From("adapter")] = fact("PEFT's scaling (rsLoRA: lora_alpha / sqrt(r)); sglang uses lora_alpha / r.", "lora/lora.py l.71")
