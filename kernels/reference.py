@@ -46,8 +46,13 @@ def sink_forward_reference(
     slot_ids: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float64,
     storage: torch.dtype | None = None,
+    round_pre_activation: bool = False,
 ) -> torch.Tensor:
     """out [T, H] in ``dtype``. ``pool`` = (A_gu, B_gu, A_dn, B_dn) with B pre-scaled.
+
+    ``round_pre_activation``: with ``storage``, the base gate/up pre-activations are rounded
+    to it too before any LoRA delta is added: the library-GEMM path stores ``y = x @ w13^T``
+    (kernels/sink.forward_blas), the fused kernels keep it in registers.
 
     ``storage`` (for example bf16): round to it where the kernels (and sglang's LoRA backends)
     store an intermediate, the shrink outputs, the activation and the output, and compute in
@@ -67,6 +72,8 @@ def sink_forward_reference(
         wg, wu = split_gate_up(w13d[e], interleaved)
         gate[:, e] = x @ wg.T
         up[:, e] = x @ wu.T
+    if round_pre_activation:
+        gate, up = rnd(gate), rnd(up)
     groups: list[tuple[int, torch.Tensor]] = []
     if pool is not None and slot_ids is not None:
         a_gu, b_gu, a_dn, b_dn = (p.to(dtype) for p in pool)

@@ -35,12 +35,12 @@ def test_blas_forward_matches_reference_and_split_path(case):
     x, g = _flat(p, case)
     if p.slot_ids is None:
         out = sink.forward_blas(ops, x, g, None)
-        assert relative_error(out, p.reference(lora=False)) <= p.bound(lora=False)
+        assert relative_error(out, p.reference(lora=False)) <= p.bound(lora=False, library=True)
         return
     routing = build_routing(p.slot_ids.reshape(-1), case.S, ops.slot_active)
     out = sink.forward_blas(ops, x, g, routing)
     assert out.shape == (case.T, case.H) and out.dtype == p.x.dtype
-    assert relative_error(out, p.reference()) <= p.bound()
+    assert relative_error(out, p.reference()) <= p.bound(library=True)
     split = sink.forward_split(ops, x, g, routing)
     assert relative_error(out, split) <= tolerance(case)
     assert torch.equal(out, sink.forward_blas(ops, x, g, routing))  # a rerun is bit-identical
@@ -50,6 +50,7 @@ def test_blas_forward_matches_reference_and_split_path(case):
 
 @KERNEL
 @given(cases(max_T=80))
+@example(Case(T=1, n=1, H=15, F=4, S=1, R=15, ranks=(15,), shared_outer=False, interleaved=False, slot_mode="mixed", seed=110))
 def test_blas_forward_all_unassigned_is_its_base_forward(case):
     """No token has an adapter: every down tile returns at once and the gate/up epilogue adds
     nothing, so the output is the library path's base forward (up to the library GEMM's
@@ -60,7 +61,7 @@ def test_blas_forward_all_unassigned_is_its_base_forward(case):
     ids = torch.full((case.T,), -1, dtype=torch.int64, device=DEVICE)
     out = sink.forward_blas(ops, x, g, build_routing(ids, case.S, ops.slot_active))
     assert relative_error(out, sink.forward_blas(ops, x, g, None)) <= tolerance(case)
-    assert relative_error(out, p.reference(lora=False)) <= p.bound(lora=False)
+    assert relative_error(out, p.reference(lora=False)) <= p.bound(lora=False, library=True)
 
 
 @KERNEL
