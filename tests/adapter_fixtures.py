@@ -15,6 +15,16 @@ from safetensors.torch import save_file
 
 H, I, N = 1536, 768, 2
 PREFIX = "base_model.model.llm.layers.{layer}.mlp.shared_experts"
+# A LoRA server config that fits the bundled examples' model (rank 16, shared outer).
+SERVE = {
+    "enable_lora": True,
+    "lora_backend": "triton",
+    "max_loras_per_batch": 4,
+    "max_lora_rank": 16,
+    "lora_target_modules": ["gate_up_proj", "down_proj"],
+    "experts_shared_outer_loras": True,
+    "dtype": "bfloat16",
+}
 CONFIG = {
     "peft_type": "LORA",
     "task_type": "CAUSAL_LM",

@@ -143,16 +143,16 @@ MARLIN_RULES = {"marlin-ep-needs-standard-dispatch", "marlin-lora-needs-virtual-
                 "marlin-lora-needs-triton-backend", "marlin-ep-needs-trivial-placement"}
 
 
-def _load_policy() -> Callable[..., None]:
+def _policy_module() -> Any:
+    """The wheel's marlin_lora_temp/policy.py, run with its one import stood in."""
     wheel = sglang_sink.find_wheel()
     stubs = {"sglang.srt.arg_groups.overrides": {"resolving_view": lambda server_args: server_args}}
-    module = wheel_source.exec_module(wheel_source.read(wheel, POLICY), f"{wheel}/{POLICY}", "sglang_marlin_policy", stubs)
-    return module.validate_experimental_sgl_marlin_server_args
+    return wheel_source.exec_module(wheel_source.read(wheel, POLICY), f"{wheel}/{POLICY}", "sglang_marlin_policy", stubs)
 
 
 @pytest.fixture(scope="module")
 def marlin_policy() -> Callable[..., None]:
-    return load_or_skip(_load_policy, "experimental_sgl_marlin policy")
+    return load_or_skip(lambda: _policy_module().validate_experimental_sgl_marlin_server_args, "experimental_sgl_marlin policy")
 
 
 _MARLIN_FIELDS = {
@@ -186,16 +186,9 @@ _NVFP4 = {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_mod
     "quant_cfg": {"*weight_quantizer": {"num_bits": [2, 1], "block_sizes": {"-1": 16, "scale_bits": [4, 3]}}}}}}
 
 
-def _load_contract() -> Callable[..., None]:
-    wheel = sglang_sink.find_wheel()
-    stubs = {"sglang.srt.arg_groups.overrides": {"resolving_view": lambda server_args: server_args}}
-    module = wheel_source.exec_module(wheel_source.read(wheel, POLICY), f"{wheel}/{POLICY}", "sglang_marlin_contract", stubs)
-    return module.validate_experimental_sgl_marlin_contract
-
-
 @pytest.fixture(scope="module")
 def marlin_contract() -> Callable[..., None]:
-    return load_or_skip(_load_contract, "experimental_sgl_marlin contract")
+    return load_or_skip(lambda: _policy_module().validate_experimental_sgl_marlin_contract, "experimental_sgl_marlin contract")
 
 
 @EXAMPLES

@@ -26,18 +26,10 @@ from inkling_compat.facts.adapter import scaling_failure
 from inkling_compat.report.values import json_text
 from oracle import sglang_server_args
 from oracle.require import load_or_skip
+from adapter_fixtures import SERVE
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-SERVE = {
-    "enable_lora": True,
-    "lora_backend": "triton",
-    "max_loras_per_batch": 4,
-    "max_lora_rank": 16,
-    "lora_target_modules": ["gate_up_proj", "down_proj"],
-    "experts_shared_outer_loras": True,
-    "dtype": "bfloat16",
-}
 MODEL = str(EXAMPLES / "config.json")
 
 

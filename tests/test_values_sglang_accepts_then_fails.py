@@ -35,18 +35,10 @@ from inkling_compat import check
 from inkling_compat.api import evaluate
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.adapter_dir import read_adapter_dir
+from adapter_fixtures import SERVE
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-SERVE = {
-    "enable_lora": True,
-    "lora_backend": "triton",
-    "max_loras_per_batch": 4,
-    "max_lora_rank": 16,
-    "lora_target_modules": ["gate_up_proj", "down_proj"],
-    "experts_shared_outer_loras": True,
-    "dtype": "bfloat16",
-}
 MODEL = json.loads((EXAMPLES / "config.json").read_text())
 CONFIG = json.loads((EXAMPLES / "adapter" / "adapter_config.json").read_text())
 TENSORS = {k: {"shape": list(v.shape), "dtype": v.dtype} for k, v in read_adapter_dir(str(EXAMPLES / "adapter")).tensors.root.items()}
