@@ -67,6 +67,23 @@ def test_a_single_adapter_whose_name_is_not_utf8_is_checked(fleet, fmt):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+def test_a_problem_placed_in_a_folder_whose_name_is_not_utf8_is_reported(fleet, fmt):
+    """The problem's place is a file under that folder: SARIF's URI encodes the bytes on disk."""
+    _, bad = fleet
+    config = os.path.join(os.fsencode(bad), b"adapter_config.json")
+    data = json.loads(Path(os.fsdecode(config)).read_text())
+    Path(os.fsdecode(config)).write_text(json.dumps(dict(data, r=-4)))
+    done = _run("check", "--config", "examples/serve.yaml", "--model", "examples/config.json", "--adapter", bad, "--format", fmt)
+    assert done.returncode == 1, done.stderr
+    assert b"internal error" not in done.stderr
+    _no_raw_controls(done.stdout, fmt)
+    if fmt == "sarif":
+        (result,) = json.loads(done.stdout)["runs"][0]["results"]
+        assert result["ruleId"] == "adapter-rank-negative"
+        assert "/bad%FF%1B%5B8m%E2%80%AEname/adapter_config.json" in result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_control_characters_in_a_key_are_escaped(tmp_path, fmt):
     config = tmp_path / "serve.yaml"
     config.write_text('lora_backend: triton\n"x\\e[2J\\e[8m\\u202ey": 1\n', encoding="utf-8")

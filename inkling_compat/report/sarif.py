@@ -29,10 +29,16 @@ def _version() -> str:
     return PACKAGE_VERSION
 
 
+def _uri(file: str) -> str:
+    """A file as a SARIF URI reference, percent-encoded; a name that is not UTF-8 (read with
+    surrogateescape) is encoded as the bytes it has on disk."""
+    return quote(shown_path(file), safe="/:@-._~!$&'()*+,;=", errors="surrogateescape")
+
+
 def _location(loc: dict[str, Any]) -> dict[str, Any]:
     line, column = loc.get("line"), loc.get("column")
     physical: dict[str, Any] = {
-        "artifactLocation": {"uri": quote(shown_path(loc["file"]), safe="/:@-._~!$&'()*+,;=")},
+        "artifactLocation": {"uri": _uri(loc["file"])},
         "region": {"startLine": line or 1, "startColumn": column or 1},
     }
     out: dict[str, Any] = {"physicalLocation": physical}
@@ -140,7 +146,7 @@ def sarif_failure(code: int, input_error: dict[str, Any] | None = None, internal
     where, text = failure_text(code, input_error, internal_error)
     notification: dict[str, Any] = {"level": "error", "message": {"text": text}}
     if where is not None:
-        physical: dict[str, Any] = {"artifactLocation": {"uri": quote(shown_path(where.file), safe="/:@-._~!$&'()*+,;=")}}
+        physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(where.file)}}
         if where.line is not None:
             physical["region"] = {"startLine": where.line, "startColumn": where.column or 1}
         notification["locations"] = [{"physicalLocation": physical}]
