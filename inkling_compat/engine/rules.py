@@ -463,7 +463,9 @@ def load_rule_file(path: Path, defs: "definitions.Definitions | None" = None) ->
         data, origins = {p.name: d for p, d in _expanded_folder(folder, defs or _definitions(str(folder)))}[path.name]
     for key in definitions.PRIVATE:
         data.pop(key, None)
-    return _validated(data, origins, path.name, path.stem)
+    compiled = _validated(data, origins, path.name, path.stem)
+    compiled.compile_all()  # (a file loaded alone fails at load, as a folder does)
+    return compiled
 
 
 def _expanded_folder(folder: Path, defs: "definitions.Definitions") -> list[tuple[Path, tuple[dict[str, Any], dict[str, str]]]]:
