@@ -3,10 +3,15 @@ PY ?= .venv/bin/python
 FUZZ_EXAMPLES ?= 100000
 FUZZ_JOBS ?= 2
 
-.PHONY: test fidelity fuzz fuzz-hostile audit
+.PHONY: test generate fidelity fuzz fuzz-hostile audit
 
 test:
 	$(PY) -m pytest -q
+
+# Every generated file: schemas, the compiled rules artifact, rule pages, facts and fixes docs,
+# the expanded-rule and format snapshots.
+generate:
+	$(PY) -m inkling_compat.publish all
 
 # The differential properties against sglang's own code (lora.py, server args, adapter loader,
 # memory pool) at their default size.
