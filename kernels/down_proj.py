@@ -27,7 +27,8 @@ its window of activations. Reference: the same function, the bridge from
 from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
-from .lora_shrink import t_bucket
+from . import tiles
+from .lora_shrink import caps_of, t_bucket
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
@@ -182,27 +183,6 @@ def _configs():
 _tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA", "FUSED", "ONE_TOKEN"])(_down_proj_kernel) if AUTOTUNE else None
 
 
-def _heuristic(T: int, K: int, H: int) -> dict:
-    if INTERPRET:
-        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(128, next_pow2(H)), "BLOCK_K": min(256, next_pow2(K, 32)),
-                "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
-    if T <= 16:
-        return {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    if T <= 128:
-        return {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    if T <= 512:
-        return {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
-
-
-def _accumulate_config(T: int, H: int) -> dict:
-    """Tiles of the library-GEMM path (the delta added to out; BLOCK_K unused)."""
-    if INTERPRET:
-        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(128, next_pow2(H)), "BLOCK_K": 16, "GROUP_M": 8,
-                "num_warps": 4, "num_stages": 1}
-    return {"BLOCK_M": 32 if T <= 256 else 64, "BLOCK_N": 128, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
-
-
 def down_proj(
     act: torch.Tensor,
     w2_lin: torch.Tensor,
@@ -281,16 +261,14 @@ def down_proj(
                  BRIDGE_TOKEN_ORDER=bridge_slot_stride > 0,
                  UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
     if accumulate:  # no K loop: a memory-bound read-add-write of the adapter rows, one config
-        cfg = _accumulate_config(T, H)
+        cfg = tiles.choose("down_accumulate", caps_of(act.device), T=T, N=H).launch()
         grid = (triton.cdiv(T, cfg["BLOCK_M"]) * triton.cdiv(H, cfg["BLOCK_N"]),)
         _down_proj_kernel[grid](*args, **flags, **cfg)
     elif _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
-        cfg = _heuristic(T, K, H)
-        if act.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
-            cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
+        cfg = tiles.choose("down_proj", caps_of(act.device), T=T, K=K, N=H, dtype_bytes=act.element_size()).launch()
         grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * triton.cdiv(H, cfg["BLOCK_N"]),)
         _down_proj_kernel[grid](*args, **flags, **cfg)
     return out

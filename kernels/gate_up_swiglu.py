@@ -34,7 +34,8 @@ its expert's bridge: A is small and read from L2). Reference: the same function,
 from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
-from .lora_shrink import t_bucket
+from . import tiles
+from .lora_shrink import caps_of, t_bucket
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
@@ -232,28 +233,6 @@ def _configs():
 _tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA", "FUSED", "ONE_TOKEN"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
 
 
-def _heuristic(T: int, H: int, F: int) -> dict:
-    if INTERPRET:
-        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(128, next_pow2(F)), "BLOCK_K": min(256, next_pow2(H, 32)),
-                "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
-    if T <= 16:
-        return {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    if T <= 128:
-        return {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    if T <= 512:
-        return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    return {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
-
-
-def _epilogue_config(T: int, F: int) -> dict:
-    """Tiles of the library-GEMM path (y loaded, no K loop). Sorted rows of one slot share a
-    tile's expand; BLOCK_K is unused there."""
-    if INTERPRET:
-        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_N": min(64, next_pow2(F)), "BLOCK_K": 16, "GROUP_M": 8,
-                "num_warps": 4, "num_stages": 1}
-    return {"BLOCK_M": 32 if T <= 256 else 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 1}
-
-
 def gate_up_swiglu(
     x: torch.Tensor,
     w13_lin: torch.Tensor,
@@ -336,16 +315,14 @@ def gate_up_swiglu(
                  ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=next_pow2(R) if has_lora else 16,
                  BLOCK_G=next_pow2(S + 1, 2))
     if y is not None:  # no K loop: a memory-bound epilogue over y, one config
-        cfg = _epilogue_config(T, F)
+        cfg = tiles.choose("gate_up_epilogue", caps_of(x.device), T=T, N=F).launch()
         grid = (triton.cdiv(T, cfg["BLOCK_M"]) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
         _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
     elif _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
-        cfg = _heuristic(T, H, F)
-        if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
-            cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
+        cfg = tiles.choose("gate_up_swiglu", caps_of(x.device), T=T, K=H, N=F, dtype_bytes=x.element_size()).launch()
         grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
         _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
     return out

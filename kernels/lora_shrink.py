@@ -13,7 +13,8 @@ The sites of the shared sink (spec section 6):
 * down, per expert:       A = A_dn.view(S, n*R, F)  [S, nR, F],   NB = n, window = F
 
 Rows are processed in the routing's sorted order (see ``routing.py``); the bridge is written in
-sorted order, zero for tokens without an adapter. Reference: :func:`lora_shrink_reference`.
+sorted order, zero for tokens without an adapter (not written at all when no token of the batch
+has one: nothing reads it then). Reference: :func:`lora_shrink_reference`.
 
 Split-K: at small T the grid ``(cdiv(T, BLOCK_M), NB)`` is a handful of programs each
 walking a long K (= H or n*F) and leaves most SMs idle (12-35 us per shrink on an H200 at T = 1).
@@ -28,6 +29,7 @@ kernels instead cost them more than the split saved: each of their tiles re-read
 from __future__ import annotations
 
 from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from . import tiles
 from .routing import SlotRouting
 
 
@@ -43,6 +45,8 @@ def _lora_shrink_kernel(
     SPLIT: tl.constexpr, GATHER: tl.constexpr, UPCAST: tl.constexpr, ROUND: tl.constexpr, DOT_PREC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
+    if (tl.load(group_slot_ptr) < 0) & (tl.load(group_slot_ptr + 1) < 0):
+        return  # no token of the batch has an adapter: no consumer reads the bridge
     pid_m = tl.program_id(0)
     blk = tl.program_id(1)
     sp = tl.program_id(2)
@@ -112,29 +116,17 @@ def _configs():
 _tuned = autotune(_configs(), ["TB", "K", "R", "K_SPLIT", "N_SPLIT"])(_lora_shrink_kernel) if AUTOTUNE else None
 
 
-def _heuristic(T: int, K: int) -> dict:
-    if INTERPRET:
-        return {"BLOCK_M": min(64, next_pow2(T)), "BLOCK_K": min(256, next_pow2(K, 32)), "num_warps": 4, "num_stages": 1}
-    if T <= 64:  # tokens are sorted by slot: 16-row tiles hold fewer slot groups
-        return {"BLOCK_M": 16, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
-    if T <= 256:
-        return {"BLOCK_M": 32, "BLOCK_K": 128, "num_warps": 4, "num_stages": 4}
-    return {"BLOCK_M": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+def caps_of(device: "torch.device") -> tiles.DeviceCaps:
+    """The tile policy's view of ``device`` (the interpreter when Triton interprets)."""
+    return tiles.device_caps(device, interpreter=INTERPRET)
 
 
-def choose_split(T: int, nb: int, K: int, block_m: int | None = None, *, sms: int = 132, max_split: int = 32) -> int:
-    """K splits for the shrink: enough programs to cover the SMs when the (M tile, block) grid
-    is small, each range at least 256 deep; 1 (no split) once the grid alone fills the chip.
-    ``block_m``: the launch's M tile (default: the heuristic's for T)."""
-    if INTERPRET:
-        return 1 if K < 64 else 3  # exercised on the CPU too, at test shapes
-    if nb <= 0:
-        return 1
-    block_m = _heuristic(T, K)["BLOCK_M"] if block_m is None else block_m
-    programs = triton.cdiv(max(T, 1), block_m) * nb
-    if programs >= sms:
-        return 1
-    return max(1, min(max_split, triton.cdiv(sms, programs), K // 256))
+def choose_split(T: int, nb: int, K: int, block_m: int | None = None, *, caps: tiles.DeviceCaps | None = None,
+                 max_split: int = 32) -> int:
+    """K splits for the shrink (``tiles.split_k``); ``caps`` default: the interpreter when
+    interpreting, else the H200's."""
+    caps = caps or (tiles.INTERPRETER if INTERPRET else tiles.H200)
+    return tiles.split_k(caps, T=T, blocks=nb, K=K, block_m=block_m, max_split=max_split)
 
 
 def counters_needed(T: int, nb: int) -> int:
@@ -211,9 +203,7 @@ def lora_shrink(
         grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), nb, split_k)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
-        cfg = _heuristic(T, K)
-        if x.element_size() > 2:  # float32 tiles: half the K depth, at most 3 stages (shared memory)
-            cfg = dict(cfg, BLOCK_K=max(32, cfg["BLOCK_K"] // 2), num_stages=min(cfg["num_stages"], 3))
+        cfg = tiles.choose("lora_shrink", caps_of(x.device), T=T, K=K, dtype_bytes=x.element_size()).launch(n=False)
         grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb, split_k)
         _lora_shrink_kernel[grid](*args, **flags, **cfg)
     return out

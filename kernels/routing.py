@@ -31,6 +31,12 @@ class SlotRouting:
     # [S + 3] int32: first sorted row of each group, T for unused groups (so that group g has
     # rows [group_start[g], group_start[g + 1])); the fused kernels tile each group on its own.
     group_start: torch.Tensor | None = None
+    # [S + 1] int32 each, by sort key (0: no adapter, k: slot k - 1): tokens of the key and the
+    # first sorted row of the key; [1] int32: 1 when no token has an adapter (kernels that see it
+    # return at once). All in the one buffer :func:`build_routing` allocates.
+    slot_counts: torch.Tensor | None = None
+    slot_offsets: torch.Tensor | None = None
+    no_adapter: torch.Tensor | None = None
 
 
 @triton.jit
@@ -49,6 +55,7 @@ def _keys(slot_ptr, active_ptr, t, T, S, HAS_ACTIVE: tl.constexpr):
 @triton.jit(do_not_specialize=["T"])
 def _routing_kernel(
     slot_ptr, active_ptr, order_ptr, row_group_ptr, group_slot_ptr, group_start_ptr,
+    counts_ptr, offsets_ptr, flag_ptr,
     T, S,
     HAS_ACTIVE: tl.constexpr, CHUNK: tl.constexpr, BLOCK_KEY: tl.constexpr,
 ):
@@ -76,6 +83,11 @@ def _routing_kernel(
         has = tl.sum(match.to(tl.int32), axis=1) > 0
         gstart = tl.where(has, tl.sum(tl.where(match, start[None, :], 0), axis=1), T)
         tl.store(group_start_ptr + keys, gstart, mask=keys < S + 3)
+        # Per key: its tokens and its first sorted row; the flag: no token has an adapter.
+        tl.store(counts_ptr + keys, counts, mask=keys < S + 1)
+        tl.store(offsets_ptr + keys, start, mask=keys < S + 1)
+        assigned = tl.sum(tl.where((keys > 0) & (keys < S + 1), counts, 0), 0)
+        tl.store(flag_ptr, (assigned == 0).to(tl.int32))
     # Each token's sorted row = its key's start + its rank among earlier tokens of that key.
     t = pid * CHUNK + offs
     key = _keys(slot_ptr, active_ptr, t, T, S, HAS_ACTIVE)
@@ -180,10 +192,15 @@ def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Ten
     ids = ids.contiguous()
     check_device(ids)
     T = int(ids.numel())
-    order = torch.empty(T, dtype=torch.int32, device=device)
-    row_group = torch.empty(T, dtype=torch.int32, device=device)
-    group_slot = torch.empty(num_slots + 2, dtype=torch.int32, device=device)
-    group_start = torch.empty(num_slots + 3, dtype=torch.int32, device=device)
+    S = num_slots
+    # One allocation for every output: order, row group, group slot, group start, key counts,
+    # key offsets, the no-adapter flag; each part starts 16-byte aligned (as its own allocation
+    # would, so the kernels' pointer specializations do not change with T).
+    sizes = (T, T, S + 2, S + 3, S + 1, S + 1, 1)
+    padded = [-(-k // 4) * 4 for k in sizes]
+    buf = torch.empty(sum(padded), dtype=torch.int32, device=device)
+    order, row_group, group_slot, group_start, counts, offsets, flag = (
+        part[:k] for part, k in zip(torch.split(buf, padded), sizes))
     if slot_active is not None:
         active = slot_active.to(device)
         active = (active.view(torch.uint8) if active.dtype == torch.bool else (active != 0).view(torch.uint8)).contiguous()
@@ -193,11 +210,11 @@ def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Ten
     # A [CHUNK, BLOCK_KEY] one-hot tile per program (<= 4K elements); one program up to 256 tokens.
     chunk = max(16, min(triton.next_power_of_2(max(T, 1)), 4096 // block_key, 256))
     _routing_kernel[(max(1, triton.cdiv(T, chunk)),)](
-        ids, active, order, row_group, group_slot, group_start, T, num_slots,
+        ids, active, order, row_group, group_slot, group_start, counts, offsets, flag, T, num_slots,
         HAS_ACTIVE=slot_active is not None, CHUNK=chunk, BLOCK_KEY=block_key, num_warps=4,
     )
     return SlotRouting(order=order, row_group=row_group, group_slot=group_slot, num_tokens=T, num_slots=num_slots,
-                       group_start=group_start)
+                       group_start=group_start, slot_counts=counts, slot_offsets=offsets, no_adapter=flag)
 
 
 def build_routing_torch(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Tensor | None = None) -> SlotRouting:

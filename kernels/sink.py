@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from ._triton import torch
 from .down_proj import down_proj
 from .gate_up_swiglu import gate_up_swiglu
-from .lora_shrink import choose_split, counters_needed, lora_shrink
-from .routing import OneToken, SlotRouting, build_routing, one_token
+from .lora_shrink import caps_of, choose_split, counters_needed, lora_shrink
+from .plan import BatchPlan, plan_for
+from .routing import OneToken, SlotRouting, build_routing
 
 
 @dataclass
@@ -53,6 +54,8 @@ class SinkOperands:
     _down_shrink_a: torch.Tensor | None = None
     _down_expand_b: torch.Tensor | None = None
     _w13_ext: torch.Tensor | None = None  # [n*2F + S*E_a*2R, H]: w13_lin, then every slot's gate/up A
+    _active_u8: torch.Tensor | None = None
+    _counters: torch.Tensor | None = None
 
     @property
     def hidden(self) -> int:
@@ -78,9 +81,28 @@ class SinkOperands:
     def shared_outer(self) -> bool:
         return self.has_pool and self.gate_up_a.shape[1] == 1
 
+    def active_u8(self) -> torch.Tensor:
+        """``slot_active`` as uint8 (what the one-token kernels read), made once per refresh."""
+        if self._active_u8 is None:
+            self._active_u8 = self.slot_active.to(torch.uint8).contiguous()
+        return self._active_u8
+
+    def counters(self, need: int, device: torch.device) -> torch.Tensor:
+        """Zeroed int32 arrival counters of the split shrinks (each split launch leaves its
+        counters zero again), kept with the operands so a forward allocates none. Inside a CUDA
+        graph capture a buffer not made beforehand is made for that forward alone."""
+        buf = self._counters
+        if buf is None or buf.numel() < need or buf.device != device:
+            buf = torch.zeros(max(need, 256), dtype=torch.int32, device=device)
+            if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+                return buf
+            self._counters = buf
+        return buf
+
     def refresh(self) -> "SinkOperands":
         """(Re)build the derived operands from the pool buffers."""
         self._w13_ext = None
+        self._active_u8 = None
         if not self.has_pool:
             return self
         S, n, R, F = self.down_a.shape
@@ -135,26 +157,48 @@ def sink_forward_triton(
     slot_ids: torch.Tensor | None = None,
     *,
     routing: SlotRouting | None = None,
+    plan: BatchPlan | None = None,
 ) -> torch.Tensor:
-    """out [T, H] (dtype of x). ``slot_ids`` [T] (-1 = no adapter) or None for base only."""
+    """out [T, H] (dtype of x). ``slot_ids`` [T] (-1 = no adapter) or None for base only.
+
+    ``plan``: the batch's plan (``plan.build_plan``), built once for every layer; without it
+    the plan kept with the ``slot_ids`` tensor is used or built (``plan.plan_for``). A batch
+    whose plan knows that no token has an adapter runs the base path. ``routing``: a routing
+    built by the caller (the plan is then not used)."""
     x_td, g_td = _flatten(x, gammas, ops.n, ops.hidden)
     T = x_td.shape[0]
-    if slot_ids is None or not ops.has_pool:
-        if use_blas(ops, T, lora=False):
-            return forward_blas(ops, x_td, g_td, None)
-        act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
-        return down_proj(act, ops.w2_lin)
+    if not ops.has_pool or (slot_ids is None and plan is None and routing is None):
+        return forward_base(ops, x_td, g_td)
     if ops._down_shrink_a is None:
         ops.refresh()
-    if routing is None and T == 1 and use_fused(ops, 1):
-        return forward_fused(ops, x_td, g_td, one_token(slot_ids.to(x_td.device), ops.slots, ops.slot_active))
     if routing is None:
-        routing = build_routing(slot_ids.to(x_td.device), ops.slots, ops.slot_active)
+        if plan is None:
+            ids = slot_ids if isinstance(slot_ids, torch.Tensor) else torch.as_tensor(slot_ids)
+            plan = plan_for(ids, ops.slots, x_td.device)
+        if plan.num_tokens != T:
+            raise ValueError(f"the batch plan is for {plan.num_tokens} tokens, x gives {T}")
+        if plan.all_unassigned:
+            return forward_base(ops, x_td, g_td)
+        if plan.routing is None:  # one token: the fused kernels read its slot themselves
+            if use_fused(ops, 1):
+                return forward_fused(ops, x_td, g_td, OneToken(plan.slot_ids, ops.active_u8(), ops.slots))
+            routing = build_routing(plan.slot_ids, ops.slots)
+        else:
+            routing = plan.routing
     if use_blas(ops, T, lora=True) and routing.group_start is not None:
         return forward_blas(ops, x_td, g_td, routing)
     if use_fused(ops, T) and routing.group_start is not None:
         return forward_fused(ops, x_td, g_td, routing)
     return forward_split(ops, x_td, g_td, routing)
+
+
+def forward_base(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor) -> torch.Tensor:
+    """The base MLP alone: the library GEMMs from ``BLAS_MIN_T_BASE`` tokens on CUDA, else the two
+    Triton GEMM kernels."""
+    if use_blas(ops, x_td.shape[0], lora=False):
+        return forward_blas(ops, x_td, g_td, None)
+    act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
+    return down_proj(act, ops.w2_lin)
 
 
 # From how many tokens the base GEMMs go to the library (cuBLAS through torch.mm) and the Triton
@@ -267,11 +311,12 @@ class _ShrinkPlan:
         # not 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
         block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
         nb_gu, nb_dn = (E_a * R2 // block if gate_up else 0), ops._down_shrink_a.shape[1] // R
-        split_gu = choose_split(T, nb_gu, H) if gate_up else 1
-        split_dn = choose_split(T, nb_dn, ops._down_shrink_a.shape[2])
-        # One zeroed counter buffer (one memset) for both split shrinks; each leaves its part zero.
+        caps = caps_of(x_td.device)
+        split_gu = choose_split(T, nb_gu, H, caps=caps) if gate_up else 1
+        split_dn = choose_split(T, nb_dn, ops._down_shrink_a.shape[2], caps=caps)
+        # One zeroed counter buffer, kept with the operands, for both split shrinks; each leaves its part zero.
         need_gu = counters_needed(T, nb_gu)
-        counters = (torch.zeros(need_gu + counters_needed(T, nb_dn), dtype=torch.int32, device=x_td.device)
+        counters = (ops.counters(need_gu + counters_needed(T, nb_dn), x_td.device)
                     if max(split_gu, split_dn) > 1 else None)
         return _ShrinkPlan(block, 0 if E_a == 1 else R2, split_gu, split_dn,
                            None if counters is None else counters[:need_gu], None if counters is None else counters[need_gu:])

@@ -84,6 +84,11 @@ def test_lora_shrink_gate_up_and_down(case, windowed):
     routing = build_routing(p.slot_ids, S)
     out = _nan((case.T, E * R2), p.x.dtype)
     lora_shrink(p.x, a_gu.reshape(S, E * R2, H), routing, R, out=out)
+    if not bool((p.slot_ids >= 0).any()):
+        # No token has an adapter: the shrink returns at once and writes nothing (no consumer
+        # reads a bridge row of a token without an adapter).
+        assert out.isnan().all()
+        return
     ref = lora_shrink_reference(p.x, a_gu.reshape(S, E * R2, H), p.slot_ids, R)
     assert relative_error(_unsort(out, routing), ref) <= tolerance(case)
     assert not out.isnan().any()
@@ -113,8 +118,8 @@ def test_lora_shrink_split_k_equals_the_unsplit_bridge(case, splits):
     the unsplit shrink (up to float32 summation order), and a rerun is bit-identical (the
     arrival counters were reset by the last program of each tile)."""
     p = make_problem(case)
-    if p.slot_ids is None:
-        return
+    if p.slot_ids is None or not bool((p.slot_ids >= 0).any()):
+        return  # no adapter: the shrink writes nothing (test_lora_shrink_gate_up_and_down)
     a_gu, _, _, _ = p.pool
     S, E, R2, H = a_gu.shape
     routing = build_routing(p.slot_ids, S)
