@@ -7,7 +7,9 @@
 # profile carry .before/ too (a copy of an older kernels/ as package kernels_before). Logs to $OUT.
 #   usage: bash benchmarks/gpu_session.sh STAGE:SECONDS ...   (stages run in the order given)
 #   stages: smoke, test_kernels_gpu, test_kernels_sink, test_kernels_ops, test_kernels_fused, test_runtime,
-#           profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all
+#           test_runtime_plan, profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all,
+#           peer (../shared/bench/sglang_peer.py as it is, copied into build/peer/ and carried), plan
+#           (benchmarks/bench_plan.py, beside the peer run's sglang prepare_lora_batch timings)
 #   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
@@ -49,6 +51,14 @@ for spec in "$@"; do
       INKLING_AUTOTUNE=1 timeout "$s" python3 benchmarks/bench_runtime.py --layouts "$layout" --commit "${BENCH_COMMIT:-}" \
         --output "$OUT/$stage.json" > "$OUT/$stage.txt" 2>&1
       echo "$stage exit $?" | tee -a "$OUT/summary.txt"; grep -E "^\||ceilings|Error|error" "$OUT/$stage.txt" | tail -14 ;;
+    peer)
+      timeout "$s" python3 build/peer/sglang_peer.py --commit "${BENCH_COMMIT:-}" --budget-s $((s - 150)) \
+        --output "$OUT/sglang_peer.json" > "$OUT/sglang_peer.txt" 2>&1
+      echo "peer exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/sglang_peer.txt" | grep -E "^\||prepare|wrote" | tail -50 ;;
+    plan)
+      timeout "$s" python3 benchmarks/bench_plan.py --commit "${BENCH_COMMIT:-}" --peer "$OUT/sglang_peer.json" \
+        --output "$OUT/runtime_plan.json" > "$OUT/plan.txt" 2>&1
+      echo "plan exit $?" | tee -a "$OUT/summary.txt"; cat "$OUT/plan.txt" | grep -v Warning | tail -10 ;;
     *) echo "unknown stage $stage" ;;
   esac
   echo "  ($stage took $(( $(date +%s) - t0 ))s)"
