@@ -9,7 +9,8 @@
 #   stages: smoke, test_kernels_gpu, test_kernels_sink, test_kernels_ops, test_kernels_fused, test_runtime,
 #           test_runtime_plan, profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all,
 #           peer (../shared/bench/sglang_peer.py as it is, copied into build/peer/ and carried), plan
-#           (benchmarks/bench_plan.py, beside the peer run's sglang prepare_lora_batch timings)
+#           (benchmarks/bench_plan.py, beside the peer run's sglang prepare_lora_batch timings), host
+#           (benchmarks/ops/host_cost.py: the eager forward's host cost and a cProfile of it)
 #   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
@@ -55,6 +56,9 @@ for spec in "$@"; do
       timeout "$s" python3 build/peer/sglang_peer.py --commit "${BENCH_COMMIT:-}" --budget-s $((s - 150)) \
         --output "$OUT/sglang_peer.json" > "$OUT/sglang_peer.txt" 2>&1
       echo "peer exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/sglang_peer.txt" | grep -E "^\||prepare|wrote" | tail -50 ;;
+    host)
+      timeout "$s" python3 benchmarks/ops/host_cost.py --output "$OUT/host_cost.json" > "$OUT/host.txt" 2>&1
+      echo "host exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/host.txt" | head -40 ;;
     plan)
       timeout "$s" python3 benchmarks/bench_plan.py --commit "${BENCH_COMMIT:-}" --peer "$OUT/sglang_peer.json" \
         --output "$OUT/runtime_plan.json" > "$OUT/plan.txt" 2>&1
