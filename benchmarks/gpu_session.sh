@@ -53,7 +53,7 @@ for spec in "$@"; do
         --output "$OUT/$stage.json" > "$OUT/$stage.txt" 2>&1
       echo "$stage exit $?" | tee -a "$OUT/summary.txt"; grep -E "^\||ceilings|Error|error" "$OUT/$stage.txt" | tail -14 ;;
     peer)
-      timeout "$s" python3 build/peer/sglang_peer.py --commit "${BENCH_COMMIT:-}" --budget-s $((s - 150)) \
+      timeout "$s" python3 build/peer/sglang_peer.py --commit "${BENCH_COMMIT:-}" --budget-s $((s * 7 / 10)) \
         --output "$OUT/sglang_peer.json" > "$OUT/sglang_peer.txt" 2>&1
       echo "peer exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/sglang_peer.txt" | grep -E "^\||prepare|wrote" | tail -50 ;;
     host)

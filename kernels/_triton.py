@@ -141,3 +141,59 @@ def check_device(*tensors: "torch.Tensor") -> None:
 def next_pow2(value: int, minimum: int = 16) -> int:
     """Triton block sizes are powers of two; tl.dot needs every dimension >= 16."""
     return max(minimum, triton.next_power_of_2(max(int(value), 1)))
+
+
+# Launch a compiled kernel without triton's per-call binding when nothing it specializes on changed.
+FAST_LAUNCH: bool = os.environ.get("INKLING_FAST_LAUNCH", "1") != "0" and not INTERPRET
+
+
+def _params(fn) -> list[tuple[str, bool, bool]]:
+    if hasattr(fn, "params"):  # a JITFunction
+        return [(p.name, bool(p.is_constexpr), bool(p.do_not_specialize)) for p in fn.params]
+    import inspect  # the interpreter's InterpretedFunction: read the Python function
+
+    dns = set((getattr(fn, "kwargs", None) or {}).get("do_not_specialize") or ())
+    return [(name, "constexpr" in str(p.annotation), name in dns) for name, p in inspect.signature(fn.fn).parameters.items()]
+
+
+class CachedLaunch:
+    """``fn[grid](*args, **meta)`` for a kernel whose constexprs are all passed in ``meta``, with
+    triton's per-call work (argument binding, specialization, cache-key hashing: most of the
+    ~50-90 us an eager launch costs on the H200 machine, benchmarks/ops/host_cost.py) done once
+    per key. The key holds everything triton specializes on: every argument that is not
+    ``do_not_specialize`` by value (shapes, strides, flags), every tensor by dtype and 16-byte
+    alignment, and the launch options; a hit calls the compiled kernel directly (its own
+    ``kernel[grid](*args)`` launcher, with the constexpr values appended in declaration order).
+    The interpreter, and ``INKLING_FAST_LAUNCH=0``, always take ``fn[grid]``."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        params = _params(fn)  # (name, constexpr?, do_not_specialize?) in declaration order
+        self.constexprs = tuple(name for name, const, _ in params if const)
+        self.n_args = sum(1 for _, const, _ in params if not const)
+        self.skip = frozenset(i for i, (_, const, dns) in enumerate(params) if not const and dns)
+        self.kernels: dict = {}
+
+    def key(self, args: tuple, meta: dict) -> tuple:
+        tensor = torch.Tensor
+        parts = []
+        for i, a in enumerate(args):
+            if i in self.skip:
+                continue
+            parts.append((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else a)
+        parts.append(tuple(meta.items()))
+        parts.append(torch.cuda.current_device())  # compiled kernels belong to one device's context
+        return tuple(parts)
+
+    def __call__(self, grid: tuple, args: tuple, meta: dict) -> None:
+        if not FAST_LAUNCH or len(args) != self.n_args:
+            self.fn[grid](*args, **meta)
+            return
+        key = self.key(args, meta)
+        hit = self.kernels.get(key)
+        if hit is not None:
+            hit[(grid + (1, 1))[:3]](*args, *[meta[name] for name in self.constexprs])
+            return
+        kernel = self.fn[grid](*args, **meta)
+        if kernel is not None and all(name in meta for name in self.constexprs) and hasattr(kernel, "__getitem__"):
+            self.kernels[key] = kernel

@@ -26,7 +26,7 @@ its window of activations. Reference: the same function, the bridge from
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from . import tiles
 from .lora_shrink import caps_of, t_bucket
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
@@ -180,6 +180,7 @@ def _configs():
     ]
 
 
+_launch = CachedLaunch(_down_proj_kernel)
 _tuned = autotune(_configs(), ["TB", "K", "H", "KB", "HAS_LORA", "FUSED", "ONE_TOKEN"])(_down_proj_kernel) if AUTOTUNE else None
 
 
@@ -263,14 +264,14 @@ def down_proj(
     if accumulate:  # no K loop: a memory-bound read-add-write of the adapter rows, one config
         cfg = tiles.choose("down_accumulate", caps_of(act.device), T=T, N=H).launch()
         grid = (triton.cdiv(T, cfg["BLOCK_M"]) * triton.cdiv(H, cfg["BLOCK_N"]),)
-        _down_proj_kernel[grid](*args, **flags, **cfg)
+        _launch(grid, args, {**flags, **cfg})
     elif _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
         cfg = tiles.choose("down_proj", caps_of(act.device), T=T, K=K, N=H, dtype_bytes=act.element_size()).launch()
         grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * triton.cdiv(H, cfg["BLOCK_N"]),)
-        _down_proj_kernel[grid](*args, **flags, **cfg)
+        _launch(grid, args, {**flags, **cfg})
     return out
 
 

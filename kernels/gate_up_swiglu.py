@@ -33,7 +33,7 @@ its expert's bridge: A is small and read from L2). Reference: the same function,
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from . import tiles
 from .lora_shrink import caps_of, t_bucket
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
@@ -230,6 +230,7 @@ def _configs():
     return out
 
 
+_launch = CachedLaunch(_gate_up_swiglu_kernel)
 _tuned = autotune(_configs(), ["TB", "H", "F", "N_EXP", "R", "HAS_LORA", "FUSED", "ONE_TOKEN"])(_gate_up_swiglu_kernel) if AUTOTUNE else None
 
 
@@ -317,14 +318,14 @@ def gate_up_swiglu(
     if y is not None:  # no K loop: a memory-bound epilogue over y, one config
         cfg = tiles.choose("gate_up_epilogue", caps_of(x.device), T=T, N=F).launch()
         grid = (triton.cdiv(T, cfg["BLOCK_M"]) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
-        _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
+        _launch(grid, args, {**flags, **cfg})
     elif _tuned is not None:
         grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
         _tuned[grid](*args, **flags)
     else:
         cfg = tiles.choose("gate_up_swiglu", caps_of(x.device), T=T, K=H, N=F, dtype_bytes=x.element_size()).launch()
         grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
-        _gate_up_swiglu_kernel[grid](*args, **flags, **cfg)
+        _launch(grid, args, {**flags, **cfg})
     return out
 
 

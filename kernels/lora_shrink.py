@@ -28,7 +28,7 @@ kernels instead cost them more than the split saved: each of their tiles re-read
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
 from . import tiles
 from .routing import SlotRouting
 
@@ -113,6 +113,7 @@ def _configs():
     ]
 
 
+_launch = CachedLaunch(_lora_shrink_kernel)
 _tuned = autotune(_configs(), ["TB", "K", "R", "K_SPLIT", "N_SPLIT"])(_lora_shrink_kernel) if AUTOTUNE else None
 
 
@@ -205,7 +206,7 @@ def lora_shrink(
     else:
         cfg = tiles.choose("lora_shrink", caps_of(x.device), T=T, K=K, dtype_bytes=x.element_size()).launch(n=False)
         grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb, split_k)
-        _lora_shrink_kernel[grid](*args, **flags, **cfg)
+        _launch(grid, args, {**flags, **cfg})
     return out
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._triton import check_device, tl, torch, triton
+from ._triton import CachedLaunch, check_device, tl, torch, triton
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,9 @@ def _routing_kernel(
     valid = t < T
     tl.store(order_ptr + pos, t, mask=valid)
     tl.store(row_group_ptr + pos, grp, mask=valid)
+
+
+_launch = CachedLaunch(_routing_kernel)
 
 
 @triton.jit
@@ -209,10 +212,9 @@ def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Ten
     block_key = triton.next_power_of_2(num_slots + 3)
     # A [CHUNK, BLOCK_KEY] one-hot tile per program (<= 4K elements); one program up to 256 tokens.
     chunk = max(16, min(triton.next_power_of_2(max(T, 1)), 4096 // block_key, 256))
-    _routing_kernel[(max(1, triton.cdiv(T, chunk)),)](
-        ids, active, order, row_group, group_slot, group_start, counts, offsets, flag, T, num_slots,
-        HAS_ACTIVE=slot_active is not None, CHUNK=chunk, BLOCK_KEY=block_key, num_warps=4,
-    )
+    _launch((max(1, triton.cdiv(T, chunk)),), (ids, active, order, row_group, group_slot, group_start, counts, offsets, flag,
+                                                T, num_slots),
+            {"HAS_ACTIVE": slot_active is not None, "CHUNK": chunk, "BLOCK_KEY": block_key, "num_warps": 4})
     return SlotRouting(order=order, row_group=row_group, group_slot=group_slot, num_tokens=T, num_slots=num_slots,
                        group_start=group_start, slot_counts=counts, slot_offsets=offsets, no_adapter=flag)
 

@@ -1,0 +1,74 @@
+"""The cached launch (kernels/_triton.CachedLaunch): its key holds everything triton specializes
+on, so a hit never runs a kernel compiled for other arguments. The key on the CPU; on a GPU,
+forwards launched through the cache equal those launched through triton's own path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from inkling_compat.kernels import _triton
+from inkling_compat.kernels.down_proj import _down_proj_kernel
+from inkling_compat.kernels.routing import _routing_kernel
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def _key(launch, args, meta, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    return launch.key(args, meta)
+
+
+def test_key_follows_what_triton_specializes_on(monkeypatch):
+    launch = _triton.CachedLaunch(_routing_kernel)
+    assert launch.constexprs == ("HAS_ACTIVE", "CHUNK", "BLOCK_KEY") and launch.n_args == 11
+    buf = torch.zeros(64, dtype=torch.int32)
+    ids = torch.zeros(16, dtype=torch.int64)
+    meta = {"HAS_ACTIVE": False, "CHUNK": 16, "BLOCK_KEY": 16, "num_warps": 4}
+
+    def args(ids=ids, T=16, S=8, out=buf):
+        return (ids, ids, out, out, out, out, out, out, out, T, S)
+
+    base = _key(launch, args(), meta, monkeypatch)
+    assert _key(launch, args(T=9), meta, monkeypatch) == base  # T: do_not_specialize
+    assert _key(launch, args(S=16), meta, monkeypatch) != base  # any other int by value
+    assert _key(launch, args(out=buf[1:]), meta, monkeypatch) != base  # 4-byte offset: not 16-aligned
+    assert _key(launch, args(out=buf[4:]), meta, monkeypatch) == base  # 16-byte offset: aligned
+    assert _key(launch, args(ids=ids.to(torch.int32)), meta, monkeypatch) != base  # dtype
+    assert _key(launch, args(), {**meta, "num_warps": 8}, monkeypatch) != base  # launch options
+    assert _key(launch, args(), {**meta, "CHUNK": 32}, monkeypatch) != base  # constexprs
+
+
+def test_interpreter_never_caches():
+    assert not _triton.FAST_LAUNCH or not _triton.INTERPRET
+    launch = _triton.CachedLaunch(_down_proj_kernel)
+    names = [name for name, _, _ in _triton._params(_down_proj_kernel)]
+    assert {names[i] for i in launch.skip} == {"T", "TB"}
+    assert launch.constexprs[-1] == "GROUP_M" and len(names) == launch.n_args + len(launch.constexprs)
+
+
+@cuda
+@pytest.mark.parametrize("T", [1, 64, 1024])
+@pytest.mark.parametrize("shared_outer", [True, False])
+def test_cached_launches_equal_tritons_own(T, shared_outer, monkeypatch):
+    from inkling_compat.kernels import sink
+    from sink_cases import Case, make_problem
+
+    case = Case(T=T, n=4, H=1536, F=768, S=8, R=16, ranks=(16,) * 8, shared_outer=shared_outer, interleaved=shared_outer,
+                slot_mode="mixed", seed=T)
+    p = make_problem(case, lora_scale=0.5)
+    ops = p.operands()
+    outs = []
+    for fast in (True, True, False):
+        monkeypatch.setattr(_triton, "FAST_LAUNCH", fast)
+        outs.append((sink.sink_forward_triton(ops, p.x, p.gammas, p.slot_ids.clone()),
+                     sink.sink_forward_triton(ops, p.x, p.gammas, None)))
+    for a, b in zip(outs[0] + outs[1], outs[2] + outs[2]):
+        assert torch.equal(a, b)
+    # an input 2 bytes off 16-byte alignment: compiled (and cached) apart, same result
+    big = torch.empty(T * case.H + 1, dtype=p.x.dtype, device="cuda")
+    x = big[1:].view(T, case.H)
+    x.copy_(p.x)
+    monkeypatch.setattr(_triton, "FAST_LAUNCH", True)
+    for _ in range(2):
+        assert torch.equal(sink.sink_forward_triton(ops, x, p.gammas, None), outs[2][1])
