@@ -15,6 +15,7 @@ interpreting; on the GPU the operands stay bf16 (tensor cores).
 
 from __future__ import annotations
 
+import operator
 import os
 
 
@@ -172,18 +173,23 @@ class CachedLaunch:
         self.constexprs = tuple(name for name, const, _ in params if const)
         self.n_args = sum(1 for _, const, _ in params if not const)
         self.skip = frozenset(i for i, (_, const, dns) in enumerate(params) if not const and dns)
+        # The kernels name their pointer parameters *_ptr: those take tensors, the others ints.
+        self.ptrs = tuple(i for i, (name, const, _) in enumerate(params) if not const and name.endswith("_ptr"))
+        values = [i for i, (_, const, _) in enumerate(params) if not const and i not in self.skip and i not in self.ptrs]
+        self.values = operator.itemgetter(*values) if len(values) > 1 else (lambda a, i=values[0]: (a[i],)) if values else (lambda a: ())
         self.kernels: dict = {}
 
     def key(self, args: tuple, meta: dict) -> tuple:
-        tensor = torch.Tensor
-        parts = []
-        for i, a in enumerate(args):
-            if i in self.skip:
-                continue
-            parts.append((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, tensor) else a)
-        parts.append(tuple(meta.items()))
-        parts.append(torch.cuda.current_device())  # compiled kernels belong to one device's context
-        return tuple(parts)
+        try:
+            tensors = tuple([(a.dtype, a.data_ptr() & 15 == 0) for a in map(args.__getitem__, self.ptrs)])
+            scalars = self.values(args)
+        except AttributeError:  # a pointer parameter given something else: key every argument generically
+            tensors, scalars = (), tuple((a.dtype, a.data_ptr() & 15 == 0) if isinstance(a, torch.Tensor) else a
+                                         for i, a in enumerate(args) if i not in self.skip)
+        if any(isinstance(v, torch.Tensor) for v in scalars):
+            scalars = tuple((v.dtype, v.data_ptr() & 15 == 0) if isinstance(v, torch.Tensor) else v for v in scalars)
+        # compiled kernels belong to one device's context
+        return (scalars, tensors, tuple(meta.items()), torch.cuda.current_device())
 
     def __call__(self, grid: tuple, args: tuple, meta: dict) -> None:
         if not FAST_LAUNCH or len(args) != self.n_args:
