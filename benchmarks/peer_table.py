@@ -1,9 +1,12 @@
-"""The issue-23 goal table from the peer benchmark's JSON (``benchmarks/results/sglang_peer.json``,
+"""The goal tables from the peer benchmark's JSON (``benchmarks/results/sglang_peer.json``,
 written on the H200 by ``../shared/bench/sglang_peer.py``): per layout, shape and T the CUDA-graph
 medians of both sides and the ratios the goals are stated in, each goal marked met or not.
-docs/performance.md's runtime table is this script's output.
+docs/performance.md's runtime tables are this script's output. ``--targets 32``: the graph and eager
+targets of issue 32 (graphs: ours/sglang LoRA <= 0.90, ours base <= sglang base, ours LoRA/base
+<= 1.10 at T <= 64 and <= 1.05 from T = 1024, all-unassigned/base <= 1.02; eager: all-unassigned
+<= 1.05x sglang's all-unassigned, base <= 1.05x sglang's base, LoRA <= 0.90x sglang's LoRA).
 
-    python benchmarks/peer_table.py [benchmarks/results/sglang_peer.json]
+    python benchmarks/peer_table.py [--targets 32] [benchmarks/results/sglang_peer.json]
 """
 
 from __future__ import annotations
@@ -40,6 +43,25 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def table32(result: dict) -> str:
+    head = ("| layout | (H, n, F) | T | graph ours/sglang LoRA (<= 0.90) | graph ours/sglang base (<= 1.00) | "
+            "graph ours LoRA/base (<= 1.10; T >= 1024: 1.05) | graph all -1/base (<= 1.02) | "
+            "eager all -1 vs sglang's (<= 1.05) | eager base vs sglang's (<= 1.05) | eager LoRA vs sglang's (<= 0.90) | "
+            "err ours |")
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+    for r in result["rows"]:
+        g, e, T = r["graph_us"], r["eager_us"], r["T"]
+        lines.append(
+            f"| {r['layout']} | ({r['H']}, {r['n']}, {r['F']}) | {T} | "
+            f"{_mark(g['ours_lora'] / g['sglang_lora'], 0.90)} | {_mark(g['ours_base'] / g['sglang_base'], 1.00)} | "
+            f"{_mark(g['ours_lora'] / g['ours_base'], 1.10 if T <= 64 else 1.05)} | "
+            f"{_mark(g['ours_lora_all_unassigned'] / g['ours_base'], 1.02)} | "
+            f"{_mark(e['ours_lora_all_unassigned'] / e['sglang_lora_all_unassigned'], 1.05)} | "
+            f"{_mark(e['ours_base'] / e['sglang_base'], 1.05)} | {_mark(e['ours_lora'] / e['sglang_lora'], 0.90)} | "
+            f"{max(v for k, v in r['errors'].items() if k.startswith('ours')):.1e} |")
+    return "\n".join(lines)
+
+
 def floor_line(result: dict) -> str:
     out = []
     for r in result["rows"]:
@@ -62,10 +84,16 @@ def layout_line(result: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
+    targets = None
+    if argv[:1] == ["--targets"]:
+        targets, argv = argv[1], argv[2:]
     path = Path(argv[0]) if argv else ROOT / "benchmarks" / "results" / "sglang_peer.json"
     result = json.loads(path.read_text())
     print(f"{result['date']}, {result['machine']}, commit {result['commit']}, torch {result['torch']}, triton {result['triton']}")
     print()
+    if targets == "32":
+        print(table32(result))
+        return 0
     print(table(result))
     print()
     print(floor_line(result))
