@@ -2,18 +2,19 @@
 
 One forward (spec sections 1.4 and 6), the split path::
 
-    routing   = build_routing(slot_ids)                      # once per forward, no host sync
+    routing   = plan_for(slot_ids).routing                   # once per batch (plan.py), no host sync
     bridge_gu = lora_shrink(x, A_gu)                         # [T, E_a*2R], sorted rows
     act       = gate_up_swiglu(x, w13_lin, gammas, bridge_gu, B_gu)   # base + delta + SwiGLU
     bridge_dn = lora_shrink(act, A_down)                     # [T, R] or [T, n*R]
     out       = down_proj(act, w2_lin, bridge_dn, B_down)    # base + delta, back to token order
 
-Five launches for a LoRA batch (the routing is one kernel), two for a base-only one
-(``slot_ids`` None). At small T both shrinks split K over more programs (``choose_split``),
-reduced inside the shrink launch in a fixed order. The fused path (few slot groups:
+Four launches per layer for a LoRA batch plus the routing once per batch, two for a base-only
+one (``slot_ids`` None, or a batch whose plan knows no token has an adapter). At small T both
+shrinks split K over more programs (``choose_split``), reduced inside the shrink launch in a
+fixed order. The fused path (few slot groups:
 :func:`use_fused`) is three launches: the routing, then each GEMM with its shrink in its own K
 loop (``a_gu=`` / ``shrink_a=``), over tiles cut per slot group so a tile has one slot; for
-one token two launches (no routing: each kernel reads the token's slot, ``one_token``).
+one token two launches (no routing: each kernel reads the token's slot, ``OneToken``).
 The library-GEMM path (:func:`use_blas`: CUDA, T >= ``BLAS_MIN_T``) hands the two base GEMMs
 to cuBLAS (``torch.mm``) and keeps the LoRA and the epilogues in Triton: the gate/up kernel
 loads y instead of running its K loop, and the down kernel adds only the delta to the library's
