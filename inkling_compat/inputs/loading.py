@@ -671,7 +671,17 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     as_data = getattr(source, "server_config_data", None)
     if callable(as_data):  # a launch command (inputs/launch.Launch), already parsed as sglang parses it
         return validate(ServerConfig, as_data(), source.label), [dict(u) for u in source.unknown]
-    data, file = _as_mapping(source, "<config>")
+    try:
+        data, file = _as_mapping(source, "<config>")
+    except InputError as exc:
+        _refuse_deployment_stream(source, exc)
+        raise
+    if isinstance(source, (str, Path)):
+        from inkling_compat.inputs.deployment import foreign_kind
+
+        kind = foreign_kind(data)
+        if kind is not None:  # named, never dumped as unknown keys (its environment holds secrets)
+            raise InputError(file, "(root)", f"{kind}, not a server config: give it with --launch")
     fields = ServerConfig.model_fields
     if all(key in fields for key in data):  # today's files: only the typed fields
         found = [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
@@ -681,6 +691,21 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     data, found = sort_arguments(data, file)
     found += [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
     return validate(ServerConfig, data, file), found
+
+
+def _refuse_deployment_stream(source: Any, exc: InputError) -> None:
+    """A multi-document Kubernetes stream given as a server config: named (as `--launch` input)."""
+    if not isinstance(source, (str, Path)) or "another document" not in exc.reason:
+        return
+    from inkling_compat.inputs.deployment import KUBERNETES, _kubernetes_object, _yaml_documents
+    from inkling_compat.inputs.limits import read_bounded
+
+    try:
+        documents = _yaml_documents(read_bounded(source, MAX_INPUT_BYTES).decode("utf-8"), str(source)) or []
+    except (InputError, UnicodeDecodeError):
+        return  # not a stream we can name: the original error stands
+    if any(_kubernetes_object(d) for d, _ in documents):
+        raise InputError(exc.file, "(root)", f"{KUBERNETES} (a stream of {len(documents)} documents), not a server config: give it with --launch") from None
 
 
 def load_model_config(source: Any) -> ModelConfig:
