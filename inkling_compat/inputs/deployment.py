@@ -272,9 +272,11 @@ def _kubernetes_object(data: Any) -> bool:
 
 
 def _helm_values(data: dict[str, Any]) -> bool:
-    """A chart's values: an `image` with repository/tag beside chart-level settings, and no
-    sglang argument (a server config never has `image`)."""
+    """A chart's values: an `image` with repository/tag (at the top or under `global`), or
+    chart-level settings; a server config has neither."""
     image = data.get("image")
+    if not isinstance(image, dict) and isinstance(data.get("global"), dict):
+        image = data["global"].get("image")
     chart_keys = {"replicaCount", "imagePullSecrets", "nameOverride", "fullnameOverride", "serviceAccount", "podAnnotations", "nodeSelector", "tolerations", "affinity", "ingress"}
     return (isinstance(image, dict) and bool({"repository", "tag"} & set(image))) or len(chart_keys & set(data)) >= 2
 
@@ -310,12 +312,12 @@ def _kubernetes(documents: list[tuple[Any, Any]], name: str, extra: dict[str, st
             label = f"{obj['kind']} {_name(obj)}".strip()
             for path, spec in _pod_specs(obj):
                 role = _role(path)
-                for group in ("initContainers", "containers"):
+                for group in ("initContainers", "containers", "mainContainer"):
                     for i, container in enumerate(spec.get(group) or []):
                         if not isinstance(container, dict):
                             continue
                         containers += 1
-                        at = (*prefix, *path, group, i)
+                        at = (*prefix, *path, group) + ((i,) if group != "mainContainer" else ())
                         where = f"{label}{role}, {'init container' if group == 'initContainers' else 'container'} {container.get('name', i)}"
                         commands += _container(container, root, at, name, where, extra)
     return commands, f"the command + args of {containers} container{'s' if containers != 1 else ''} in {objects} object{'s' if objects != 1 else ''}"
@@ -352,6 +354,9 @@ def _pod_specs(obj: dict[str, Any]) -> list[tuple[tuple[Any, ...], dict[str, Any
         if isinstance(value, dict):
             if isinstance(value.get("containers"), list) and path:
                 found.append((path, value))
+                continue
+            if isinstance(value.get("mainContainer"), dict):  # e.g. Dynamo's extraPodSpec
+                found.append((path, {"mainContainer": [value["mainContainer"]]}))
                 continue
             stack.extend(((*path, k), v) for k, v in reversed(list(value.items())) if isinstance(v, (dict, list)))
         elif isinstance(value, list):
@@ -412,8 +417,7 @@ def _expand_kubernetes(words: list[str], env: dict[str, str], outside: dict[str,
             var = match.group(1)
             if var in env:
                 return env[var]
-            if var in outside:
-                missing.append(f"$({var}), from {outside[var]}")
+            missing.append(f"$({var}), from {outside[var]}" if var in outside else f"$({var}), not in the container's env (set by the cluster?)")
             return match.group(0)
 
         expanded = _K8S_VAR.sub(repl, word)
