@@ -55,7 +55,7 @@ def launch_config(command: Any) -> Any:
     from inkling_compat.inputs.launch import parse_launch
 
     try:
-        return parse_launch(command.launch_words(), command.file)
+        return parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))
     except InputError as exc:
         if exc.file == command.file:
             raise InputError(command.place, exc.field, exc.reason) from None

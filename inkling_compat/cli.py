@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
     chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
     chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command (shell words, or a YAML/JSON list of words); - reads standard input. Or give the command after --")
+    chk.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="with --launch: a value of the environment the launch file reads but does not set ($PORT, $MODEL_PATH); repeatable")
+    chk.add_argument("--env-file", action="append", default=[], metavar="FILE", help="with --launch: NAME=VALUE lines (a .env file: # comments, blank lines, `export ` and quotes allowed) of the launch's environment; repeatable, --env wins")
     chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON; - reads it from standard input) or PEFT adapter directory; repeatable")
@@ -95,19 +97,16 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
     if args.launch is not None and args.config is None and words is None and not (args.fix or args.diff):
-        from inkling_compat.api import launch_config
         from inkling_compat.inputs.deployment import read_deployment
 
-        deployment = read_deployment(args.launch)
-        if deployment.structured:
+        deployment = read_deployment(args.launch, env=_launch_env(args))
+        if deployment.structured:  # (a script or list holding one command: as before, below)
             return _check_deployment(args, deployment)
-        args.config, args.launch_command = launch_config(deployment.commands[0]), deployment.commands[0]
     if (args.fix or args.diff) and args.launch is not None:
         from inkling_compat.inputs.launch import read_words
 
-        words = read_words(args.launch)  # (a launch file's command is printed corrected, never rewritten)
-    if getattr(args, "launch_command", None) is None:
-        args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words)
+        words = read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
+    args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
@@ -187,6 +186,15 @@ def _check_deployment(args: argparse.Namespace, deployment: object) -> tuple:  #
         report = apply_inline(report, [config, args.platform, *args.adapter])
         reports.append((command, gated(apply(report, selection), args.fail_on, args.strict)))
     return DeploymentChecked(deployment, reports), load_rules()
+
+
+def _launch_env(args: argparse.Namespace) -> dict[str, str] | None:
+    """The environment `--env-file` and `--env` give a launch command (None when neither is given)."""
+    if not getattr(args, "env", None) and not getattr(args, "env_file", None):
+        return None
+    from inkling_compat.inputs.launch import env_values
+
+    return env_values(args.env, args.env_file)
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:

@@ -30,6 +30,9 @@ class Inputs:
     sources: Sources = Sources()
     # What the server arguments name that sglang would read but is not here (read_by_sglang.py).
     not_read: tuple[str, ...] = ()
+    # Server arguments whose value the launch file does not define: (dest, why), dest "*" for
+    # any argument (inputs/launch.Launch.unknown_values); what reads them is not checked.
+    unknown_values: tuple[tuple[str, str], ...] = ()
 
 
 def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
@@ -121,6 +124,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         adapters=tuple(manifests),
         unknown_keys=tuple(unknown),
         not_read=not_read,
+        unknown_values=tuple(getattr(config, "unknown_values", ())),
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

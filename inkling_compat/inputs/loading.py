@@ -450,6 +450,14 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if stdin.is_stdin(path):  # `--config -`: the same parsing and limits, YAML (JSON is YAML)
         return parse_document(stdin.read_bytes(MAX_INPUT_BYTES), stdin.NAME, is_json=False)
     path = Path(path)
+    return parse_document(read_capped(path), str(path), is_json=path.suffix == ".json")
+
+
+def read_capped(path: str | Path, expected: str = "a YAML or JSON file") -> bytes:
+    """A file's bytes, at most MAX_INPUT_BYTES: a FIFO or socket is refused unopened for
+    reading, a device or a growing file is read to one byte past the cap and refused; every
+    failure an InputError naming the file."""
+    path = Path(path)
     name = str(path)
     try:  # one open and one fstat: a check reads three of these
         # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (it is
@@ -479,12 +487,12 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise InputError(name, "(file)", "no such file") from None
     except IsADirectoryError:
-        raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file") from None
+        raise InputError(name, "(file)", f"is a directory, expected {expected}") from None
     except OSError as exc:
         raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
     except ValueError:  # os.open of a path holding a NUL (no file can have one)
         raise InputError(name, "(file)", "the path holds a NUL character: no such file") from None
-    return parse_document(raw, name, is_json=path.suffix == ".json")
+    return raw
 
 
 def parse_document(raw: bytes, name: str, is_json: bool) -> dict[str, Any]:
