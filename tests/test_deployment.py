@@ -1,0 +1,207 @@
+"""Deployment files (inputs/deployment.py): what each format holds, where each sglang command is,
+what is unknown, every command checked under its place (cli, api), and a deployment file given
+as a server config named, never dumped (its environment holds secrets)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from inkling_compat.api import check_deployment
+from inkling_compat.cli import main
+from inkling_compat.errors import InputError
+from inkling_compat.inputs.deployment import COMPOSE, DOCKERFILE, KUBERNETES, SKYPILOT, read_deployment
+
+SECRET = "hf_s3cr3tT0kenValue"
+PD = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: prefill}
+spec:
+  template:
+    spec:
+      containers:
+      - name: sglang
+        image: lmsysorg/sglang
+        command: [python3, -m, sglang.launch_server]
+        args: [--model-path, /models/m, --disaggregation-mode, prefill, --port, "$(PORT)", --node-rank, "$(RANK)"]
+        env:
+        - {name: PORT, value: "30000"}
+        - name: RANK
+          valueFrom: {fieldRef: {fieldPath: "metadata.labels['index']"}}
+        - {name: HF_TOKEN, value: %s}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: decode}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: sglang
+            image: lmsysorg/sglang
+            command: [bash, -c, "exec python3 -m sglang.launch_server --model-path /models/m --max-lora-rnk 8"]
+""" % SECRET
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_manifest_stream_gives_every_command_with_its_place_env_and_unknowns(tmp_path: Path) -> None:
+    found = read_deployment(_write(tmp_path, "pd.yaml", PD))
+    assert found.kind == KUBERNETES and found.structured
+    first, second = found.commands
+    assert first.place.endswith("pd.yaml:10 (Deployment prefill, container sglang)")
+    assert first.words[:3] == ("python3", "-m", "sglang.launch_server")
+    assert first.words[8] == "30000"  # $(PORT) from the container's literal env
+    assert dict(first.unknown) == {10: "$(RANK), from fieldRef in Deployment prefill, container sglang"}
+    assert first.env["HF_TOKEN"] == SECRET and "RANK" not in first.env
+    assert "CronJob decode, container sglang" in second.place
+    assert second.words[-2:] == ("--max-lora-rnk", "8")
+
+
+def test_leader_and_worker_templates_are_both_read(tmp_path: Path) -> None:
+    lws = """apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: lws}
+spec:
+  leaderWorkerTemplate:
+    leaderTemplate:
+      spec: {containers: [{name: l, command: [python3, -m, sglang.launch_server, --model-path, /m]}]}
+    workerTemplate:
+      spec: {containers: [{name: w, command: [python3, -m, sglang.launch_server, --model-path, /m, --node-rank, "$(LWS_WORKER_INDEX)"]}]}
+"""
+    leader, worker = read_deployment(_write(tmp_path, "lws.yaml", lws)).commands
+    assert "(leader)" in leader.where and "(workers)" in worker.where
+    assert list(worker.unknown) == [6]  # set by the LWS controller, not in the manifest
+
+
+def test_compose_strings_lists_and_environment_forms(tmp_path: Path) -> None:
+    text = """services:
+  a:
+    image: x
+    entrypoint: python3 -m sglang.launch_server
+    command: --model-path /m --port 1
+    environment: ["SGLANG_X=1", "HF_TOKEN=%s"]
+  b:
+    image: x
+    entrypoint: [python3, -m, sglang.launch_server]
+    command: [--model-path, /m]
+    environment: {PORT: 2}
+  c:
+    image: redis
+""" % SECRET
+    found = read_deployment(_write(tmp_path, "compose.yaml", text))
+    assert found.kind == COMPOSE
+    a, b = found.commands
+    assert a.where == "service a" and a.words[3:] == ("--model-path", "/m", "--port", "1")
+    assert a.env["SGLANG_X"] == "1"
+    assert b.words == ("python3", "-m", "sglang.launch_server", "--model-path", "/m") and b.env["PORT"] == "2"
+
+
+def test_a_dockerfile_exec_entrypoint_takes_the_cmd_as_arguments(tmp_path: Path) -> None:
+    text = 'FROM base AS build\nCMD ["ignored"]\nFROM lmsysorg/sglang\nENV SGLANG_X="a b"\nENTRYPOINT ["python3", "-m", "sglang.launch_server"]\nCMD ["--model-path", "/m"]\n'
+    (command,) = read_deployment(_write(tmp_path, "Dockerfile", text)).commands
+    assert command.words == ("python3", "-m", "sglang.launch_server", "--model-path", "/m")
+    assert command.line == 5 and command.where == "ENTRYPOINT + CMD"
+    assert command.env["SGLANG_X"] == "a b"
+
+
+def test_a_skypilot_task_runs_its_script_with_its_envs(tmp_path: Path) -> None:
+    text = "envs:\n  MODEL: /m\n  HF_TOKEN:\nresources: {accelerators: H100:1}\nrun: |\n  echo hi\n  python -m sglang.launch_server --model-path $MODEL --port 8000\n"
+    found = read_deployment(_write(tmp_path, "task.yaml", text))
+    (command,) = found.commands
+    assert found.kind == SKYPILOT and command.line == 7
+    assert command.words[3:5] == ("--model-path", "/m")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("values.yaml", "image: {repository: lmsysorg/sglang, tag: latest}\nreplicaCount: 1\n", "a Helm values file: render the chart with `helm template`"),
+        ("deploy.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: {{ .Values.name }}}\n", "a Helm chart template: render it with `helm template`"),
+        ("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "no sglang launch command in this Kubernetes manifest (looked in the command + args of 0 containers in 1 object"),
+        ("c.yaml", "services:\n  r: {image: redis, command: redis-server}\n", "no sglang launch command in this docker-compose file (looked in the entrypoint + command of 1 service"),
+        ("Dockerfile", "FROM python\nCMD [\"python\", \"app.py\"]\n", "no sglang launch command in this Dockerfile"),
+        ("run.sh", "echo hello\n", "no sglang launch command in this shell script"),
+    ],
+)
+def test_what_holds_no_command_says_so_in_one_line(tmp_path: Path, name: str, text: str, said: str) -> None:
+    with pytest.raises(InputError) as refused:
+        read_deployment(_write(tmp_path, name, text))
+    assert said in refused.value.reason and "\n" not in str(refused.value)
+
+
+def test_check_launch_of_a_stream_reports_each_command_under_its_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "pd.yaml", PD)
+    assert main(["check", "--launch", path, "--format", "json"]) == 1  # the worst of the reports
+    data = json.loads(capsys.readouterr().out)
+    assert data["deployment"] == {"file": path, "kind": KUBERNETES} and data["exit_code"] == 1
+    assert [r["ok"] for r in data["reports"]] == [True, False]
+    assert data["reports"][1]["place"] == f"{path}:34 (CronJob decode, container sglang)"
+    assert main(["check", "--launch", path]) == 1
+    text = capsys.readouterr().out
+    assert f"== {path}:10 (Deployment prefill, container sglang)" in text and "--max-lora-rank" in text
+    for fmt in ("text", "json", "github", "sarif", "junit", "concise"):
+        main(["check", "--launch", path, "--format", fmt])
+        out, err = capsys.readouterr()
+        assert SECRET not in out + err, fmt
+
+
+def test_api_check_deployment(tmp_path: Path) -> None:
+    checked = check_deployment(_write(tmp_path, "pd.yaml", PD))
+    assert [(c.where, r.ok) for c, r in checked] == [("Deployment prefill, container sglang", True), ("CronJob decode, container sglang", False)]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "named"),
+    [
+        ("compose.yaml", f"services:\n  s:\n    image: x\n    environment: {{HF_TOKEN: {SECRET}}}\n    command: --model-path /m\n", "a docker-compose file, not a server config: give it with --launch"),
+        ("k8s.yaml", PD, "a Kubernetes manifest (a stream of 3 documents), not a server config: give it with --launch"),
+        ("pod.yaml", f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec: {{containers: [{{name: c, env: [{{name: TOKEN, value: {SECRET}}}]}}]}}\n", "a Kubernetes manifest, not a server config"),
+        ("task.yaml", f"envs: {{HF_TOKEN: {SECRET}}}\nrun: python -m sglang.launch_server\n", "a SkyPilot task, not a server config"),
+    ],
+)
+def test_a_deployment_file_given_as_config_is_named_never_dumped(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, named: str) -> None:
+    path = _write(tmp_path, name, text)
+    for fmt in ("text", "json", "github", "sarif"):
+        assert main(["check", "--config", path, "--format", fmt]) == 2
+        out, err = capsys.readouterr()
+        assert named in out + err and SECRET not in out + err, fmt
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &a [" + ",".join(["x"] * 50) + "]\n" + "".join(f"b{i}: &b{i} [" + ",".join([f"*{'a' if i == 0 else f'b{i - 1}'}"] * 50) + "]\n" for i in range(6)) + "apiVersion: v1\nkind: Pod\n",
+        "apiVersion: v1\nkind: Pod\nspec: " + "[" * 200 + "]" * 200 + "\n",
+        "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: c, command: 5, args: {a: 1}}, 7, null]}\n",
+        "---\n" * 5000,
+        "\x00\x01 not text",
+    ],
+)
+def test_hostile_manifests_are_unusable_input_or_nothing_found(tmp_path: Path, text: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(InputError) as refused:
+        read_deployment(_write(tmp_path, "m.yaml", text))
+    assert "\n" not in str(refused.value)
+    assert time.monotonic() - start < 5
+
+
+def test_a_stream_of_fifty_documents_is_read_in_order(tmp_path: Path) -> None:
+    docs = [f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}}}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        command: [python3, -m, sglang.launch_server, --model-path, /m{i}]\n" for i in range(50)]
+    found = read_deployment(_write(tmp_path, "many.yaml", "---\n".join(docs))).commands
+    assert [c.words[-1] for c in found] == [f"/m{i}" for i in range(50)]
+    assert [c.line for c in found] == [9 + 10 * i for i in range(50)]
