@@ -28,8 +28,8 @@ import stat
 from dataclasses import dataclass
 from typing import Mapping
 
-# huggingface_hub/utils/_validators.py REPO_ID_REGEX (re.VERBOSE there; the same pattern).
-_REPO_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b")
+# huggingface_hub/utils/_validators.py REPO_ID_REGEX (re.VERBOSE there; the same pattern, ASCII).
+_REPO_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
 _REF_LIMIT = 256  # a snapshot folder's name is at most 255 bytes: a longer ref names none
 
 
