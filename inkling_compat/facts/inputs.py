@@ -103,11 +103,11 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     server, unknown = load_server_config(config)
     not_read: tuple[str, ...] = ()
     if (model is None or adapter is None) and (server.arguments or server.lora_paths):  # what sglang itself reads, found from its arguments
-        from inkling_compat.inputs.read_by_sglang import found_inputs, unread
+        from inkling_compat.inputs.read_by_sglang import resolve
 
-        entries = lora_path_entries(server) if adapter is None else []
-        not_read = unread(server, model, adapter, entries)
-        model, adapter = found_inputs(server, model, adapter, entries)
+        env = getattr(config, "env", None)  # a launch command's own VAR=value assignments
+        found = resolve(server, model, adapter, lora_path_entries(server) if adapter is None else [], env if isinstance(env, dict) else None)
+        model, adapter, not_read = found.model, found.adapter, found.not_read
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
