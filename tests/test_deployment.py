@@ -205,3 +205,30 @@ def test_a_stream_of_fifty_documents_is_read_in_order(tmp_path: Path) -> None:
     found = read_deployment(_write(tmp_path, "many.yaml", "---\n".join(docs))).commands
     assert [c.words[-1] for c in found] == [f"/m{i}" for i in range(50)]
     assert [c.line for c in found] == [9 + 10 * i for i in range(50)]
+
+
+def test_the_readme_deployment_output_is_what_check_prints(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```console\n(.*?)```", readme, re.S) if b.startswith("$ HF_HUB_CACHE=")]
+    first, *shown = block.rstrip("\n").split("\n")
+    words = shlex.split(first[2:])
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("HF_HUB_CACHE", words[0].split("=", 1)[1])
+    assert main([*words[2:], "--color", "never"]) == 0
+    assert capsys.readouterr().out.rstrip("\n").split("\n") == shown
+
+
+@pytest.mark.parametrize("name", ["kubernetes.yaml", "compose.yaml", "docker-run.sh", "skypilot.yaml"])
+def test_every_example_deployment_checks_ok_with_the_model_from_the_cache(name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("HF_HUB_CACHE", "examples/hf-cache/hub")
+    assert main(["check", "--launch", f"examples/deployments/{name}", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    reports = data.get("reports", [data])
+    assert len(reports) == 1 and reports[0]["ok"]
+    assert reports[0]["coverage"]["not_checked"] == 0  # model and adapter read from the cache
