@@ -232,3 +232,13 @@ def test_every_example_deployment_checks_ok_with_the_model_from_the_cache(name: 
     reports = data.get("reports", [data])
     assert len(reports) == 1 and reports[0]["ok"]
     assert reports[0]["coverage"]["not_checked"] == 0  # model and adapter read from the cache
+
+
+def test_compose_interpolation_is_unknown_unless_given(tmp_path: Path) -> None:
+    text = "services:\n  s:\n    image: x\n    entrypoint: python3 -m sglang.launch_server\n    command: --model-path ${MODEL} --port $$PORT --host ${HOST:-0.0.0.0}\n"
+    path = _write(tmp_path, "compose.yaml", text)
+    (command,) = read_deployment(path).commands
+    assert command.words[3:] == ("--model-path", "${MODEL}", "--port", "$PORT", "--host", "${HOST:-0.0.0.0}")
+    assert sorted(command.unknown) == [4, 8] and "interpolated by compose" in command.unknown[4]
+    (given,) = read_deployment(path, env={"MODEL": "/m"}).commands
+    assert given.words[4] == "/m" and sorted(given.unknown) == [8]

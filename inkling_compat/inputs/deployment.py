@@ -430,7 +430,7 @@ def _expand_kubernetes(words: list[str], env: dict[str, str], outside: dict[str,
 # ---------------------------------------------------------------------- docker-compose
 
 def _compose(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> tuple[list[DeploymentCommand], str]:
-    from inkling_compat.inputs.shell import find_commands, find_in_argv
+    from inkling_compat.inputs.shell import find_in_argv
 
     data, root = document
     commands: list[DeploymentCommand] = []
@@ -454,20 +454,46 @@ def _compose(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> tup
         line = _line(root, "services", service, key)
         where = f"service {service}"
         origin = f"{name}:{line} ({where})"
-        parts = [entrypoint, command]
-        if all(p is None or isinstance(p, list) for p in parts):
-            found = find_in_argv([str(w) for p in parts if p for w in p], origin=origin, env=env)
-        else:
-            # A string is split into words as compose splits it; a list is words already: both
-            # written as shell words of one line (no expansion happens on the container's side).
-            text = " ".join(p if isinstance(p, str) else shlex.join(str(w) for w in p) for p in parts if p)
-            found = find_commands(text, origin=origin, env=env)
-        if not found and entrypoint is None and isinstance(command, (str, list)):
-            words = shlex.split(command) if isinstance(command, str) else [str(w) for w in command]
-            if words and words[0].startswith("-"):  # the image's entrypoint is the server
-                found = find_in_argv(["python3", "-m", "sglang.launch_server", *words], origin=origin, env=env)
-        commands += [_from_found(f, name, line, where) for f in found]
+        try:
+            words = [w for p in (entrypoint, command) if p for w in (shlex.split(p) if isinstance(p, str) else [str(x) for x in p])]
+        except ValueError as exc:  # an unclosed quote: compose refuses the file
+            raise InputError(name, f"services.{service}.{key}", f"not words compose can split: {exc}") from None
+        passed, unknown = _interpolate(words, extra, where)
+        found = find_in_argv(passed, origin=origin, env=env)
+        if not found and entrypoint is None and passed and passed[0].startswith("-"):  # the image's entrypoint is the server
+            passed = ["python3", "-m", "sglang.launch_server", *passed]
+            unknown = {i + 3: why for i, why in unknown.items()}
+            found = find_in_argv(passed, origin=origin, env=env)
+        for f in found:
+            offset = len(passed) - len(f.words)
+            suffix = tuple(passed[offset:]) == tuple(f.words)  # (else a `sh -c` string: the shell's own marks)
+            marks = {i - offset: why for i, why in unknown.items() if suffix and i >= offset}
+            commands.append(_from_found(f, name, line, where, marks))
     return commands, f"the entrypoint + command of {len(services)} service{'s' if len(services) != 1 else ''}"
+
+
+_COMPOSE_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _interpolate(words: list[str], given: dict[str, str], where: str) -> tuple[list[str], dict[int, str]]:
+    """Compose's `${VAR}` interpolation, done from the host environment or `.env` before the
+    container starts: a variable given with `--env` is replaced (its plain `$VAR`/`${VAR}` form),
+    any other makes its word unknown; `$$` is a literal `$`."""
+    unknown: dict[int, str] = {}
+    out = []
+    for index, word in enumerate(words):
+
+        def one(match: re.Match[str]) -> str:
+            if match.group(0) == "$$":
+                return "$"
+            var = match.group(1) or match.group(2)
+            if var in given and (match.group(2) or match.group(0) == "${" + var + "}"):
+                return given[var]
+            unknown.setdefault(index, f"${{{var}}}, interpolated by compose from the host or .env ({where})")
+            return match.group(0)
+
+        out.append(_COMPOSE_VAR.sub(one, word))
+    return out, unknown
 
 
 # ------------------------------------------------------------------------------ SkyPilot
