@@ -2,8 +2,10 @@
 
     python benchmarks/bench_deployment.py [--runs N]
 
-Cases, each a fresh `python -m inkling_compat check` process (wall clock, the median of N runs,
-the cases interleaved so that load on the machine falls on all of them alike):
+Cases, each a fresh `python -m inkling_compat check` process (its CPU time, user + system from
+wait4, and its wall clock; the median of N runs, the cases interleaved so that load on the machine
+falls on all of them alike; the promise is judged on CPU time, which other processes' load on a
+shared machine does not inflate):
 
 * `--`: the example deployment's sglang command after `--` (what a check costs without a file);
 * a 50-document Kubernetes stream (`helm template` output: the sglang Deployment among 49 other
@@ -68,13 +70,17 @@ def _skypilot() -> str:
     return "envs:\n  MODEL: examples/model\nresources: {accelerators: H200:1}\nrun: |\n  " + " ".join(COMMAND) + "\n"
 
 
-def _time(args: list[str]) -> float:
+def _time(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the process, from wait4)."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "inkling_compat", *args], cwd=ROOT, capture_output=True, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "inkling_compat", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{args}: exit {done.returncode}: {done.stderr.strip()}")
-    return elapsed
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"{args}: exit {code}: {process.stderr.read().decode().strip() if process.stderr else ''}")
+    process.stderr.close() if process.stderr else None
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,11 +97,14 @@ def main(argv: list[str] | None = None) -> int:
             "SkyPilot task": ["check", "--launch", str(files["skypilot"])],
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
+        cpu: dict[str, list[float]] = {name: [] for name in cases}
         for name, args in cases.items():  # warm the file cache
             _time(args)
         for _ in range(runs):
             for name, args in cases.items():
-                times[name].append(_time(args))
+                wall, used = _time(args)
+                times[name].append(wall)
+                cpu[name].append(used)
         sys.path.insert(0, str(ROOT))
         from inkling_compat.inputs.deployment import read_deployment
 
@@ -106,16 +115,28 @@ def main(argv: list[str] | None = None) -> int:
             read_deployment(str(files["stream"]))
             reads.append(time.perf_counter() - start)
     base = statistics.median(times["-- command"])
-    rows = [{"case": name, "median_ms": round(statistics.median(t) * 1000, 1), "extra_ms": round((statistics.median(t) - base) * 1000, 1), "runs": len(t)} for name, t in times.items()]
+    base_cpu = statistics.median(cpu["-- command"])
+    rows = [
+        {
+            "case": name,
+            "median_ms": round(statistics.median(t) * 1000, 1),
+            "extra_ms": round((statistics.median(t) - base) * 1000, 1),
+            "cpu_median_ms": round(statistics.median(cpu[name]) * 1000, 1),
+            "cpu_extra_ms": round((statistics.median(cpu[name]) - base_cpu) * 1000, 1),
+            "runs": len(t),
+        }
+        for name, t in times.items()
+    ]
     read_ms = round(statistics.median(reads) * 1000, 2)
     width = max(len(r["case"]) for r in rows)
-    print(f"{'case':<{width}}  median ms  vs -- (ms)")
+    print(f"{'case':<{width}}  wall ms  vs --  CPU ms  vs --")
     for r in rows:
-        print(f"{r['case']:<{width}}  {r['median_ms']:>9}  {r['extra_ms']:>+10}")
+        print(f"{r['case']:<{width}}  {r['median_ms']:>7}  {r['extra_ms']:>+5}  {r['cpu_median_ms']:>6}  {r['cpu_extra_ms']:>+5}")
     print(f"read_deployment of the 50-document stream, in process: {read_ms} ms (median of 200)")
     stream = next(r for r in rows if r["case"].startswith("Kubernetes"))
-    verdict = "met" if stream["extra_ms"] <= 50 else "NOT met"
-    print(f"promise: a 50-document stream costs at most 50 ms more than the -- command: {verdict} ({stream['extra_ms']:+} ms)")
+    # CPU time is the figure compared: on a shared machine the wall clock carries other processes' load.
+    verdict = "met" if stream["cpu_extra_ms"] <= 50 else "NOT met"
+    print(f"promise: a 50-document stream costs at most 50 ms more than the -- command: {verdict} ({stream['cpu_extra_ms']:+} ms CPU, {stream['extra_ms']:+} ms wall)")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({

@@ -175,7 +175,7 @@ def _yaml_documents(text: str, name: str) -> list[tuple[Any, Any]] | None:
     import yaml
 
     from inkling_compat.inputs.limits import LimitExceeded, check_data
-    from inkling_compat.inputs.loading import _LOADER, MAX_DEPTH, MAX_EXPANDED_NODES, TooManyNodes, load_yaml
+    from inkling_compat.inputs.loading import _LIBYAML, _LOADER, _NOT_PLAIN, MAX_DEPTH, MAX_EXPANDED_NODES, TooManyNodes, _plain_tree, load_yaml
 
     loader = _LOADER(text)
     roots = []
@@ -191,8 +191,12 @@ def _yaml_documents(text: str, name: str) -> list[tuple[Any, Any]] | None:
     out = []
     for root in roots:
         try:
-            data, _ = load_yaml(text, MAX_DEPTH, root=root)
-            check_data(data, count_limit=2 * MAX_EXPANDED_NODES)
+            # The usual document in one walk (no alias, no duplicate key, within every limit), as
+            # loading._parse_yaml reads one; anything else through the checks that word it.
+            data = _plain_tree(root, MAX_DEPTH, checked=True) if _LIBYAML else _NOT_PLAIN
+            if data is _NOT_PLAIN:
+                data, _ = load_yaml(text, MAX_DEPTH, root=root)
+                check_data(data, count_limit=2 * MAX_EXPANDED_NODES)
         except LimitExceeded as exc:
             raise InputError(name, exc.path, exc.reason) from None
         except yaml.YAMLError as exc:
