@@ -103,9 +103,15 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
         if deployment.structured:  # (a script or list holding one command: as before, below)
             return _check_deployment(args, deployment)
     if (args.fix or args.diff) and args.launch is not None:
+        from inkling_compat.inputs.deployment import read_deployment
         from inkling_compat.inputs.launch import read_words
 
-        words = read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
+        deployment = read_deployment(args.launch, env=_launch_env(args))
+        if deployment.structured and len(deployment.commands) > 1:
+            from inkling_compat.errors import InputError
+
+            raise InputError(deployment.file, "--fix/--diff", f"{deployment.kind} with {len(deployment.commands)} sglang commands: --fix/--diff print one command corrected; check it without them, or give one command after --")
+        words = deployment.commands[0].launch_words() if deployment.structured else read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
     args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch

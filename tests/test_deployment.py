@@ -242,3 +242,13 @@ def test_compose_interpolation_is_unknown_unless_given(tmp_path: Path) -> None:
     assert sorted(command.unknown) == [4, 8] and "interpolated by compose" in command.unknown[4]
     (given,) = read_deployment(path, env={"MODEL": "/m"}).commands
     assert given.words[4] == "/m" and sorted(given.unknown) == [8]
+
+
+def test_fix_and_diff_take_one_command_of_a_deployment_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    several = _write(tmp_path, "pd.yaml", PD)
+    assert main(["check", "--launch", several, "--diff"]) == 2
+    assert "a Kubernetes manifest with 2 sglang commands: --fix/--diff print one command corrected" in capsys.readouterr().err
+    one = _write(tmp_path, "c.yaml", "services:\n  s:\n    image: x\n    entrypoint: python3 -m sglang.launch_server\n    command: --model-path /m --max-lora-rnk 8\n")
+    assert main(["check", "--launch", one, "--diff"]) == 1
+    out = capsys.readouterr().out
+    assert "unknown-config-key" in out and "no sglang launch command" not in out
