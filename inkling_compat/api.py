@@ -49,15 +49,16 @@ def check_deployment(path: Any, adapter: Any = None, *, env: Any = None, **kwarg
     return [(command, _check(launch_config(command), adapter, **kwargs)) for command in deployment.commands]
 
 
-def launch_config(command: Any) -> Any:
-    """A deployment command parsed as sglang parses it; a refusal is placed at the command."""
+def launch_config(command: Any, *, placed: bool = True) -> Any:
+    """A deployment command parsed as sglang parses it; a refusal is placed at the command
+    (`placed`: its file:line and container, for a file of several commands or containers)."""
     from inkling_compat.errors import InputError
     from inkling_compat.inputs.launch import parse_launch
 
     try:
         return parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))
     except InputError as exc:
-        if exc.file == command.file:
+        if placed and exc.file == command.file:
             raise InputError(command.place, exc.field, exc.reason) from None
         raise
 

@@ -100,8 +100,11 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
         from inkling_compat.inputs.deployment import read_deployment
 
         deployment = read_deployment(args.launch, env=_launch_env(args))
-        if deployment.structured:  # (a script or list holding one command: as before, below)
+        if deployment.structured:
             return _check_deployment(args, deployment)
+        from inkling_compat.api import launch_config  # a script or list of words: its one command, read once
+
+        args.config = launch_config(deployment.commands[0], placed=False)
     if (args.fix or args.diff) and args.launch is not None:
         from inkling_compat.inputs.deployment import read_deployment
         from inkling_compat.inputs.launch import read_words
@@ -112,7 +115,8 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
             raise InputError(deployment.file, "--fix/--diff", f"{deployment.kind} with {len(deployment.commands)} sglang commands: --fix/--diff print one command corrected; check it without them, or give one command after --")
         words = deployment.commands[0].launch_words() if deployment.structured else read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
-    args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
+    if args.config is None or isinstance(args.config, str):  # (not the launch read above)
+        args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
