@@ -25,6 +25,7 @@ config file key's line.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -242,7 +243,7 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     try:
         # (a --model-path the file does not define, or words that may hold it: not "required")
         required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
-        values, extras = argument_table.parser(required).parse_known_args(argv)
+        values, extras = _parse_known(argument_table.parser(required), argv)
     except argument_table.ArgumentsRefused as exc:
         raise _placed(exc, argv, origins, label, config_file) from None
     except Exception as exc:  # argparse.ArgumentError
@@ -264,6 +265,46 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
             item["suggestion"] = item["flag"]
         unknown.append(item)
     return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file), unknown_values, more)
+
+
+_CHUNK = 128  # words per argparse call: argparse's option scan is quadratic in one call's words
+
+
+def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
+    """`parser.parse_known_args(argv)` in linear time: argparse finds each option's successor by
+    scanning every option index (quadratic in the words), so a long command is parsed in
+    chunks that start at an option word (as argparse itself classifies words), each into the
+    same namespace; the required arguments are checked once at the end, in argparse's words.
+    The result, and any refusal, is the one parse's (tests/test_launch_input.py)."""
+    if not getattr(parser, "_memo_optional", False):
+        # How a word reads (option, abbreviation, value) depends on the word alone: an
+        # abbreviation (`--tp`) is otherwise matched against every option string each time.
+        parser._parse_optional = functools.lru_cache(maxsize=65536)(parser._parse_optional)
+        parser._memo_optional = True
+    if len(argv) <= _CHUNK or "--" in argv:
+        return parser.parse_known_args(argv)
+    import argparse
+
+    starts = [0]
+    for i in range(1, len(argv)):
+        if i - starts[-1] >= _CHUNK and argv[i][:1] in parser.prefix_chars and parser._parse_optional(argv[i]) is not None:
+            starts.append(i)
+    starts.append(len(argv))
+    namespace, extras = argparse.Namespace(), []
+    required = [a for a in parser._actions if a.required]
+    for a in required:
+        a.required = False
+    try:
+        for begin, end in zip(starts, starts[1:]):
+            namespace, more = parser.parse_known_args(argv[begin:end], namespace)
+            extras += more
+    finally:
+        for a in required:
+            a.required = True
+    missing = ["/".join(a.option_strings) or a.metavar or a.dest for a in required if not hasattr(namespace, a.dest)]
+    if missing:
+        parser.error("the following arguments are required: " + ", ".join(missing))
+    return namespace, extras
 
 
 def _command_words(words: list[str], label: str, env: dict[str, str], unknown: dict[int, str]) -> tuple[list[str], dict[str, str], dict[int, str]]:

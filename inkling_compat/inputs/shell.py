@@ -450,23 +450,53 @@ class _Run:
         return re.sub(r"\\\r?\n", "", self.text(start, end))
 
     def word_list(self, nodes: list[Any], scope: _Scope) -> list[_Word]:
-        """The words of a command's name and arguments; nodes the grammar split at a
-        `\\`-newline with no blank before it are one word, as bash reads them."""
+        """The words of a command's name and arguments; nodes with nothing between them (or
+        only a `\\`-newline) are one word, as bash reads them (the grammar may split them)."""
         groups: list[list[Any]] = []
         for node in nodes:
-            if groups and self.text(groups[-1][-1].end_byte, node.start_byte) != "" and self._gap(groups[-1][-1].end_byte, node.start_byte) == "":
+            if groups and self._gap(groups[-1][-1].end_byte, node.start_byte) == "":
+                groups[-1].append(node)
+                continue
+            attach = False
+            if groups:  # escaped blanks (`\ `) the grammar leaves out of its words
+                attach = self._strays(self._gap(groups[-1][-1].end_byte, node.start_byte), groups)
+            if attach:
                 groups[-1].append(node)
             else:
                 groups.append([node])
+        if groups:
+            end = groups[-1][-1].end_byte
+            tail = re.match(rb"(?:[ \t]|\\[^\n])*", self.source[end:]).group(0)  # type: ignore[union-attr]
+            self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
         for group in groups:
             pieces = _Pieces()
             for node in group:
-                self.expand(node, scope, pieces, quoted=False)
+                if isinstance(node, _Stray):
+                    pieces.add(node.text, quoted=True)
+                else:
+                    self.expand(node, scope, pieces, quoted=False)
             words += pieces.done()
             if len(words) > MAX_WORDS:
                 raise _Refused(f"more than {MAX_WORDS:,} words in one command")
         return words
+
+    @staticmethod
+    def _strays(gap: str, groups: list[list[Any]]) -> bool:
+        """Add the words of escaped characters in a gap to `groups` (the first joins the word
+        before when nothing separates them); True when the last touches the next word."""
+        if not gap:
+            return False
+        tokens = re.findall(r"(?:\\.|[^ \t\n\\])+|[ \t\n]+", gap, re.S)
+        for k, token in enumerate(tokens):
+            if token[0] in " \t\n":
+                continue
+            stray = _Stray(re.sub(r"\\(.)", r"\1", token, flags=re.S))
+            if k == 0:
+                groups[-1].append(stray)
+            else:
+                groups.append([stray])
+        return tokens[-1][0] not in " \t\n"
 
     def dispatch(self, words: list[_Word], env: dict[str, str], scope: _Scope, line: int, node: Any) -> None:
         head = words[0]
@@ -506,6 +536,13 @@ class _Run:
 
     def expand(self, node: Any, scope: _Scope, pieces: _Pieces, quoted: bool) -> None:
         kind = node.type
+        start = node.start_byte
+        if kind in ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"):
+            # The grammar may take the blanks before a `$` inside double quotes into the node.
+            lead = len(self.source[start : node.end_byte]) - len(self.source[start : node.end_byte].lstrip(b" \t\n"))
+            if lead:
+                pieces.add(self.text(start, start + lead), quoted)
+                start += lead
         if kind in ("word", "number", "command_name", "variable_name", "special_variable_name"):
             if node.named_children and kind == "command_name":
                 for child in node.named_children:
@@ -546,14 +583,16 @@ class _Run:
                 self.expand(child, scope, pieces, quoted)
                 position = child.end_byte
         elif kind == "simple_expansion":
-            name = self.text(node.start_byte + 1, node.end_byte)
-            self.value(name, scope.get(name), pieces, quoted, self.text(node.start_byte, node.end_byte), all_elements=name in ("@", "*"), star=name == "*")
+            name = self.text(start + 1, node.end_byte)
+            self.value(name, scope.get(name), pieces, quoted, self.text(start, node.end_byte), all_elements=name in ("@", "*"), star=name == "*")
         elif kind == "expansion":
-            self.parameter(node, scope, pieces, quoted)
+            self.parameter(node, start, scope, pieces, quoted)
         elif kind in ("command_substitution", "arithmetic_expansion", "process_substitution", "brace_expression"):
             what = {"command_substitution": "a command's output", "arithmetic_expansion": "arithmetic", "process_substitution": "a process", "brace_expression": "a brace expansion"}[kind]
-            source = self.text(node.start_byte, node.end_byte)
+            source = self.text(start, node.end_byte)
             pieces.mark(f"{_short(source)}, {what} at line {self.at(node)} of {self.walker.origin}", source)
+        elif not node.children:  # a word the grammar names otherwise (`\\$` alone)
+            pieces.add(_unescape(self.text(node.start_byte, node.end_byte)), quoted=True)
         else:
             source = self.text(node.start_byte, node.end_byte)
             pieces.mark(f"{_short(source)}, not read (line {self.at(node)} of {self.walker.origin})", source)
@@ -578,9 +617,9 @@ class _Run:
         else:
             pieces.add(str(value), quoted)
 
-    def parameter(self, node: Any, scope: _Scope, pieces: _Pieces, quoted: bool) -> None:
-        """`${...}`: the forms a launch script uses; any other is not known."""
-        source = self.text(node.start_byte, node.end_byte)
+    def parameter(self, node: Any, begin: int, scope: _Scope, pieces: _Pieces, quoted: bool) -> None:
+        """`${...}` (from byte `begin`): the forms a launch script uses; any other is not known."""
+        source = self.text(begin, node.end_byte)
         inner = source[2:-1]
         m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#])(?:\[([@*]|[0-9]+)\])?(.*)$", inner, re.S)
         if m is None or inner.startswith(("#", "!")) and len(inner) > 1:
@@ -619,7 +658,7 @@ class _Run:
             self.value(name, value, pieces, quoted, source, all_elements=index in ("@", "*"), star=index == "*")
             return
         alternative = _Pieces()
-        start = node.start_byte + 2 + len(name.encode()) + (len(index) + 2 if index is not None else 0) + len(operator)
+        start = begin + 2 + len(name.encode()) + (len(index) + 2 if index is not None else 0) + len(operator)
         position = start
         for child in word_nodes:
             if child.start_byte < start:
@@ -639,6 +678,13 @@ class _Run:
         if operator.endswith("=") and index is None:
             scope.variables[name] = text
         pieces.add(text, quoted)
+
+
+@dataclass(frozen=True)
+class _Stray:
+    """A word of escaped characters between the grammar's words (`\\ ` alone)."""
+
+    text: str
 
 
 def _short(source: str) -> str:
