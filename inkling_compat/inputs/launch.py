@@ -331,7 +331,7 @@ def _without_unknown(argv: list[str], origins: list[tuple[str, Any]], why: list[
     while i < len(argv):
         word = argv[i]
         name, eq, _ = word.partition("=")
-        row = argument_table.lookup(name[2:]) if word.startswith("--") else None
+        row = _row_of(name) if word.startswith("--") else None
         if why[i] is not None and (row is None or not eq):
             said.setdefault("*", f"{_short(word)} may hold any arguments: it comes from {why[i]}")
             i += 1
@@ -357,6 +357,24 @@ def _without_unknown(argv: list[str], origins: list[tuple[str, Any]], why: list[
             said.setdefault(dest, f"{name} comes from {unknown_here}")
         i = j
     return [argv[k] for k in keep], [origins[k] for k in keep], tuple(said.items())
+
+
+def _row_of(option: str) -> dict[str, Any] | None:
+    """The table row an option word names: its exact spelling, or an abbreviation argparse
+    would take (unique prefix); None for an unknown or ambiguous one (argparse says why)."""
+    row = argument_table.lookup(option[2:])
+    if row is not None and any(o == option for o in row["options"]):
+        return row
+    try:
+        found = argument_table.parser()._parse_optional(option)
+    except Exception:  # noqa: BLE001 - an ambiguous prefix: argparse refuses it in the parse
+        return None
+    if isinstance(found, list):  # (newer argparse: every match)
+        found = found[0] if len(found) == 1 else None
+    action = found[0] if found else None
+    if action is None or not action.option_strings:
+        return None
+    return argument_table.lookup(action.option_strings[-1].lstrip("-"))
 
 
 def _short(word: str) -> str:

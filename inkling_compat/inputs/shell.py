@@ -59,6 +59,8 @@ def find_commands(script: str, *, origin: str, env: Mapping[str, str] | None = N
     walker = _Walker(origin)
     scope = _Scope.top(env or {}, origin)
     walker.script(script, scope, line=None)
+    if not walker.found and walker.syntax_error is not None:
+        raise InputError(origin, f"line {walker.syntax_error}", "no sglang command found, and the shell grammar (tree-sitter-bash) does not read the script from here")
     return walker.found
 
 
@@ -137,7 +139,8 @@ class _Pieces:
     """The fields one word expands to: literal and quoted text joins the current field; an
     unquoted expansion's value is split at blanks, as bash's field splitting does."""
 
-    def __init__(self) -> None:
+    def __init__(self, split: bool = True) -> None:
+        self.split = split  # False: an assignment's value (no field splitting)
         self.fields: list[_Word] = []
         self.text: list[str] = []
         self.size = 0
@@ -148,7 +151,7 @@ class _Pieces:
         self.size += len(text)
         if self.size > MAX_VALUE:
             raise _Refused(f"a word longer than {MAX_VALUE} characters")
-        if quoted:
+        if quoted or not self.split:
             self.text.append(text)
             self.present = True
             return
@@ -528,8 +531,8 @@ class _Run:
 
     def single(self, node: Any, scope: _Scope) -> Any:
         """An assignment's value: one string (no field splitting), or _Unknown."""
-        pieces = _Pieces()
-        self.expand(node, scope, pieces, quoted=True)
+        pieces = _Pieces(split=False)
+        self.expand(node, scope, pieces, quoted=False)
         if pieces.unknown:
             return _Unknown(pieces.unknown)
         return "".join(pieces.text)
