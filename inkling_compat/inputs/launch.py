@@ -204,15 +204,19 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     env = {**given_env, **dict(w.split("=", 1) for w in words[:start] if _ASSIGNMENT.match(w))}
     # Each word with where it is: ("command", its index in sglang's sys.argv, 1 = the first
     # server argument) or ("config", key); and the reason its value is not known, if so.
-    pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
-    if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
-        served = _serve_pairs(pairs)
-        pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
-    argv = [w for w, _ in pairs]
-    origins: list[tuple[str, Any]] = [origin for _, (origin, _) in pairs]
     unknown_values: tuple[tuple[str, str], ...] = ()
-    if any(why for _, (_, why) in pairs):
-        argv, origins, unknown_values = _without_unknown(argv, origins, [why for _, (_, why) in pairs])
+    if entry != "sglang serve" and not unknown:  # (the common case, without the pairs below)
+        argv = words[start:]
+        origins: list[tuple[str, Any]] = [("command", i + 1) for i in range(len(argv))]
+    else:
+        pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
+        if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
+            served = _serve_pairs(pairs)
+            pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
+        argv = [w for w, _ in pairs]
+        origins = [origin for _, (origin, _) in pairs]
+        if any(why for _, (_, why) in pairs):
+            argv, origins, unknown_values = _without_unknown(argv, origins, [why for _, (_, why) in pairs])
     config_file = None
     try:
         config_file = config_file_path(argv) if "--config" in argv else None
@@ -383,19 +387,19 @@ def _short(word: str) -> str:
 
 def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[tuple[str, str, str], ...]:
     """(dest, file, where) for each dest an option word sets (see `Launch.places`)."""
-    found: dict[str, tuple[str, str]] = {}
+    last: dict[str, tuple[str, str, Any]] = {}  # dest -> (option, kind, at) of its last setting
+    rows: dict[str, Any] = {}
     for word, (kind, at) in zip(argv, origins):
         if not word.startswith("--"):
             continue
         option = word.split("=", 1)[0]
-        row = argument_table.lookup(option[2:])
-        if row is None:
-            continue
-        if kind == "config" and config_file:
-            found[row["dest"]] = (config_file, str(at))
-        else:
-            found[row["dest"]] = (label, f"argument {at}: {option}")
-    return tuple((dest, file, where) for dest, (file, where) in found.items())
+        row = rows[option] if option in rows else rows.setdefault(option, argument_table.lookup(option[2:]))
+        if row is not None:
+            last[row["dest"]] = (option, kind, at)
+    return tuple(
+        (dest, config_file, str(at)) if kind == "config" and config_file else (dest, label, f"argument {at}: {option}")
+        for dest, (option, kind, at) in last.items()
+    )
 
 
 def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> InputError:

@@ -425,6 +425,10 @@ class _Run:
             for child in prefix:  # assignments on a line of their own (a grammar quirk)
                 self.assign(child, scope, export=False)
             prefix = []
+        # bash expands the words first, then the `NAME=value` prefix (the command's own).
+        words = self.word_list(self._arguments(node, name_node), scope)
+        if not words:
+            return
         env = scope.environment()
         local = scope.copy()
         for child in prefix:  # `NAME=value cmd`: in the command's environment only
@@ -436,9 +440,6 @@ class _Run:
                 env[key] = value
             else:
                 env.pop(key, None)
-        words = self.word_list(self._arguments(node, name_node), scope)
-        if not words:
-            return
         self.dispatch(words, env, scope, self.at(node), node)
 
     def _arguments(self, node: Any, name_node: Any) -> list[Any]:
