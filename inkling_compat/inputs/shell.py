@@ -470,7 +470,7 @@ class _Run:
                 groups.append([node])
         if groups:
             end = groups[-1][-1].end_byte
-            tail = re.match(rb"(?:[ \t]|\\[^\n])*", self.source[end:]).group(0)  # type: ignore[union-attr]
+            tail = re.match(rb"(?:[ \t]|\\[^\n]|\\\n)*", self.source[end:]).group(0)  # type: ignore[union-attr]
             self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
         for group in groups:
