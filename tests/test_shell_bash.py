@@ -185,6 +185,8 @@ def test_words_are_what_bash_passes(script: str, recorder: Path, tmp_path: Path)
         "if true; then python3 -m sglang.launch_server --in-if; fi\nfor i in 1; do :; done\n",
         "python3 -m sglang.launch_server $'a\\tb' \"\" '' x\\\ny\n",
         'V_A=""\npython3 -m sglang.launch_server $V_A "$V_A" ${V_A:-e} ${V_A-f}\n',
+        'V_ARR=()\nunset V_U\npython3 -m sglang.launch_server "${V_ARR[@]}" "x${V_ARR[@]}" "" "${V_U[@]}" "${V_ARR[*]}"\n',
+        "export V_A=''\npython3 -m sglang.launch_server \"${V_A:=0}\" \\\n  \\ \n",
     ],
 )
 def test_chosen_scripts_against_bash(script: str, recorder: Path, tmp_path: Path) -> None:

@@ -146,6 +146,7 @@ class _Pieces:
         self.size = 0
         self.present = False  # a quoted "" makes a field of its own
         self.unknown: str | None = None
+        self.vanished = False  # the last expansion was "${A[@]}" of no elements
 
     def add(self, text: str, quoted: bool = True) -> None:
         self.size += len(text)
@@ -566,15 +567,23 @@ class _Run:
         elif kind == "ansi_c_string":
             pieces.add(_ansi_c(self.text(node.start_byte + 2, node.end_byte - 1)), quoted=True)
         elif kind == "string":
-            pieces.add("", quoted=True)
+            # A "" is a word of its own; "${A[@]}" of an empty array (or "$@" of none) is none.
+            solid = False
             position = node.start_byte + 1
             for child in node.named_children:
                 if child.type == "string_content":
                     continue
-                pieces.add(_unescape_double(self.text(position, child.start_byte)), quoted=True)
+                gap = _unescape_double(self.text(position, child.start_byte))
+                if gap:
+                    solid = True
+                    pieces.add(gap, quoted=True)
+                pieces.vanished = False
                 self.expand(child, scope, pieces, quoted=True)
+                solid = solid or not pieces.vanished
                 position = child.end_byte
-            pieces.add(_unescape_double(self.text(position, node.end_byte - 1)), quoted=True)
+            gap = _unescape_double(self.text(position, node.end_byte - 1))
+            if gap or solid or position == node.start_byte + 1:
+                pieces.add(gap, quoted=True)
         elif kind == "translated_string":
             for child in node.named_children:
                 self.expand(child, scope, pieces, quoted)
@@ -605,6 +614,7 @@ class _Run:
         if isinstance(value, _Unknown):
             pieces.mark(value.reason, source)
         elif value is _UNSET:
+            pieces.vanished = all_elements and not star
             return
         elif isinstance(value, list):
             if not all_elements:
@@ -614,6 +624,7 @@ class _Run:
             if quoted and star:
                 pieces.add(" ".join(value), quoted=True)
                 return
+            pieces.vanished = not value
             for i, element in enumerate(value):
                 if i:
                     pieces.end() if quoted else pieces.add(" ", quoted=False)
