@@ -250,6 +250,9 @@ def test_several_commands_are_counted(tmp_path: Path):
     script.write_text("python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill &\npython3 -m sglang.launch_server --model-path m --disaggregation-mode decode &\n")
     launch = cli_config(None, str(script), None)
     assert launch.values["disaggregation_mode"] == "prefill" and launch.more_commands == 1
+    from inkling_compat.api import check
+
+    assert f"1 more sglang command(s) in {script} (line 2) not checked: this report is the command at line 1" in check(launch).coverage.notes
 
 
 def test_a_script_without_a_command_says_what_was_looked_for(tmp_path: Path):

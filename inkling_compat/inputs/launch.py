@@ -25,6 +25,7 @@ config file key's line.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -62,6 +63,9 @@ class Launch:
     unknown_values: tuple[tuple[str, str], ...] = ()
     # Further sglang commands found in the same file after this one.
     more_commands: int = 0
+    # What the report says about the launch file besides its problems (the values not known,
+    # the commands not checked).
+    notes: tuple[str, ...] = ()
 
     def server_config_data(self) -> dict[str, Any]:
         """The project's server config mapping of this launch (`server_config_data`)."""
@@ -462,8 +466,13 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
         return config
     if launch is not None:
         found = read_commands(launch, env)
-        first = found[0]
-        return parse_launch(list(first.words), "<stdin>" if launch == "-" else launch, env=dict(first.env), unknown=dict(first.unknown), more=len(found) - 1)
+        first, label = found[0], "<stdin>" if launch == "-" else launch
+        parsed = parse_launch(list(first.words), label, env=dict(first.env), unknown=dict(first.unknown), more=len(found) - 1)
+        if len(found) > 1:
+            lines = ", ".join(str(f.line) for f in found[1:6]) + (", ..." if len(found) > 6 else "")
+            said = f"{len(found) - 1} more sglang command(s) in {label} (line {lines}) not checked: this report is the command at line {first.line}"
+            parsed = dataclasses.replace(parsed, notes=(*parsed.notes, said))
+        return parsed
     return parse_launch(list(words or []), env=env)
 
 
