@@ -221,9 +221,9 @@ class Tally:
         return Coverage(notes=notes, source=self.fold)
 
 
-def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = ()) -> tuple[str, ...]:
-    """What the counts alone do not say."""
-    said = tuple(f"not checked: {why}" for _, why in unknown_values)
+def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), launch: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What the counts alone do not say (`launch`: a launch file's own notes)."""
+    said = tuple(f"not checked: {why}" for _, why in unknown_values) + launch
     if not facts.lora_enabled and facts.inputs_given.config:
         return said + ("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply",)
     return said

@@ -33,6 +33,8 @@ class Inputs:
     # Server arguments whose value the launch file does not define: (dest, why), dest "*" for
     # any argument (inputs/launch.Launch.unknown_values); what reads them is not checked.
     unknown_values: tuple[tuple[str, str], ...] = ()
+    # What a launch file's reading leaves to say (inputs/launch.Launch.notes).
+    launch_notes: tuple[str, ...] = ()
 
 
 def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
@@ -125,6 +127,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         unknown_keys=tuple(unknown),
         not_read=not_read,
         unknown_values=tuple(getattr(config, "unknown_values", ())),
+        launch_notes=tuple(getattr(config, "notes", ())),
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

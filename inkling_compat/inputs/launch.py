@@ -25,6 +25,8 @@ config file key's line.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -61,6 +63,9 @@ class Launch:
     unknown_values: tuple[tuple[str, str], ...] = ()
     # Further sglang commands found in the same file after this one.
     more_commands: int = 0
+    # What the report says about the launch file besides its problems (the values not known,
+    # the commands not checked).
+    notes: tuple[str, ...] = ()
 
     def server_config_data(self) -> dict[str, Any]:
         """The project's server config mapping of this launch (`server_config_data`)."""
@@ -203,15 +208,19 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     env = {**given_env, **dict(w.split("=", 1) for w in words[:start] if _ASSIGNMENT.match(w))}
     # Each word with where it is: ("command", its index in sglang's sys.argv, 1 = the first
     # server argument) or ("config", key); and the reason its value is not known, if so.
-    pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
-    if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
-        served = _serve_pairs(pairs)
-        pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
-    argv = [w for w, _ in pairs]
-    origins: list[tuple[str, Any]] = [origin for _, (origin, _) in pairs]
     unknown_values: tuple[tuple[str, str], ...] = ()
-    if any(why for _, (_, why) in pairs):
-        argv, origins, unknown_values = _without_unknown(argv, origins, [why for _, (_, why) in pairs])
+    if entry != "sglang serve" and not unknown:  # (the common case, without the pairs below)
+        argv = words[start:]
+        origins: list[tuple[str, Any]] = [("command", i + 1) for i in range(len(argv))]
+    else:
+        pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
+        if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
+            served = _serve_pairs(pairs)
+            pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
+        argv = [w for w, _ in pairs]
+        origins = [origin for _, (origin, _) in pairs]
+        if any(why for _, (_, why) in pairs):
+            argv, origins, unknown_values = _without_unknown(argv, origins, [why for _, (_, why) in pairs])
     config_file = None
     try:
         config_file = config_file_path(argv) if "--config" in argv else None
@@ -242,7 +251,7 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     try:
         # (a --model-path the file does not define, or words that may hold it: not "required")
         required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
-        values, extras = argument_table.parser(required).parse_known_args(argv)
+        values, extras = _parse_known(argument_table.parser(required), argv)
     except argument_table.ArgumentsRefused as exc:
         raise _placed(exc, argv, origins, label, config_file) from None
     except Exception as exc:  # argparse.ArgumentError
@@ -264,6 +273,46 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
             item["suggestion"] = item["flag"]
         unknown.append(item)
     return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file), unknown_values, more)
+
+
+_CHUNK = 128  # words per argparse call: argparse's option scan is quadratic in one call's words
+
+
+def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
+    """`parser.parse_known_args(argv)` in linear time: argparse finds each option's successor by
+    scanning every option index (quadratic in the words), so a long command is parsed in
+    chunks that start at an option word (as argparse itself classifies words), each into the
+    same namespace; the required arguments are checked once at the end, in argparse's words.
+    The result, and any refusal, is the one parse's (tests/test_launch_input.py)."""
+    if not getattr(parser, "_memo_optional", False):
+        # How a word reads (option, abbreviation, value) depends on the word alone: an
+        # abbreviation (`--tp`) is otherwise matched against every option string each time.
+        parser._parse_optional = functools.lru_cache(maxsize=65536)(parser._parse_optional)
+        parser._memo_optional = True
+    if len(argv) <= _CHUNK or "--" in argv:
+        return parser.parse_known_args(argv)
+    import argparse
+
+    starts = [0]
+    for i in range(1, len(argv)):
+        if i - starts[-1] >= _CHUNK and argv[i][:1] in parser.prefix_chars and parser._parse_optional(argv[i]) is not None:
+            starts.append(i)
+    starts.append(len(argv))
+    namespace, extras = argparse.Namespace(), []
+    required = [a for a in parser._actions if a.required]
+    for a in required:
+        a.required = False
+    try:
+        for begin, end in zip(starts, starts[1:]):
+            namespace, more = parser.parse_known_args(argv[begin:end], namespace)
+            extras += more
+    finally:
+        for a in required:
+            a.required = True
+    missing = ["/".join(a.option_strings) or a.metavar or a.dest for a in required if not hasattr(namespace, a.dest)]
+    if missing:
+        parser.error("the following arguments are required: " + ", ".join(missing))
+    return namespace, extras
 
 
 def _command_words(words: list[str], label: str, env: dict[str, str], unknown: dict[int, str]) -> tuple[list[str], dict[str, str], dict[int, str]]:
@@ -290,7 +339,7 @@ def _without_unknown(argv: list[str], origins: list[tuple[str, Any]], why: list[
     while i < len(argv):
         word = argv[i]
         name, eq, _ = word.partition("=")
-        row = argument_table.lookup(name[2:]) if word.startswith("--") else None
+        row = _row_of(name) if word.startswith("--") else None
         if why[i] is not None and (row is None or not eq):
             said.setdefault("*", f"{_short(word)} may hold any arguments: it comes from {why[i]}")
             i += 1
@@ -318,25 +367,43 @@ def _without_unknown(argv: list[str], origins: list[tuple[str, Any]], why: list[
     return [argv[k] for k in keep], [origins[k] for k in keep], tuple(said.items())
 
 
+def _row_of(option: str) -> dict[str, Any] | None:
+    """The table row an option word names: its exact spelling, or an abbreviation argparse
+    would take (unique prefix); None for an unknown or ambiguous one (argparse says why)."""
+    row = argument_table.lookup(option[2:])
+    if row is not None and any(o == option for o in row["options"]):
+        return row
+    try:
+        found = argument_table.parser()._parse_optional(option)
+    except Exception:  # noqa: BLE001 - an ambiguous prefix: argparse refuses it in the parse
+        return None
+    if isinstance(found, list):  # (newer argparse: every match)
+        found = found[0] if len(found) == 1 else None
+    action = found[0] if found else None
+    if action is None or not action.option_strings:
+        return None
+    return argument_table.lookup(action.option_strings[-1].lstrip("-"))
+
+
 def _short(word: str) -> str:
     return word if len(word) <= 40 else word[:37] + "..."
 
 
 def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[tuple[str, str, str], ...]:
     """(dest, file, where) for each dest an option word sets (see `Launch.places`)."""
-    found: dict[str, tuple[str, str]] = {}
+    last: dict[str, tuple[str, str, Any]] = {}  # dest -> (option, kind, at) of its last setting
+    rows: dict[str, Any] = {}
     for word, (kind, at) in zip(argv, origins):
         if not word.startswith("--"):
             continue
         option = word.split("=", 1)[0]
-        row = argument_table.lookup(option[2:])
-        if row is None:
-            continue
-        if kind == "config" and config_file:
-            found[row["dest"]] = (config_file, str(at))
-        else:
-            found[row["dest"]] = (label, f"argument {at}: {option}")
-    return tuple((dest, file, where) for dest, (file, where) in found.items())
+        row = rows[option] if option in rows else rows.setdefault(option, argument_table.lookup(option[2:]))
+        if row is not None:
+            last[row["dest"]] = (option, kind, at)
+    return tuple(
+        (dest, config_file, str(at)) if kind == "config" and config_file else (dest, label, f"argument {at}: {option}")
+        for dest, (option, kind, at) in last.items()
+    )
 
 
 def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> InputError:
@@ -399,8 +466,13 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
         return config
     if launch is not None:
         found = read_commands(launch, env)
-        first = found[0]
-        return parse_launch(list(first.words), "<stdin>" if launch == "-" else launch, env=dict(first.env), unknown=dict(first.unknown), more=len(found) - 1)
+        first, label = found[0], "<stdin>" if launch == "-" else launch
+        parsed = parse_launch(list(first.words), label, env=dict(first.env), unknown=dict(first.unknown), more=len(found) - 1)
+        if len(found) > 1:
+            lines = ", ".join(str(f.line) for f in found[1:6]) + (", ..." if len(found) > 6 else "")
+            said = f"{len(found) - 1} more sglang command(s) in {label} (line {lines}) not checked: this report is the command at line {first.line}"
+            parsed = dataclasses.replace(parsed, notes=(*parsed.notes, said))
+        return parsed
     return parse_launch(list(words or []), env=env)
 
 

@@ -59,6 +59,8 @@ def find_commands(script: str, *, origin: str, env: Mapping[str, str] | None = N
     walker = _Walker(origin)
     scope = _Scope.top(env or {}, origin)
     walker.script(script, scope, line=None)
+    if not walker.found and walker.syntax_error is not None:
+        raise InputError(origin, f"line {walker.syntax_error}", "no sglang command found, and the shell grammar (tree-sitter-bash) does not read the script from here")
     return walker.found
 
 
@@ -137,18 +139,20 @@ class _Pieces:
     """The fields one word expands to: literal and quoted text joins the current field; an
     unquoted expansion's value is split at blanks, as bash's field splitting does."""
 
-    def __init__(self) -> None:
+    def __init__(self, split: bool = True) -> None:
+        self.split = split  # False: an assignment's value (no field splitting)
         self.fields: list[_Word] = []
         self.text: list[str] = []
         self.size = 0
         self.present = False  # a quoted "" makes a field of its own
         self.unknown: str | None = None
+        self.vanished = False  # the last expansion was "${A[@]}" of no elements
 
     def add(self, text: str, quoted: bool = True) -> None:
         self.size += len(text)
         if self.size > MAX_VALUE:
             raise _Refused(f"a word longer than {MAX_VALUE} characters")
-        if quoted:
+        if quoted or not self.split:
             self.text.append(text)
             self.present = True
             return
@@ -422,6 +426,10 @@ class _Run:
             for child in prefix:  # assignments on a line of their own (a grammar quirk)
                 self.assign(child, scope, export=False)
             prefix = []
+        # bash expands the words first, then the `NAME=value` prefix (the command's own).
+        words = self.word_list(self._arguments(node, name_node), scope)
+        if not words:
+            return
         env = scope.environment()
         local = scope.copy()
         for child in prefix:  # `NAME=value cmd`: in the command's environment only
@@ -433,9 +441,6 @@ class _Run:
                 env[key] = value
             else:
                 env.pop(key, None)
-        words = self.word_list(self._arguments(node, name_node), scope)
-        if not words:
-            return
         self.dispatch(words, env, scope, self.at(node), node)
 
     def _arguments(self, node: Any, name_node: Any) -> list[Any]:
@@ -450,23 +455,53 @@ class _Run:
         return re.sub(r"\\\r?\n", "", self.text(start, end))
 
     def word_list(self, nodes: list[Any], scope: _Scope) -> list[_Word]:
-        """The words of a command's name and arguments; nodes the grammar split at a
-        `\\`-newline with no blank before it are one word, as bash reads them."""
+        """The words of a command's name and arguments; nodes with nothing between them (or
+        only a `\\`-newline) are one word, as bash reads them (the grammar may split them)."""
         groups: list[list[Any]] = []
         for node in nodes:
-            if groups and self.text(groups[-1][-1].end_byte, node.start_byte) != "" and self._gap(groups[-1][-1].end_byte, node.start_byte) == "":
+            if groups and self._gap(groups[-1][-1].end_byte, node.start_byte) == "":
+                groups[-1].append(node)
+                continue
+            attach = False
+            if groups:  # escaped blanks (`\ `) the grammar leaves out of its words
+                attach = self._strays(self._gap(groups[-1][-1].end_byte, node.start_byte), groups)
+            if attach:
                 groups[-1].append(node)
             else:
                 groups.append([node])
+        if groups:
+            end = groups[-1][-1].end_byte
+            tail = re.match(rb"(?:[ \t]|\\[^\n]|\\\n)*", self.source[end:]).group(0)  # type: ignore[union-attr]
+            self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
         for group in groups:
             pieces = _Pieces()
             for node in group:
-                self.expand(node, scope, pieces, quoted=False)
+                if isinstance(node, _Stray):
+                    pieces.add(node.text, quoted=True)
+                else:
+                    self.expand(node, scope, pieces, quoted=False)
             words += pieces.done()
             if len(words) > MAX_WORDS:
                 raise _Refused(f"more than {MAX_WORDS:,} words in one command")
         return words
+
+    @staticmethod
+    def _strays(gap: str, groups: list[list[Any]]) -> bool:
+        """Add the words of escaped characters in a gap to `groups` (the first joins the word
+        before when nothing separates them); True when the last touches the next word."""
+        if not gap:
+            return False
+        tokens = re.findall(r"(?:\\.|[^ \t\n\\])+|[ \t\n]+", gap, re.S)
+        for k, token in enumerate(tokens):
+            if token[0] in " \t\n":
+                continue
+            stray = _Stray(re.sub(r"\\(.)", r"\1", token, flags=re.S))
+            if k == 0:
+                groups[-1].append(stray)
+            else:
+                groups.append([stray])
+        return tokens[-1][0] not in " \t\n"
 
     def dispatch(self, words: list[_Word], env: dict[str, str], scope: _Scope, line: int, node: Any) -> None:
         head = words[0]
@@ -498,14 +533,21 @@ class _Run:
 
     def single(self, node: Any, scope: _Scope) -> Any:
         """An assignment's value: one string (no field splitting), or _Unknown."""
-        pieces = _Pieces()
-        self.expand(node, scope, pieces, quoted=True)
+        pieces = _Pieces(split=False)
+        self.expand(node, scope, pieces, quoted=False)
         if pieces.unknown:
             return _Unknown(pieces.unknown)
         return "".join(pieces.text)
 
     def expand(self, node: Any, scope: _Scope, pieces: _Pieces, quoted: bool) -> None:
         kind = node.type
+        start = node.start_byte
+        if kind in ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"):
+            # The grammar may take the blanks before a `$` inside double quotes into the node.
+            lead = len(self.source[start : node.end_byte]) - len(self.source[start : node.end_byte].lstrip(b" \t\n"))
+            if lead:
+                pieces.add(self.text(start, start + lead), quoted)
+                start += lead
         if kind in ("word", "number", "command_name", "variable_name", "special_variable_name"):
             if node.named_children and kind == "command_name":
                 for child in node.named_children:
@@ -525,15 +567,23 @@ class _Run:
         elif kind == "ansi_c_string":
             pieces.add(_ansi_c(self.text(node.start_byte + 2, node.end_byte - 1)), quoted=True)
         elif kind == "string":
-            pieces.add("", quoted=True)
+            # A "" is a word of its own; "${A[@]}" of an empty array (or "$@" of none) is none.
+            solid = False
             position = node.start_byte + 1
             for child in node.named_children:
                 if child.type == "string_content":
                     continue
-                pieces.add(_unescape_double(self.text(position, child.start_byte)), quoted=True)
+                gap = _unescape_double(self.text(position, child.start_byte))
+                if gap:
+                    solid = True
+                    pieces.add(gap, quoted=True)
+                pieces.vanished = False
                 self.expand(child, scope, pieces, quoted=True)
+                solid = solid or not pieces.vanished
                 position = child.end_byte
-            pieces.add(_unescape_double(self.text(position, node.end_byte - 1)), quoted=True)
+            gap = _unescape_double(self.text(position, node.end_byte - 1))
+            if gap or solid or position == node.start_byte + 1:
+                pieces.add(gap, quoted=True)
         elif kind == "translated_string":
             for child in node.named_children:
                 self.expand(child, scope, pieces, quoted)
@@ -546,14 +596,16 @@ class _Run:
                 self.expand(child, scope, pieces, quoted)
                 position = child.end_byte
         elif kind == "simple_expansion":
-            name = self.text(node.start_byte + 1, node.end_byte)
-            self.value(name, scope.get(name), pieces, quoted, self.text(node.start_byte, node.end_byte), all_elements=name in ("@", "*"), star=name == "*")
+            name = self.text(start + 1, node.end_byte)
+            self.value(name, scope.get(name), pieces, quoted, self.text(start, node.end_byte), all_elements=name in ("@", "*"), star=name == "*")
         elif kind == "expansion":
-            self.parameter(node, scope, pieces, quoted)
+            self.parameter(node, start, scope, pieces, quoted)
         elif kind in ("command_substitution", "arithmetic_expansion", "process_substitution", "brace_expression"):
             what = {"command_substitution": "a command's output", "arithmetic_expansion": "arithmetic", "process_substitution": "a process", "brace_expression": "a brace expansion"}[kind]
-            source = self.text(node.start_byte, node.end_byte)
+            source = self.text(start, node.end_byte)
             pieces.mark(f"{_short(source)}, {what} at line {self.at(node)} of {self.walker.origin}", source)
+        elif not node.children:  # a word the grammar names otherwise (`\\$` alone)
+            pieces.add(_unescape(self.text(node.start_byte, node.end_byte)), quoted=True)
         else:
             source = self.text(node.start_byte, node.end_byte)
             pieces.mark(f"{_short(source)}, not read (line {self.at(node)} of {self.walker.origin})", source)
@@ -562,6 +614,7 @@ class _Run:
         if isinstance(value, _Unknown):
             pieces.mark(value.reason, source)
         elif value is _UNSET:
+            pieces.vanished = all_elements and not star
             return
         elif isinstance(value, list):
             if not all_elements:
@@ -571,6 +624,7 @@ class _Run:
             if quoted and star:
                 pieces.add(" ".join(value), quoted=True)
                 return
+            pieces.vanished = not value
             for i, element in enumerate(value):
                 if i:
                     pieces.end() if quoted else pieces.add(" ", quoted=False)
@@ -578,9 +632,9 @@ class _Run:
         else:
             pieces.add(str(value), quoted)
 
-    def parameter(self, node: Any, scope: _Scope, pieces: _Pieces, quoted: bool) -> None:
-        """`${...}`: the forms a launch script uses; any other is not known."""
-        source = self.text(node.start_byte, node.end_byte)
+    def parameter(self, node: Any, begin: int, scope: _Scope, pieces: _Pieces, quoted: bool) -> None:
+        """`${...}` (from byte `begin`): the forms a launch script uses; any other is not known."""
+        source = self.text(begin, node.end_byte)
         inner = source[2:-1]
         m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#])(?:\[([@*]|[0-9]+)\])?(.*)$", inner, re.S)
         if m is None or inner.startswith(("#", "!")) and len(inner) > 1:
@@ -619,7 +673,7 @@ class _Run:
             self.value(name, value, pieces, quoted, source, all_elements=index in ("@", "*"), star=index == "*")
             return
         alternative = _Pieces()
-        start = node.start_byte + 2 + len(name.encode()) + (len(index) + 2 if index is not None else 0) + len(operator)
+        start = begin + 2 + len(name.encode()) + (len(index) + 2 if index is not None else 0) + len(operator)
         position = start
         for child in word_nodes:
             if child.start_byte < start:
@@ -639,6 +693,13 @@ class _Run:
         if operator.endswith("=") and index is None:
             scope.variables[name] = text
         pieces.add(text, quoted)
+
+
+@dataclass(frozen=True)
+class _Stray:
+    """A word of escaped characters between the grammar's words (`\\ ` alone)."""
+
+    text: str
 
 
 def _short(source: str) -> str:
