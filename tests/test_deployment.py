@@ -252,3 +252,16 @@ def test_fix_and_diff_take_one_command_of_a_deployment_file(tmp_path: Path, caps
     assert main(["check", "--launch", one, "--diff"]) == 1
     out = capsys.readouterr().out
     assert "unknown-config-key" in out and "no sglang launch command" not in out
+
+
+def test_a_dockerfile_past_the_line_limit_is_refused_in_one_line(tmp_path: Path) -> None:
+    from inkling_compat.inputs.deployment import MAX_DOCKERFILE_LINES
+
+    text = "FROM x\n" + "ENV A=b\n" * MAX_DOCKERFILE_LINES + 'CMD ["python3", "-m", "sglang.launch_server"]\n'
+    start = time.monotonic()
+    with pytest.raises(InputError, match="more than the 20000-line limit: not read"):
+        read_deployment(_write(tmp_path, "Dockerfile", text))
+    assert time.monotonic() - start < 1
+    ok = "FROM x\n" + "".join(f"ENV A{i}=b\n" for i in range(5000)) + "ENV SGLANG_X=1\n" + 'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "/m"]\n'
+    (command,) = read_deployment(_write(tmp_path, "Dockerfile", ok)).commands
+    assert command.env["SGLANG_X"] == "1" and "A7" not in command.env  # only what the command can see a difference from

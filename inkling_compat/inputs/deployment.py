@@ -17,7 +17,7 @@ command:
   compose splits it, no shell) or a list; `environment` as a list or a map; `${VAR}`
   interpolation comes from the host, so it is unknown.
 * SkyPilot tasks (`run:` with `envs:`): the run script, with `envs` as its environment.
-* Dockerfiles (the `dockerfile` package: Docker's own Go parser): the last stage's `ENTRYPOINT`
+* Dockerfiles (the `dockerfile` package: Docker's own Go parser; at most 20,000 lines): the last stage's `ENTRYPOINT`
   and `CMD`, exec form (no shell) or shell form (`/bin/sh -c`), with its `ENV`.
 * A Helm chart's values file or a template: named as needing `helm template` first.
 
@@ -48,6 +48,7 @@ KUBERNETES, COMPOSE, SKYPILOT, DOCKERFILE, SCRIPT, WORDS = (
 )
 _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _ASSIGNABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_DOCKERFILE_LINES = 20_000
 
 
 @dataclass(frozen=True)
@@ -539,6 +540,9 @@ def _dockerfile(text: str, name: str, extra: dict[str, str]) -> list[DeploymentC
 
     from inkling_compat.inputs.shell import find_commands, find_in_argv
 
+    lines = text.count("\n") + 1
+    if lines > MAX_DOCKERFILE_LINES:  # Docker's parser takes seconds per 100,000 instructions
+        raise InputError(name, "(file)", f"a Dockerfile of {lines} lines, more than the {MAX_DOCKERFILE_LINES}-line limit: not read")
     try:
         instructions = dockerfile.parse_string(text)
     except dockerfile.GoParseError as exc:
@@ -555,10 +559,11 @@ def _dockerfile(text: str, name: str, extra: dict[str, str]) -> list[DeploymentC
             entrypoint, cmd = ins, None  # an ENTRYPOINT resets the CMD inherited
         elif ins.cmd == "CMD":
             cmd = ins
-    env = _dockerfile_env(env_lines, name, extra)
     runs = entrypoint or cmd
     if runs is None:
         return []
+    env_lines = _needed(env_lines, " ".join([*runs.value, *(cmd.value if cmd is not None and cmd is not runs else ())]))
+    env = _dockerfile_env(env_lines, name, extra)
     origin = f"{name}:{runs.start_line}"
     where = runs.cmd
     if not runs.json:  # shell form: `/bin/sh -c STRING` (a CMD after a shell ENTRYPOINT is ignored)
@@ -570,6 +575,23 @@ def _dockerfile(text: str, name: str, extra: dict[str, str]) -> list[DeploymentC
             where = "ENTRYPOINT + CMD"
         found = find_in_argv(words, origin=origin, env=env)
     return [_from_found(f, name, runs.start_line, where) for f in found]
+
+
+def _needed(env_lines: list[str], command: str) -> list[str]:
+    """The ENV lines the command can see a difference from: the variables it names (and those
+    their values name), and the SGLANG_* switches the checker reads; a Dockerfile's other ENV
+    lines are never read through the shell grammar (a file of 100,000 of them stays fast)."""
+    by_name = {line[len("export ") :].split("=", 1)[0]: line for line in env_lines}
+    wanted = {n for n in by_name if n.startswith("SGLANG_")}
+    text, seen = command, set()
+    while True:
+        named = {n for n in re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", text) if n in by_name} - seen
+        if not named:
+            break
+        seen |= named
+        text = " ".join(by_name[n] for n in named)
+    keep = wanted | seen
+    return [line for line in env_lines if line[len("export ") :].split("=", 1)[0] in keep]
 
 
 def _dockerfile_env(env_lines: list[str], name: str, extra: dict[str, str]) -> dict[str, str]:
