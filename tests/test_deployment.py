@@ -265,3 +265,13 @@ def test_a_dockerfile_past_the_line_limit_is_refused_in_one_line(tmp_path: Path)
     ok = "FROM x\n" + "".join(f"ENV A{i}=b\n" for i in range(5000)) + "ENV SGLANG_X=1\n" + 'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "/m"]\n'
     (command,) = read_deployment(_write(tmp_path, "Dockerfile", ok)).commands
     assert command.env["SGLANG_X"] == "1" and "A7" not in command.env  # only what the command can see a difference from
+
+
+def test_a_stream_of_more_containers_than_the_limit_is_refused_before_its_scripts_are_read(tmp_path: Path) -> None:
+    from inkling_compat.inputs.deployment import MAX_CONTAINERS
+
+    doc = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, command: [bash, -c, 'python3 -m sglang.launch_server']}]}\n"
+    start = time.monotonic()
+    with pytest.raises(InputError, match=f"more than {MAX_CONTAINERS} containers: not read"):
+        read_deployment(_write(tmp_path, "many.yaml", "---\n".join([doc] * (MAX_CONTAINERS + 1))))
+    assert time.monotonic() - start < 5

@@ -49,6 +49,7 @@ KUBERNETES, COMPOSE, SKYPILOT, DOCKERFILE, SCRIPT, WORDS = (
 _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _ASSIGNABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_DOCKERFILE_LINES = 20_000
+MAX_CONTAINERS = 1_000  # containers or services read in one file (each may hold a script to parse)
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,8 @@ def _kubernetes(documents: list[tuple[Any, Any]], name: str, extra: dict[str, st
                         if not isinstance(container, dict):
                             continue
                         containers += 1
+                        if containers > MAX_CONTAINERS:
+                            raise InputError(name, "(file)", f"more than {MAX_CONTAINERS} containers: not read (split the stream)")
                         at = (*prefix, *path, group) + ((i,) if group != "mainContainer" else ())
                         where = f"{label}{role}, {'init container' if group == 'initContainers' else 'container'} {container.get('name', i)}"
                         commands += _container(container, root, at, name, where, extra)
@@ -440,6 +443,8 @@ def _compose(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> tup
     data, root = document
     commands: list[DeploymentCommand] = []
     services = data.get("services") or {}
+    if len(services) > MAX_CONTAINERS:
+        raise InputError(name, "services", f"more than {MAX_CONTAINERS} services: not read")
     for service, spec in services.items():
         if not isinstance(spec, dict):
             continue
