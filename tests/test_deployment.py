@@ -275,3 +275,19 @@ def test_a_stream_of_more_containers_than_the_limit_is_refused_before_its_script
     with pytest.raises(InputError, match=f"more than {MAX_CONTAINERS} containers: not read"):
         read_deployment(_write(tmp_path, "many.yaml", "---\n".join([doc] * (MAX_CONTAINERS + 1))))
     assert time.monotonic() - start < 5
+
+
+def test_a_manifest_stream_on_standard_input_as_config_is_named(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from inkling_compat.inputs import stdin
+
+    stdin.reset()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(PD.encode())))
+    try:
+        assert main(["check", "--config", "-"]) == 2
+    finally:
+        stdin.reset()
+    out, err = capsys.readouterr()
+    assert "a Kubernetes manifest (a stream of 3 documents), not a server config: give it with --launch" in err
+    assert SECRET not in out + err

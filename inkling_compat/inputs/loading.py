@@ -709,7 +709,8 @@ def _refuse_deployment_stream(source: Any, exc: InputError) -> None:
     from inkling_compat.inputs.limits import read_bounded
 
     try:
-        documents = _yaml_documents(read_bounded(source, MAX_INPUT_BYTES).decode("utf-8"), str(source)) or []
+        raw = (stdin.already_read() or b"") if stdin.is_stdin(source) else read_bounded(source, MAX_INPUT_BYTES)
+        documents = _yaml_documents(raw.decode("utf-8"), str(source)) or []
     except (InputError, UnicodeDecodeError):
         return  # not a stream we can name: the original error stands
     if any(_kubernetes_object(d) for d, _ in documents):
