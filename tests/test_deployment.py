@@ -291,3 +291,13 @@ def test_a_manifest_stream_on_standard_input_as_config_is_named(capsys: pytest.C
     out, err = capsys.readouterr()
     assert "a Kubernetes manifest (a stream of 3 documents), not a server config: give it with --launch" in err
     assert SECRET not in out + err
+
+
+def test_the_github_action_step_checks_a_deployment_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inkling_compat.ci.action import _check_once
+
+    sarif = tmp_path / "out.sarif"
+    code, report, line = _check_once(["--launch", _write(tmp_path, "pd.yaml", PD)], sarif)
+    assert (code, report.ok, line) == (1, False, "")
+    assert len(json.loads(sarif.read_text())["runs"]) == 2
+    assert "::group::" in capsys.readouterr().out
