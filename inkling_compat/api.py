@@ -38,4 +38,29 @@ def evaluate(config: Any = None, adapter: Any = None, *, argv: Any = None, **kwa
     return _evaluate(_config(config, argv), adapter, **kwargs)
 
 
-__all__ = ["check", "evaluate", "Checked", "Inputs"]
+def check_deployment(path: Any, adapter: Any = None, *, env: Any = None, **kwargs: Any) -> list[tuple[Any, Any]]:
+    """Every sglang command of a deployment file (a Kubernetes manifest or stream, a compose
+    file, a SkyPilot task, a Dockerfile, a shell script; inputs/deployment.py) checked as
+    `check(argv=...)` checks one: [(the command with its `place`, its Report)], in file order.
+    An InputError names the file (and the command's place when one command cannot be used)."""
+    from inkling_compat.inputs.deployment import read_deployment
+
+    deployment = read_deployment(str(path), env=env)
+    return [(command, _check(launch_config(command), adapter, **kwargs)) for command in deployment.commands]
+
+
+def launch_config(command: Any, *, placed: bool = True) -> Any:
+    """A deployment command parsed as sglang parses it; a refusal is placed at the command
+    (`placed`: its file:line and container, for a file of several commands or containers)."""
+    from inkling_compat.errors import InputError
+    from inkling_compat.inputs.launch import parse_launch
+
+    try:
+        return parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))
+    except InputError as exc:
+        if placed and exc.file == command.file:
+            raise InputError(command.place, exc.field, exc.reason) from None
+        raise
+
+
+__all__ = ["check", "check_deployment", "evaluate", "Checked", "Inputs"]

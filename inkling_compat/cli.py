@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
     chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
     chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command (shell words, or a YAML/JSON list of words); - reads standard input. Or give the command after --")
+    chk.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="with --launch: a value of the environment the launch file reads but does not set ($PORT, $MODEL_PATH); repeatable")
+    chk.add_argument("--env-file", action="append", default=[], metavar="FILE", help="with --launch: NAME=VALUE lines (a .env file: # comments, blank lines, `export ` and quotes allowed) of the launch's environment; repeatable, --env wins")
     chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
     chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
     chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON; - reads it from standard input) or PEFT adapter directory; repeatable")
@@ -73,6 +75,12 @@ def _run_check(args: argparse.Namespace) -> int:
     report, rules = check_report(args)
     if rules is None:  # --fix / --diff printed its own report; `report` is its exit status
         return report
+    if isinstance(report, DeploymentChecked):  # several commands: each report headed by its place
+        from inkling_compat.report.deployment import render_deployment
+
+        color = args.output is None and use_color(args.color, sys.stdout.isatty())
+        _emit(render_deployment(args.format, report.deployment, report.reports, rules, color=color), args.output, args.format)
+        return max((exit_status(r, args.exit_zero) for _, r in report.reports), default=EXIT_OK)
     color = args.output is None and use_color(args.color, sys.stdout.isatty())
     _emit(render(args.format, report, rules, fleet=bool(args.adapter_dir), color=color), args.output, args.format)
     return exit_status(report, args.exit_zero)
@@ -88,11 +96,27 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
+    if args.launch is not None and args.config is None and words is None and not (args.fix or args.diff):
+        from inkling_compat.inputs.deployment import read_deployment
+
+        deployment = read_deployment(args.launch, env=_launch_env(args))
+        if deployment.structured:
+            return _check_deployment(args, deployment)
+        from inkling_compat.api import launch_config  # a script or list of words: its one command, read once
+
+        args.config = launch_config(deployment.commands[0], placed=False)
     if (args.fix or args.diff) and args.launch is not None:
+        from inkling_compat.inputs.deployment import read_deployment
         from inkling_compat.inputs.launch import read_words
 
-        words = read_words(args.launch)  # (a launch file's command is printed corrected, never rewritten)
-    args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words)
+        deployment = read_deployment(args.launch, env=_launch_env(args))
+        if deployment.structured and len(deployment.commands) > 1:
+            from inkling_compat.errors import InputError
+
+            raise InputError(deployment.file, "--fix/--diff", f"{deployment.kind} with {len(deployment.commands)} sglang commands: --fix/--diff print one command corrected; check it without them, or give one command after --")
+        words = deployment.commands[0].launch_words() if deployment.structured else read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
+    if args.config is None or isinstance(args.config, str):  # (not the launch read above)
+        args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
@@ -136,6 +160,51 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     report = apply_inline(report, [args.config, args.platform, *args.adapter])  # `# inkling-compat: ignore[...]`
     return gated(apply(report, selection), args.fail_on, args.strict), load_rules()  # (Report.passes)
+
+
+class DeploymentChecked:
+    """`check --launch FILE` of a deployment file: each sglang command and its report."""
+
+    def __init__(self, deployment: object, reports: list) -> None:  # type: ignore[type-arg]
+        self.deployment = deployment
+        self.reports = reports
+
+
+def _check_deployment(args: argparse.Namespace, deployment: object) -> tuple:  # type: ignore[type-arg]
+    """Every command of a deployment file checked as one launch command is (the gate, the
+    selection and inline ignores applied to each report)."""
+    from inkling_compat.api import launch_config
+    from inkling_compat.engine.evaluate import check
+    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.selection import apply
+    from inkling_compat.engine.suppress import apply_inline
+    from inkling_compat.report.gate import gated
+
+    if args.adapter_dir:
+        from inkling_compat.errors import InputError
+
+        raise InputError("(command line)", "--adapter-dir", "a fleet is checked against one command: give the command with -- or a file holding one")
+    configs = [(command, launch_config(command)) for command in deployment.commands]  # type: ignore[attr-defined]
+    load_rules()
+    args.config = configs[0][1]
+    selection = _selection(args, load_rules())
+    _refuse_output_over_inputs(args)
+    _started()
+    reports = []
+    for command, config in configs:
+        report = check(config, args.adapter or None, model=args.model, platform=args.platform, sglang_version=args.sglang_version)
+        report = apply_inline(report, [config, args.platform, *args.adapter])
+        reports.append((command, gated(apply(report, selection), args.fail_on, args.strict)))
+    return DeploymentChecked(deployment, reports), load_rules()
+
+
+def _launch_env(args: argparse.Namespace) -> dict[str, str] | None:
+    """The environment `--env-file` and `--env` give a launch command (None when neither is given)."""
+    if not getattr(args, "env", None) and not getattr(args, "env_file", None):
+        return None
+    from inkling_compat.inputs.launch import env_values
+
+    return env_values(args.env, args.env_file)
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:

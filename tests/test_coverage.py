@@ -92,12 +92,15 @@ def test_an_input_that_is_not_one_is_refused_where_it_is_declared():
 
 
 def test_paths_map_to_inputs():
-    assert coverage.path_inputs(("config", "tp_size")) == ("config",)
+    # A server argument's own value is an input of its own (a launch file may not define it);
+    # facts derived from the config read the typed fields together ("config-facts").
+    assert coverage.path_inputs(("config", "tp_size")) == ("config", "value:tp_size")
+    assert coverage.path_inputs(("config", "arguments", "port")) == ("config", "value:port")
     assert coverage.path_inputs(("env", "SGLANG_EXPERIMENTAL_LORA_OPTI")) == ("config",)
-    assert coverage.path_inputs(("facts", "sink", "sink_class")) == ("config", "model")
-    assert coverage.path_inputs(("facts", "sink", "backend_name")) == ("config",)  # the longest prefix decides
-    assert coverage.path_inputs(("facts", "lora_paths", "exists")) == ("config",)  # a method call on a fact
-    assert set(coverage.path_inputs(("adapter_facts", "pool_fit", "kind"))) == {"adapter", "weights", "config", "model"}
+    assert coverage.path_inputs(("facts", "sink", "sink_class")) == ("config", "model", "config-facts")
+    assert coverage.path_inputs(("facts", "sink", "backend_name")) == ("config", "config-facts")  # the longest prefix decides
+    assert coverage.path_inputs(("facts", "lora_paths", "exists")) == ("config", "config-facts")  # a method call on a fact
+    assert set(coverage.path_inputs(("adapter_facts", "pool_fit", "kind"))) == {"adapter", "weights", "config", "model", "config-facts"}
     assert coverage.path_inputs(("adapter_facts", "use_dora")) == ("adapter",)
     assert coverage.path_inputs(("adapter", "tensors")) == ("adapter", "weights")
     assert coverage.path_inputs(("input", "unknown_keys")) == ()

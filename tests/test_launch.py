@@ -102,11 +102,12 @@ def test_cli_takes_the_command_after_a_double_dash() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_paths_not_on_this_machine_are_named_not_read() -> None:
+def test_paths_not_on_this_machine_are_named_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     report = check(argv=["python", "-m", "sglang.launch_server", "--model-path", "org/inkling", "--enable-lora", "--lora-paths", "a=/nowhere/a"])
     assert report.not_read == [
-        "--model-path org/inkling: not a local folder with config.json (a hub id?): the model checks are not checked",
-        "--lora-paths a=/nowhere/a: not a local folder: that adapter is not checked",
+        f"--model-path org/inkling: not read (not in the local Hugging Face cache at {tmp_path}): the model checks are not checked",
+        "--lora-paths a=/nowhere/a: not read (not a local folder): that adapter is not checked",
     ]
     assert "model" in report.not_given and report.to_dict()["not_read"] == report.not_read
     assert "note: not read: --model-path org/inkling" in str(report)

@@ -61,6 +61,13 @@ def _check_once(args: list[str], sarif: Path) -> tuple[int, Any, str]:
     else:
         from inkling_compat.report.gate import exit_status
 
+        if isinstance(report, cli.DeploymentChecked):  # a deployment file: each command under its place
+            from inkling_compat.report.deployment import render_deployment
+
+            sarif.write_text(render_deployment("sarif", report.deployment, report.reports, rules) + "\n", encoding="utf-8")
+            print(render_deployment("github", report.deployment, report.reports, rules), end="")
+            worst = max((exit_status(r, parsed.exit_zero) for _, r in report.reports), default=0)
+            return worst, report.reports[-1][1] if worst == 0 else next(r for _, r in report.reports if exit_status(r, parsed.exit_zero)), ""
         sarif.write_text(render("sarif", report, rules) + "\n", encoding="utf-8")
         annotations = render("github", report, rules)
         if annotations:

@@ -11,6 +11,11 @@ has no shared experts.
 
 What each rule reads is worked out once per plan (`Plan.reads`, from the paths of its
 expressions); per check only the missing inputs are computed, then one status per rule.
+
+A server argument whose value a launch file does not define (`--port $PORT`) is a missing input
+of its own, `value:<dest>`: a rule that reads `config.<dest>` (or `config.arguments.<dest>`) is
+not checked, and where the dest is one of the typed fields the facts are derived from, so is
+every rule that reads a fact derived from the config (`CONFIG_FACTS`).
 """
 
 from __future__ import annotations
@@ -43,18 +48,30 @@ _ROOTS: dict[str, tuple[str, ...]] = {
 Missing = tuple[tuple[str, str, bool], ...]
 
 
+CONFIG_FACTS = "config-facts"  # the facts derived from the typed server config fields
+
+
+def value_input(dest: str) -> str:
+    """The input name of one server argument's value (missing when a launch file does not
+    define it)."""
+    return f"value:{dest}"
+
+
 def path_inputs(path: tuple[str, ...]) -> tuple[str, ...]:
     """The inputs a variable path is derived from, e.g. ("facts", "sink", "sink_class") ->
-    ("config", "model")."""
+    ("config", "model", "config-facts")."""
     root = path[0]
+    if root == "config" and len(path) > 1:
+        field = path[2] if path[1] == "arguments" and len(path) > 2 else path[1]
+        return ("config", value_input(field)) if field != "arguments" else ("config", value_input("*arguments"))
     if root in _ROOTS:
         return _ROOTS[root]
     if root == "adapter":
         return ("adapter", "weights") if path[1:2] == ("tensors",) else ("adapter",)
     declared = derived_from(path)  # facts / adapter_facts: the deepest field that declares it
-    if declared is not None:
-        return declared
-    return ("config",) if root == "facts" else ("adapter",)
+    if declared is None:
+        declared = ("config",) if root == "facts" else ("adapter",)
+    return declared + (CONFIG_FACTS,) if "config" in declared else declared
 
 
 def inputs_read(paths: Iterable[tuple[str, ...]], memo: "dict[Any, Any] | None" = None) -> frozenset[str]:
@@ -92,9 +109,11 @@ def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]]
     """Per rule: the reason it is not checked (None: nothing it reads is missing), whether a
     false `when` is untrusted (it reads a placeholder), and the reason it may not fire (its
     `when` or `condition` read a placeholder; None: it may)."""
-    reason_of = {name: reason for name, reason, _ in missing}
+    reason_of: dict[str, str] = {}
+    for name, reason, _ in missing:
+        reason_of.setdefault(name, reason)
     placeholders = frozenset(name for name, _, placeholder in missing if placeholder)
-    order = [name for name in INPUTS if name in reason_of]
+    order = [name for name in INPUTS if name in reason_of] + [name for name in reason_of if name not in INPUTS]
     return tuple(
         (
             next((reason_of[name] for name in order if name in needs), None),
@@ -105,11 +124,21 @@ def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]]
     )
 
 
-def global_missing(facts: Any) -> Missing:
+def global_missing(facts: Any, unknown_values: tuple[tuple[str, str], ...] = ()) -> Missing:
     """The inputs missing for the whole check (platform is not: it defaults to one H200, the
-    documented default, and the platform checks are checked for it)."""
+    documented default, and the platform checks are checked for it). `unknown_values`: server
+    arguments whose value a launch file does not define, (dest, why); dest "*": any argument."""
     given = facts.inputs_given
     out: list[tuple[str, str, bool]] = []
+    for dest, why in unknown_values:
+        reason = why
+        if dest == "*":
+            out.append(("config", reason, True))
+            continue
+        out.append((value_input(dest), reason, True))
+        out.append((value_input("*arguments"), reason, True))
+        if dest in _typed_fields():
+            out.append((CONFIG_FACTS, reason, True))
     if not given.config:
         out.append(("config", "no server config", True))
     if not given.model:
@@ -192,8 +221,15 @@ class Tally:
         return Coverage(notes=notes, source=self.fold)
 
 
-def notes(facts: Any) -> tuple[str, ...]:
-    """What the counts alone do not say."""
+def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), launch: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What the counts alone do not say (`launch`: a launch file's own notes)."""
+    said = tuple(f"not checked: {why}" for _, why in unknown_values) + launch
     if not facts.lora_enabled and facts.inputs_given.config:
-        return ("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply",)
-    return ()
+        return said + ("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply",)
+    return said
+
+
+def _typed_fields() -> frozenset[str]:
+    from inkling_compat.inputs.models import ServerConfig
+
+    return frozenset(ServerConfig.model_fields) - {"arguments"}

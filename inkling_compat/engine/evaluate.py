@@ -113,7 +113,7 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
     plan = evaluator.plan(tuple(rules) if rules is not None else load_rules(), sglang_version)
-    missing = coverage.global_missing(facts)
+    missing = coverage.global_missing(facts, inputs.unknown_values)
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
     contexts = Contexts(inputs, facts, plan, build=evaluator.context)
     fired, evaluated, tally = run_rules(plan, contexts, [a.name for a in facts.adapters], [missing, *per_adapter], evaluator)
@@ -286,7 +286,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,
-        coverage=tally.coverage(coverage.notes(facts)) if tally is not None else Coverage(),
+        coverage=tally.coverage(coverage.notes(facts, inputs.unknown_values, inputs.launch_notes)) if tally is not None else Coverage(),
     )
 
 

@@ -175,6 +175,14 @@ def pinned_int_failure(lora_paths: list[LoraRef], max_loras_per_batch: int) -> P
     return PinnedIntFailure(name=entry.name, error=entry.pinned_int_error)  # type: ignore[arg-type]  # set where the count is None
 
 
+def duplicate_name(lora_paths: list[LoraRef]) -> str | None:
+    """The first entry's name that another entry lists with a different path (linear)."""
+    paths: dict[str, set[str]] = {}
+    for p in lora_paths:
+        paths.setdefault(p.name, set()).add(p.path)
+    return next((p.name for p in lora_paths if len(paths[p.name]) > 1), None)
+
+
 def lora_paths_json_failure(lora_paths: Any) -> LoraPathJsonFailure | None:
     """argparse_actions.py LoRAPathAction: a --lora-paths string that, stripped, is wrapped in
     braces is parsed with json.loads and must hold lora_name and lora_path (l.13-20)."""
@@ -215,6 +223,7 @@ def derive(inputs: Inputs, memo: bool = True) -> Facts:
         lora_paths=[LoraPath(name=p.name, path=p.path, pinned=p.pinned) for p in lora_paths],
         pinned_int_failure=pinned_int_failure(lora_paths, config.max_loras_per_batch),
         lora_paths_json_failure=lora_paths_json_failure(config.lora_paths),
+        lora_paths_duplicate_name=duplicate_name(lora_paths),
         target_modules=targets,
         attention=attention,
         quant=quant,

@@ -30,6 +30,11 @@ class Inputs:
     sources: Sources = Sources()
     # What the server arguments name that sglang would read but is not here (read_by_sglang.py).
     not_read: tuple[str, ...] = ()
+    # Server arguments whose value the launch file does not define: (dest, why), dest "*" for
+    # any argument (inputs/launch.Launch.unknown_values); what reads them is not checked.
+    unknown_values: tuple[tuple[str, str], ...] = ()
+    # What a launch file's reading leaves to say (inputs/launch.Launch.notes).
+    launch_notes: tuple[str, ...] = ()
 
 
 def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
@@ -100,11 +105,11 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     server, unknown = load_server_config(config)
     not_read: tuple[str, ...] = ()
     if (model is None or adapter is None) and (server.arguments or server.lora_paths):  # what sglang itself reads, found from its arguments
-        from inkling_compat.inputs.read_by_sglang import found_inputs, unread
+        from inkling_compat.inputs.read_by_sglang import resolve
 
-        entries = lora_path_entries(server) if adapter is None else []
-        not_read = unread(server, model, adapter, entries)
-        model, adapter = found_inputs(server, model, adapter, entries)
+        env = getattr(config, "env", None)  # a launch command's own VAR=value assignments
+        found = resolve(server, model, adapter, lora_path_entries(server) if adapter is None else [], env if isinstance(env, dict) else None)
+        model, adapter, not_read = found.model, found.adapter, found.not_read
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
@@ -121,6 +126,8 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         adapters=tuple(manifests),
         unknown_keys=tuple(unknown),
         not_read=not_read,
+        unknown_values=tuple(getattr(config, "unknown_values", ())),
+        launch_notes=tuple(getattr(config, "notes", ())),
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

@@ -593,6 +593,12 @@ class Facts(_Facts):
 
     lora_enabled: Annotated[bool, From("config")] = fact("LoRA is on: --enable-lora, else --lora-paths given.", "arg_groups/lora_hook.py check_lora_server_args l.33-182")
     lora_paths: Annotated[list[LoraPath], From("config")] = fact("--lora-paths as parsed into LoRARef entries.", "lora/lora_registry.py LoRARef l.28-")
+    lora_paths_duplicate_name: Annotated[str | None, From("config")] = fact(
+        "The first --lora-paths name that another entry lists with a different path (None: none): validate_new_adapter refuses the second. "
+        "Computed in one pass (a CEL comprehension over the entries would be quadratic in them).",
+        "lora/lora_manager.py validate_new_adapter l.356",
+        default=None,
+    )
     pinned_int_failure: Annotated[PinnedIntFailure | None, From("config")] = fact(
         "The first --lora-paths entry whose `int(pinned)` raises (None: every entry's converts): _load_lora_adapter counts pinned adapters with it "
         "after loading the weights, and LoRARef (a msgspec.Struct) does not check that `pinned` is a bool.",

@@ -729,10 +729,17 @@ def read_fleet(
     return out
 
 
-def _read_entry(directory: str, folder_real: str | None, name: str | None, path: str | None, pinned: bool) -> PeftManifest:
+def read_cached_adapter(directory: str, repo_folder: str, entry: LoraRef) -> PeftManifest:
+    """The adapter of a snapshot in the Hugging Face cache (inputs/hf_cache.py), named and
+    shown as its --lora-paths entry: its files are links into the repository folder's blobs/
+    (the cache's layout), so links may point anywhere inside that folder, never out of it."""
+    return _read_entry(directory, None, entry.name, entry.path, entry.pinned, os.path.realpath(repo_folder))
+
+
+def _read_entry(directory: str, folder_real: str | None, name: str | None, path: str | None, pinned: bool, root_real: str | None = None) -> PeftManifest:
     label = os.path.basename(os.path.normpath(directory)) or directory
     reason = None
-    real = None
+    real = root_real
     if folder_real is not None:
         try:
             real = _resolve_inside(directory, folder_real, label)

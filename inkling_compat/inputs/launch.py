@@ -6,9 +6,13 @@ console script `sglang = sglang.cli.main:main`: serve strips `--model-type X` an
 leading positional into `--model-path`), and `python -m sglang.cli.main serve ARGS`. ARGS alone
 (starting with `-`) are taken as they are.
 
-A launch file (`--launch FILE`, `-` for stdin) holds shell words (a script: `export VAR=value`
-lines and `\\` continuations; the line that runs sglang is the command) or a YAML/JSON list of
-words (a container's `command` + `args`).
+A launch file (`--launch FILE`, `-` for stdin; a regular file or standard input under the
+16 MiB cap of config files, at most 100,000 words) holds a shell script, read as bash reads it
+(inputs/shell.py: the words bash would pass to the sglang command it runs, wrappers unwrapped,
+variables of the script expanded), or a YAML/JSON list of words (a container's `command` + `args`).
+A word whose value the file does not define (`$PORT` from the environment, `$1`, `$(cmd)`) is
+not guessed: its argument is left out of the parse and named ("--port comes from $PORT, not set
+in start.sh"), and the rules that read what it sets are not checked (`Launch.unknown_values`).
 
 `--config FILE` inside the command is sglang's own config file, merged as
 `ConfigArgumentMerger.merge_config_with_args` does (config words first, so the command line wins),
@@ -21,9 +25,10 @@ config file key's line.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,109 +58,143 @@ class Launch:
     # Where each dest was set, (dest, file, where): the command's "argument 12: --max-lora-rank"
     # or the --config file's key; the last setting wins, as in argparse.
     places: tuple[tuple[str, str, str], ...] = ()
+    # The dests whose value the launch file does not define, with why: ("port", "--port comes
+    # from $PORT, not set in start.sh"); dest "*" where any argument may be set (`$EXTRA_ARGS`).
+    unknown_values: tuple[tuple[str, str], ...] = ()
+    # Further sglang commands found in the same file after this one.
+    more_commands: int = 0
+    # What the report says about the launch file besides its problems (the values not known,
+    # the commands not checked).
+    notes: tuple[str, ...] = ()
 
     def server_config_data(self) -> dict[str, Any]:
         """The project's server config mapping of this launch (`server_config_data`)."""
         return server_config_data(self)
 
 
-def read_words(path: str) -> list[str]:
-    """The words of a launch file (or stdin for `-`)."""
-    import sys
+MAX_LAUNCH_WORDS = 100_000
 
+
+def read_words(path: str, env: dict[str, str] | None = None) -> list[str]:
+    """The words of a launch file's first sglang command (or stdin's for `-`), its environment
+    first as `NAME=value` words."""
+    found = read_commands(path, env)[0]
+    return [f"{k}={v}" for k, v in found.env.items() if _ASSIGNMENT.match(f"{k}=")] + list(found.words)
+
+
+def read_text(path: str) -> str:
+    """A launch file's text: a regular file (or standard input) under the config files' byte
+    cap; FIFOs, sockets and devices are refused as for `--config`."""
+    from inkling_compat.inputs import stdin
+    from inkling_compat.inputs.loading import MAX_INPUT_BYTES, read_capped
+
+    label = stdin.NAME if path == "-" else path
+    raw = stdin.read_bytes(MAX_INPUT_BYTES) if path == "-" else read_capped(path, "a launch file (a shell script or a list of words)")
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(path, "(file)", "not UTF-8 text") from None
+        raise InputError(label, "(file)", "not UTF-8 text") from None
+
+
+def read_commands(path: str, env: dict[str, str] | None = None) -> list[Any]:
+    """Every sglang command of a launch file (inputs/shell.FoundCommand), in the order it
+    runs them; an InputError when there is none."""
+    from inkling_compat.inputs.shell import FoundCommand, find_commands, find_in_argv
+
+    label = "<stdin>" if path == "-" else path
+    text = read_text(path)
     stripped = text.lstrip()
     if stripped.startswith("[") or stripped.startswith("- "):
         from inkling_compat.inputs.loading import _yaml_data
 
         try:
             data = _yaml_data(text)
+        except InputError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any parse failure is the file's problem
-            raise InputError(path, "(file)", f"not a YAML/JSON list of words: {exc}") from None
+            raise InputError(label, "(file)", f"not a YAML/JSON list of words: {' '.join(str(exc).split())[:200]}") from None
         if not isinstance(data, list) or not all(isinstance(w, (str, int, float)) and not isinstance(w, bool) for w in data):
-            raise InputError(path, "(root)", "expected a list of words (a container's command + args)")
-        return [str(w) for w in data]
-    return script_words(text, path)
+            raise InputError(label, "(root)", "expected a list of words (a container's command + args)")
+        if len(data) > MAX_LAUNCH_WORDS:
+            raise InputError(label, "(root)", f"more than {MAX_LAUNCH_WORDS:,} words")
+        words = [str(w) for w in data]
+        if words and words[0].startswith("-"):  # the image's entry point is sglang: args alone
+            return [FoundCommand(tuple(words), 1)]
+        found = find_in_argv(words, origin=label, env=env)
+        if not found:
+            raise InputError(label, "(file)", "no sglang launch command in it (looked for python -m sglang.launch_server ..., sglang serve ..., also inside env/nohup/timeout/docker run/bash -c ...)")
+        return found
+    found = find_commands(text, origin=label, env=env)
+    if not found:
+        raise InputError(label, "(file)", "no sglang launch command in it (looked for python -m sglang.launch_server ..., sglang serve ..., also inside env/nohup/timeout/docker run/bash -c ...; functions only where called, heredocs are text)")
+    return found
 
 
 def script_words(text: str, label: str = COMMAND) -> list[str]:
-    """The sglang command of a shell script, with its script's `export VAR=value` lines first."""
-    joined = re.sub(r"\\\r?\n", " ", text)
-    exports: list[str] = []
-    for line in joined.splitlines():
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError as exc:
-            raise InputError(label, "(file)", f"not shell words: {exc}") from None
-        if not words:
-            continue
-        if words[0] == "export":
-            exports += [w for w in words[1:] if _ASSIGNMENT.match(w)]
-            continue
-        if _entry(words) is not None:
-            return exports + words
-    raise InputError(label, "(file)", "no sglang launch command in it (python -m sglang.launch_server ..., sglang serve ...)")
+    """The first sglang command of a shell script, its environment first as `NAME=value`
+    words (inputs/shell.py reads the script)."""
+    from inkling_compat.inputs.shell import find_commands
+
+    found = find_commands(text, origin=label)
+    if not found:
+        raise InputError(label, "(file)", "no sglang launch command in it (python -m sglang.launch_server ..., sglang serve ...)")
+    return [f"{k}={v}" for k, v in found[0].env.items()] + list(found[0].words)
 
 
 def _entry(words: list[str]) -> tuple[int, str] | None:
-    """(index of the first server argument, the entry point) or None."""
+    """(index of the first server argument, the entry point) or None: leading `NAME=value`
+    words (and `env`, `exec`) are skipped; ARGS alone (a first word starting with `-`) are the
+    server arguments as they are."""
+    from inkling_compat.inputs.shell import _entry_at
+
     i = 0
     while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in ("env", "exec")):
         i += 1
-    rest = words[i:]
-    if not rest:
-        return None
-    if _PYTHON.match(rest[0]):
-        j = 1
-        while j < len(rest) and rest[j].startswith("-") and rest[j] != "-m":
-            j += 1  # interpreter options (-u, -X ...)
-        if j + 1 < len(rest) and rest[j] == "-m":
-            module = rest[j + 1]
-            if module == "sglang.launch_server":
-                return i + j + 2, "python -m sglang.launch_server"
-            if module in ("sglang.cli.main", "sglang") and j + 2 < len(rest) and rest[j + 2] == "serve":
-                return i + j + 3, "sglang serve"
-        return None
-    if re.match(r"^(.*/)?sglang$", rest[0]) and len(rest) > 1 and rest[1] == "serve":
-        return i + 2, "sglang serve"
-    if rest[0].startswith("-"):
+    if i < len(words) and words[i].startswith("-"):
         return i, "arguments"
-    return None
+    found = _entry_at(words[i:])
+    return None if found is None else (i + found[0], found[1])
 
 
 def _serve_argv(argv: list[str]) -> list[str]:
     """cli/serve.py: `--model-type X` is serve's own, a leading positional is the model path."""
-    out: list[str] = []
+    return [w for w, _ in _serve_pairs([(w, None) for w in argv])]
+
+
+def _serve_pairs(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """`_serve_argv` over (word, mark) pairs: each word keeps its mark (an unknown value's
+    reason, or its origin)."""
+    out: list[tuple[str, Any]] = []
     i = 0
-    while i < len(argv):
-        if argv[i] == "--model-type" and i + 1 < len(argv):
+    while i < len(pairs):
+        word = pairs[i][0]
+        if word == "--model-type" and i + 1 < len(pairs):
             i += 2
             continue
-        if argv[i].startswith("--model-type="):
+        if word.startswith("--model-type="):
             i += 1
             continue
-        out.append(argv[i])
+        out.append(pairs[i])
         i += 1
-    if out and not out[0].startswith("-"):
-        out = ["--model-path", *out]
+    if out and not out[0][0].startswith("-"):
+        out = [("--model-path", None), *out]
     return out
 
 
 _LAUNCHES: dict[tuple[str, ...], Launch] = {}  # a command without --config -> its parse
 
 
-def parse_launch(words: list[str], label: str = COMMAND) -> Launch:
-    """The launch as sglang parses it (a command that names no file is parsed once per process)."""
-    key = (label, *words)
+def parse_launch(words: list[str], label: str = COMMAND, *, env: dict[str, str] | None = None, unknown: dict[int, str] | None = None, more: int = 0) -> Launch:
+    """The launch as sglang parses it (a command that names no file is parsed once per process).
+    `env`: the command's environment besides its `NAME=value` words; `unknown`: index of a word
+    -> where its value comes from (inputs/shell.FoundCommand); `more`: commands found after it."""
+    if len(words) > MAX_LAUNCH_WORDS:
+        raise InputError(label, "(command)", f"more than {MAX_LAUNCH_WORDS:,} words")
+    key = (label, tuple(sorted((env or {}).items())), tuple(sorted((unknown or {}).items())), more, *words)
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit
-    launch = _parse_launch(words, label)
+    launch = _parse_launch(words, label, env or {}, unknown or {}, more)
     if launch.config_file is None:
         if len(_LAUNCHES) >= 256:
             _LAUNCHES.clear()
@@ -163,18 +202,25 @@ def parse_launch(words: list[str], label: str = COMMAND) -> Launch:
     return launch
 
 
-def _parse_launch(words: list[str], label: str) -> Launch:
-    found = _entry(words)
-    if found is None:
-        raise InputError(label, "(command)", "not an sglang launch command (python -m sglang.launch_server ..., sglang serve ...)")
-    start, entry = found
-    env = dict(w.split("=", 1) for w in words[:start] if _ASSIGNMENT.match(w))
-    argv = list(words[start:])
-    if entry == "sglang serve":
-        argv = _serve_argv(argv)
-    # Where each word is: ("command", its index in sglang's sys.argv, 1 = the first server
-    # argument) or ("config", key).
-    origins: list[tuple[str, Any]] = [("command", i + 1) for i in range(len(argv))]
+def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None = None, unknown: dict[int, str] | None = None, more: int = 0) -> Launch:
+    words, given_env, unknown = _command_words(words, label, dict(given_env or {}), dict(unknown or {}))
+    start, entry = _entry(words)  # type: ignore[misc]  # (_command_words found it)
+    env = {**given_env, **dict(w.split("=", 1) for w in words[:start] if _ASSIGNMENT.match(w))}
+    # Each word with where it is: ("command", its index in sglang's sys.argv, 1 = the first
+    # server argument) or ("config", key); and the reason its value is not known, if so.
+    unknown_values: tuple[tuple[str, str], ...] = ()
+    if entry != "sglang serve" and not unknown:  # (the common case, without the pairs below)
+        argv = words[start:]
+        origins: list[tuple[str, Any]] = [("command", i + 1) for i in range(len(argv))]
+    else:
+        pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
+        if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
+            served = _serve_pairs(pairs)
+            pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
+        argv = [w for w, _ in pairs]
+        origins = [origin for _, (origin, _) in pairs]
+        if any(why for _, (_, why) in pairs):
+            argv, origins, unknown_values = _without_unknown(argv, origins, [why for _, (_, why) in pairs])
     config_file = None
     try:
         config_file = config_file_path(argv) if "--config" in argv else None
@@ -203,7 +249,9 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         argv = config_words + argv[:index] + argv[index + 2 :]
         origins = config_origins + origins[:index] + origins[index + 2 :]
     try:
-        values, extras = argument_table.parser().parse_known_args(argv)
+        # (a --model-path the file does not define, or words that may hold it: not "required")
+        required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
+        values, extras = _parse_known(argument_table.parser(required), argv)
     except argument_table.ArgumentsRefused as exc:
         raise _placed(exc, argv, origins, label, config_file) from None
     except Exception as exc:  # argparse.ArgumentError
@@ -224,24 +272,138 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         if origin[0] == "command":
             item["suggestion"] = item["flag"]
         unknown.append(item)
-    return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file))
+    return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file), unknown_values, more)
+
+
+_CHUNK = 128  # words per argparse call: argparse's option scan is quadratic in one call's words
+
+
+def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
+    """`parser.parse_known_args(argv)` in linear time: argparse finds each option's successor by
+    scanning every option index (quadratic in the words), so a long command is parsed in
+    chunks that start at an option word (as argparse itself classifies words), each into the
+    same namespace; the required arguments are checked once at the end, in argparse's words.
+    The result, and any refusal, is the one parse's (tests/test_launch_input.py)."""
+    if not getattr(parser, "_memo_optional", False):
+        # How a word reads (option, abbreviation, value) depends on the word alone: an
+        # abbreviation (`--tp`) is otherwise matched against every option string each time.
+        parser._parse_optional = functools.lru_cache(maxsize=65536)(parser._parse_optional)
+        parser._memo_optional = True
+    if len(argv) <= _CHUNK or "--" in argv:
+        return parser.parse_known_args(argv)
+    import argparse
+
+    starts = [0]
+    for i in range(1, len(argv)):
+        if i - starts[-1] >= _CHUNK and argv[i][:1] in parser.prefix_chars and parser._parse_optional(argv[i]) is not None:
+            starts.append(i)
+    starts.append(len(argv))
+    namespace, extras = argparse.Namespace(), []
+    required = [a for a in parser._actions if a.required]
+    for a in required:
+        a.required = False
+    try:
+        for begin, end in zip(starts, starts[1:]):
+            namespace, more = parser.parse_known_args(argv[begin:end], namespace)
+            extras += more
+    finally:
+        for a in required:
+            a.required = True
+    missing = ["/".join(a.option_strings) or a.metavar or a.dest for a in required if not hasattr(namespace, a.dest)]
+    if missing:
+        parser.error("the following arguments are required: " + ", ".join(missing))
+    return namespace, extras
+
+
+def _command_words(words: list[str], label: str, env: dict[str, str], unknown: dict[int, str]) -> tuple[list[str], dict[str, str], dict[int, str]]:
+    """The words from the entry point on, found through wrappers (`nohup`, `timeout`, `docker
+    run`, `bash -c` ...) when the words do not start with one (inputs/shell.find_in_argv)."""
+    if _entry(words) is not None:
+        return words, env, unknown
+    if not unknown:
+        from inkling_compat.inputs.shell import find_in_argv
+
+        found = find_in_argv(words, origin=label, env=env)
+        if found:
+            return list(found[0].words), {**env, **found[0].env}, dict(found[0].unknown)
+    raise InputError(label, "(command)", "not an sglang launch command (python -m sglang.launch_server ..., sglang serve ...)")
+
+
+def _without_unknown(argv: list[str], origins: list[tuple[str, Any]], why: list[str | None]) -> tuple[list[str], list[tuple[str, Any]], tuple[tuple[str, str], ...]]:
+    """The words argparse can judge: an option whose value the file does not define is left
+    out with its values (never a false "invalid int value: '$PORT'"), and named with where the
+    value comes from; a word not known in an option's place may be any arguments (dest "*")."""
+    keep: list[int] = []
+    said: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name, eq, _ = word.partition("=")
+        row = _row_of(name) if word.startswith("--") else None
+        if why[i] is not None and (row is None or not eq):
+            said.setdefault("*", f"{_short(word)} may hold any arguments: it comes from {why[i]}")
+            i += 1
+            continue
+        if row is None:
+            keep.append(i)
+            i += 1
+            continue
+        nargs = row.get("nargs")
+        takes = 0 if eq or row["action"] in ("store_true", "store_false", "boolean_optional", "DeprecatedStoreTrueAction") or nargs == 0 else None
+        j = i + 1
+        if takes is None:
+            limit = 1 if nargs is None else (int(nargs) if isinstance(nargs, int) else len(argv))
+            while j < len(argv) and j - i - 1 < limit and not (argv[j].startswith("-") and len(argv[j]) > 1 and why[j] is None):
+                if nargs == "?" and argv[j].startswith("-"):
+                    break
+                j += 1
+        unknown_here = next((why[k] for k in range(i, j) if why[k] is not None), None)
+        if unknown_here is None:
+            keep.extend(range(i, j))
+        else:
+            dest = "*" if row["dest"] == "config" else row["dest"]
+            said.setdefault(dest, f"{name} comes from {unknown_here}")
+        i = j
+    return [argv[k] for k in keep], [origins[k] for k in keep], tuple(said.items())
+
+
+def _row_of(option: str) -> dict[str, Any] | None:
+    """The table row an option word names: its exact spelling, or an abbreviation argparse
+    would take (unique prefix); None for an unknown or ambiguous one (argparse says why)."""
+    row = argument_table.lookup(option[2:])
+    if row is not None and any(o == option for o in row["options"]):
+        return row
+    try:
+        found = argument_table.parser()._parse_optional(option)
+    except Exception:  # noqa: BLE001 - an ambiguous prefix: argparse refuses it in the parse
+        return None
+    if isinstance(found, list):  # (newer argparse: every match)
+        found = found[0] if len(found) == 1 else None
+    action = found[0] if found else None
+    if action is None or not action.option_strings:
+        return None
+    return argument_table.lookup(action.option_strings[-1].lstrip("-"))
+
+
+def _short(word: str) -> str:
+    return word if len(word) <= 40 else word[:37] + "..."
 
 
 def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[tuple[str, str, str], ...]:
     """(dest, file, where) for each dest an option word sets (see `Launch.places`)."""
-    found: dict[str, tuple[str, str]] = {}
+    last: dict[str, tuple[str, str, Any]] = {}  # dest -> (option, kind, at) of its last setting
+    rows: dict[str, Any] = {}
     for word, (kind, at) in zip(argv, origins):
         if not word.startswith("--"):
             continue
         option = word.split("=", 1)[0]
-        row = argument_table.lookup(option[2:])
-        if row is None:
-            continue
-        if kind == "config" and config_file:
-            found[row["dest"]] = (config_file, str(at))
-        else:
-            found[row["dest"]] = (label, f"argument {at}: {option}")
-    return tuple((dest, file, where) for dest, (file, where) in found.items())
+        row = rows[option] if option in rows else rows.setdefault(option, argument_table.lookup(option[2:]))
+        if row is not None:
+            last[row["dest"]] = (option, kind, at)
+    return tuple(
+        (dest, config_file, str(at)) if kind == "config" and config_file else (dest, label, f"argument {at}: {option}")
+        for dest, (option, kind, at) in last.items()
+    )
 
 
 def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> InputError:
@@ -293,14 +455,58 @@ def server_config_data(launch: Launch) -> dict[str, Any]:
     return data
 
 
-def cli_config(config: str | None, launch: str | None, words: list[str] | None) -> Any:
-    """`check`'s server config: --config FILE, --launch FILE (a parsed Launch), or the words
-    after `--`; exactly one of them."""
+def cli_config(config: str | None, launch: str | None, words: list[str] | None, env: dict[str, str] | None = None) -> Any:
+    """`check`'s server config: --config FILE, --launch FILE (a parsed Launch: its first sglang
+    command), or the words after `--`; exactly one of them. `env`: values of `--env`/`--env-file`
+    for what the launch file does not define."""
     given = [name for name, value in (("--config", config), ("--launch", launch), ("--", words)) if value is not None]
     if len(given) != 1:
         raise InputError("(command line)", "check", "give one of --config FILE, --launch FILE or -- LAUNCH COMMAND" + (f" (got {' and '.join(given)})" if given else ""))
     if config is not None:
         return config
     if launch is not None:
-        return parse_launch(read_words(launch), "<stdin>" if launch == "-" else launch)
-    return parse_launch(list(words or []))
+        found = read_commands(launch, env)
+        first, label = found[0], "<stdin>" if launch == "-" else launch
+        parsed = parse_launch(list(first.words), label, env=dict(first.env), unknown=dict(first.unknown), more=len(found) - 1)
+        if len(found) > 1:
+            lines = ", ".join(str(f.line) for f in found[1:6]) + (", ..." if len(found) > 6 else "")
+            said = f"{len(found) - 1} more sglang command(s) in {label} (line {lines}) not checked: this report is the command at line {first.line}"
+            parsed = dataclasses.replace(parsed, notes=(*parsed.notes, said))
+        return parsed
+    return parse_launch(list(words or []), env=env)
+
+
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+def env_values(pairs: list[str], files: list[str]) -> dict[str, str]:
+    """`--env-file FILE` (NAME=VALUE lines; `#` comments, blank lines, `export `, one pair of
+    quotes around a value) then `--env NAME=VALUE`, later ones winning; an InputError naming
+    the file and line, or the option, for anything else."""
+    from inkling_compat.inputs.loading import read_capped
+
+    env: dict[str, str] = {}
+    for file in files:
+        raw = read_capped(file, "a .env file of NAME=VALUE lines")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(file, "(file)", "not UTF-8 text") from None
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            m = _ENV_LINE.match(line)
+            if m is None:
+                raise InputError(file, f"line {number}", "expected NAME=VALUE")
+            value = m.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            elif " #" in value:
+                value = value.split(" #", 1)[0].rstrip()
+            env[m.group(1)] = value
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not _ASSIGNMENT.match(name + "="):
+            raise InputError("(command line)", "--env", f"expected NAME=VALUE, got {pair[:60]!r}")
+        env[name] = value
+    return env

@@ -450,6 +450,14 @@ def read_document(path: str | Path) -> dict[str, Any]:
     if stdin.is_stdin(path):  # `--config -`: the same parsing and limits, YAML (JSON is YAML)
         return parse_document(stdin.read_bytes(MAX_INPUT_BYTES), stdin.NAME, is_json=False)
     path = Path(path)
+    return parse_document(read_capped(path), str(path), is_json=path.suffix == ".json")
+
+
+def read_capped(path: str | Path, expected: str = "a YAML or JSON file") -> bytes:
+    """A file's bytes, at most MAX_INPUT_BYTES: a FIFO or socket is refused unopened for
+    reading, a device or a growing file is read to one byte past the cap and refused; every
+    failure an InputError naming the file."""
+    path = Path(path)
     name = str(path)
     try:  # one open and one fstat: a check reads three of these
         # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (it is
@@ -479,12 +487,12 @@ def read_document(path: str | Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise InputError(name, "(file)", "no such file") from None
     except IsADirectoryError:
-        raise InputError(name, "(file)", "is a directory, expected a YAML or JSON file") from None
+        raise InputError(name, "(file)", f"is a directory, expected {expected}") from None
     except OSError as exc:
         raise InputError(name, "(file)", f"cannot read: {exc.strerror}") from None
     except ValueError:  # os.open of a path holding a NUL (no file can have one)
         raise InputError(name, "(file)", "the path holds a NUL character: no such file") from None
-    return parse_document(raw, name, is_json=path.suffix == ".json")
+    return raw
 
 
 def parse_document(raw: bytes, name: str, is_json: bool) -> dict[str, Any]:
@@ -671,7 +679,17 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     as_data = getattr(source, "server_config_data", None)
     if callable(as_data):  # a launch command (inputs/launch.Launch), already parsed as sglang parses it
         return validate(ServerConfig, as_data(), source.label), [dict(u) for u in source.unknown]
-    data, file = _as_mapping(source, "<config>")
+    try:
+        data, file = _as_mapping(source, "<config>")
+    except InputError as exc:
+        _refuse_deployment_stream(source, exc)
+        raise
+    if isinstance(source, (str, Path)):
+        from inkling_compat.inputs.deployment import foreign_kind
+
+        kind = foreign_kind(data)
+        if kind is not None:  # named, never dumped as unknown keys (its environment holds secrets)
+            raise InputError(file, "(root)", f"{kind}, not a server config: give it with --launch")
     fields = ServerConfig.model_fields
     if all(key in fields for key in data):  # today's files: only the typed fields
         found = [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
@@ -681,6 +699,22 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     data, found = sort_arguments(data, file)
     found += [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
     return validate(ServerConfig, data, file), found
+
+
+def _refuse_deployment_stream(source: Any, exc: InputError) -> None:
+    """A multi-document Kubernetes stream given as a server config: named (as `--launch` input)."""
+    if not isinstance(source, (str, Path)) or "another document" not in exc.reason:
+        return
+    from inkling_compat.inputs.deployment import KUBERNETES, _kubernetes_object, _yaml_documents
+    from inkling_compat.inputs.limits import read_bounded
+
+    try:
+        raw = (stdin.already_read() or b"") if stdin.is_stdin(source) else read_bounded(source, MAX_INPUT_BYTES)
+        documents = _yaml_documents(raw.decode("utf-8"), str(source)) or []
+    except (InputError, UnicodeDecodeError):
+        return  # not a stream we can name: the original error stands
+    if any(_kubernetes_object(d) for d, _ in documents):
+        raise InputError(exc.file, "(root)", f"{KUBERNETES} (a stream of {len(documents)} documents), not a server config: give it with --launch") from None
 
 
 def load_model_config(source: Any) -> ModelConfig:
