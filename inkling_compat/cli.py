@@ -90,17 +90,18 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
+    unknown_text: dict[str, str] = {}
     if (args.fix or args.diff) and args.launch is not None:
-        from inkling_compat.inputs.launch import read_words
+        from inkling_compat.inputs.launch import read_words_unknown
 
-        words = read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
-    args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
+        words, unknown_text = read_words_unknown(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
+    args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args), unknown_text)
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
         selection = _selection(args, load_rules())
         _started()
-        return run_fix_launch(args, list(words or []), selection, load_rules(), _emit), None
+        return run_fix_launch(args, list(words or []), selection, load_rules(), _emit, unknown_text), None
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _refuse_output_over_inputs(args)

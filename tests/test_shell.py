@@ -260,3 +260,13 @@ def test_a_script_without_a_command_says_what_was_looked_for(tmp_path: Path):
     script.write_text("echo hello\n# python3 -m sglang.launch_server\n")
     with pytest.raises(InputError, match="no sglang launch command"):
         cli_config(None, str(script), None)
+
+
+def test_fix_on_a_script_keeps_values_it_does_not_define_unknown(tmp_path: Path):
+    script = tmp_path / "start.sh"
+    script.write_text("python3 -m sglang.launch_server --model-path m --port $PORT --enable-lora --lora-backend triton_v2 --enable-pdmux\n")
+    proc = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", str(script), "--fix", "--unsafe-fixes"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode in (0, 1) and "invalid int value" not in proc.stderr, proc.stderr
+    corrected = proc.stdout.split("corrected command: ")[1].splitlines()[0]
+    assert "$PORT" in corrected and "--enable-pdmux" not in corrected
+    assert "not checked: --port comes from $PORT" in proc.stdout
