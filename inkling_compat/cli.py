@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
     chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
-    chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command (shell words, or a YAML/JSON list of words); - reads standard input. Or give the command after --")
+    chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command: a shell script (read as bash reads it; wrappers such as nohup, env, timeout, srun, docker run and bash -c unwrapped), or a YAML/JSON list of words; - reads standard input. Or give the command after --")
     chk.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="with --launch: a value of the environment the launch file reads but does not set ($PORT, $MODEL_PATH); repeatable")
     chk.add_argument("--env-file", action="append", default=[], metavar="FILE", help="with --launch: NAME=VALUE lines (a .env file: # comments, blank lines, `export ` and quotes allowed) of the launch's environment; repeatable, --env wins")
     chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
