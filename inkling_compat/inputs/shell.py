@@ -45,6 +45,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _IFS = re.compile(r"[ \t\n]+")
+_GLOB = re.compile(r"[*?\[]")
+_GLOB_SOURCE = re.compile(r"(?<!\\)[*?\[]")  # unescaped, in an unquoted word's source
 _TAIL = re.compile(rb"(?:[ \t]|\\[^\n]|\\\n)*")  # blanks and escapes after a command's last word
 
 
@@ -201,6 +203,7 @@ class _Pieces:
         self.present = False  # a quoted "" makes a field of its own
         self.unknown: str | None = None
         self.vanished = False  # the last expansion was "${A[@]}" of no elements
+        self.pattern = False  # the field holds an unquoted `*`, `?` or `[`: bash globs it
 
     def add(self, text: str, quoted: bool = True) -> None:
         self.size += len(text)
@@ -217,6 +220,7 @@ class _Pieces:
             if part:
                 self.text.append(part)
                 self.present = True
+                self.pattern = self.pattern or _GLOB.search(part) is not None
 
     def mark(self, reason: str, source: str) -> None:
         """A value not known: the word keeps its source text and the reason."""
@@ -226,10 +230,13 @@ class _Pieces:
 
     def end(self) -> None:
         if self.present:
-            self.fields.append(_Word("".join(self.text), self.unknown))
+            text = "".join(self.text)
+            if self.pattern and self.unknown is None:
+                self.unknown = f"{_short(text)}, a file-name pattern bash expands where the script runs"
+            self.fields.append(_Word(text, self.unknown))
             if len(self.fields) > MAX_WORDS:
                 raise _Refused(f"more than {MAX_WORDS:,} words in one command")
-        self.text, self.present, self.unknown = [], False, None
+        self.text, self.present, self.unknown, self.pattern = [], False, None, False
 
     def done(self) -> list[_Word]:
         self.end()
@@ -540,7 +547,7 @@ class _Run:
             node = group[0]
             if len(group) == 1 and not isinstance(node, _Stray) and node.type == "word" and not node.children:  # (the common case)
                 text = self.text(node.start_byte, node.end_byte)
-                if "\\" not in text and not text.startswith("~"):
+                if "\\" not in text and not text.startswith("~") and _GLOB.search(text) is None:
                     words.append(_Word(text))
                     continue
             pieces = _Pieces()
@@ -631,6 +638,8 @@ class _Run:
                 else:
                     pieces.mark(f"~ (the home folder), not set in {self.walker.origin}", text)
                     return
+            if not quoted and _GLOB_SOURCE.search(text):
+                pieces.pattern = True
             pieces.add(_unescape(text) if not quoted else re.sub(r"\\\r?\n", "", text), quoted=True)
         elif kind == "raw_string":
             pieces.add(self.text(node.start_byte + 1, node.end_byte - 1), quoted=True)
