@@ -270,3 +270,20 @@ def test_fix_on_a_script_keeps_values_it_does_not_define_unknown(tmp_path: Path)
     corrected = proc.stdout.split("corrected command: ")[1].splitlines()[0]
     assert "$PORT" in corrected and "--enable-pdmux" not in corrected
     assert "not checked: --port comes from $PORT" in proc.stdout
+
+
+def test_the_grammar_is_imported_only_when_a_script_is_read():
+    code = (
+        "import sys\nfrom inkling_compat.api import check\n"
+        "check(argv=['python3', '-m', 'sglang.launch_server', '--model-path', 'm', '--tp', '2'])\n"
+        "check(argv=['nohup', 'python3', '-m', 'sglang.launch_server', '--model-path', 'm'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tree_sitter')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_sglang_serve_with_a_model_path_not_known():
+    found = one('sglang serve "$MODEL" --tp 2\n')
+    launch = parse_launch(list(found.words), "start.sh", unknown=dict(found.unknown))
+    assert launch.values == {"tp_size": 2} and launch.unknown_values == (("model_path", "--model-path comes from $MODEL, not set in start.sh"),)

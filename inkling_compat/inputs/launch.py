@@ -228,7 +228,7 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
         pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
         if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
             served = _serve_pairs(pairs)
-            pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
+            pairs = [(w, mark or ((served[k + 1][1][0], None) if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
         argv = [w for w, _ in pairs]
         origins = [origin for _, (origin, _) in pairs]
         if any(why for _, (_, why) in pairs):
