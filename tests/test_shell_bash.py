@@ -5,7 +5,6 @@ JSON), command by command, in the order bash runs them."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path

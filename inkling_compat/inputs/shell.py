@@ -29,7 +29,7 @@ import re
 from collections import ChainMap
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 
@@ -81,7 +81,12 @@ def find_in_argv(argv: Sequence[str], *, origin: str, env: Mapping[str, str] | N
     `sh -c` unwrapped."""
     walker = _Walker(origin)
     scope = _Scope.top(env or {}, origin)
-    walker.run([_Word(str(w)) for w in argv], _Env(scope.environment), scope, 1, 0)
+    if len(argv) > MAX_WORDS:
+        raise InputError(origin, "(command)", f"more than {MAX_WORDS:,} words")
+    try:
+        walker.run([_Word(str(w)) for w in argv], _Env(scope.environment), scope, 1, 0)
+    except _Refused as exc:
+        raise InputError(origin, "(command)", str(exc)) from None
     return walker.found
 
 
@@ -337,7 +342,6 @@ class _Script:
     text: str
     env: dict[str, str]
     positional: list[_Word] | None
-    line: int | None = None
 
 
 class _Run:
@@ -1044,10 +1048,6 @@ def _shell_c(words: list[_Word], env: _Env) -> _Script | None:
     return None
 
 
-def _bash_wrapper(words: list[_Word], env: _Env) -> _Script | None:
-    return _shell_c(words, env)
-
-
 _WRAPPERS: dict[str, Any] = {
     "env": _env_wrapper,
     "exec": _skip("a"),
@@ -1074,13 +1074,8 @@ _WRAPPERS: dict[str, Any] = {
     "docker": _docker,
     "podman": _docker,
     "nvidia-docker": _docker,
-    "bash": _bash_wrapper,
-    "sh": _bash_wrapper,
-    "dash": _bash_wrapper,
+    "bash": _shell_c,
+    "sh": _shell_c,
+    "dash": _shell_c,
 }
 
-
-def assignments(found: FoundCommand) -> Iterator[str]:
-    """`NAME=value` words of a found command's environment (for a launch's own parser)."""
-    for key, value in found.env.items():
-        yield f"{key}={value}"
