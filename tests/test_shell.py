@@ -287,3 +287,8 @@ def test_sglang_serve_with_a_model_path_not_known():
     found = one('sglang serve "$MODEL" --tp 2\n')
     launch = parse_launch(list(found.words), "start.sh", unknown=dict(found.unknown))
     assert launch.values == {"tp_size": 2} and launch.unknown_values == (("model_path", "--model-path comes from $MODEL, not set in start.sh"),)
+
+
+def test_a_sourced_file_is_named_where_a_value_is_not_known():
+    found = one("source ./env.sh\nexport A=1\npython3 -m sglang.launch_server --model-path $MODEL --x $A\n")
+    assert found.unknown == {4: "$MODEL, not set in start.sh (it sources ./env.sh, not read)"} and found.words[6] == "1"

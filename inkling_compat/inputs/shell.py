@@ -117,6 +117,7 @@ class _Scope:
 
     def __init__(self, variables: Any, exported: Any, positional: list[_Word] | None, functions: dict[str, Any], origin: str):
         self.variables, self.exported, self.positional, self.functions, self.origin = variables, exported, positional, functions, origin
+        self.sourced: str | None = None  # a file the script sources (`. FILE`): what it sets is not known
 
     @classmethod
     def top(cls, env: Mapping[str, str], origin: str) -> "_Scope":
@@ -127,7 +128,9 @@ class _Scope:
         return self
 
     def copy(self) -> "_Scope":
-        return _Scope(self.variables.new_child(), self.exported.new_child(), self.positional, self.functions, self.origin)
+        inner = _Scope(self.variables.new_child(), self.exported.new_child(), self.positional, self.functions, self.origin)
+        inner.sourced = self.sourced
+        return inner
 
     def export(self, name: str, on: bool = True) -> None:
         self.exported[name] = on
@@ -158,6 +161,8 @@ class _Scope:
             return self.variables[name]
         if not _NAME.match(name):
             return _Unknown(f"${name}, set when {self.origin} runs")
+        if self.sourced:
+            return _Unknown(f"${name}, not set in {self.origin} (it sources {self.sourced}, not read)")
         return _Unknown(f"${name}, not set in {self.origin}")
 
 
@@ -501,7 +506,7 @@ class _Run:
             return
         head = words[0]
         name = head.text.rsplit("/", 1)[-1]
-        if head.unknown is None and not (name in _WRAPPERS or name == "sglang" or _PYTHON.match(name) or head.text in scope.functions or head.text in ("shift", "eval")):
+        if head.unknown is None and not (name in _WRAPPERS or name == "sglang" or _PYTHON.match(name) or head.text in scope.functions or head.text in ("shift", "eval", "source", ".")):
             return  # (any other program: nothing to find in it)
         env = _Env(scope.environment)
         local = scope.copy()
@@ -591,12 +596,16 @@ class _Run:
                 raise _Refused(f"functions calling functions more than {MAX_DEPTH} deep")
             run, body = scope.functions[head.text]
             inner = _Scope(scope.variables, scope.exported, words[1:], scope.functions, scope.origin)
+            inner.sourced = scope.sourced
             body_run = _Run(run.walker, run.source, run.line, self.depth + 1)
             body_run.statement(body, inner)
             return
         if head.unknown is None and head.text == "shift" and scope.positional is not None:
             count = int(words[1].text) if len(words) > 1 and words[1].text.isdigit() else 1
             scope.positional = scope.positional[count:]
+            return
+        if head.unknown is None and head.text in ("source", ".") and len(words) > 1:
+            scope.sourced = scope.sourced or _short(words[1].text)
             return
         if head.unknown is None and head.text == "eval":
             unknown = next((w.unknown for w in words[1:] if w.unknown), None)
