@@ -7,8 +7,8 @@ function is called, with its arguments as `$1`...), `&&`/`||`/`;`/`|` chains, su
 `case` and loop bodies. Words are expanded as bash expands them: variables assigned or exported
 earlier in the same file (`${V:-x}`, `${V:=x}`, `${V-x}`, `${V:+x}`, arrays and `"${A[@]}"`),
 field splitting of unquoted expansions. A value the file does not define (`$1`, the
-environment, `$(cmd)`, a variable set in a branch) is *unknown*: its word is kept with the
-reason, never guessed.
+environment, `$(cmd)`, a variable set in a branch, one a sourced file may set, a file-name
+pattern bash would glob) is *unknown*: its word is kept with the reason, never guessed.
 
 Wrappers are unwrapped to the program they run: `env`, `nohup`, `exec`, `timeout`, `numactl`,
 `taskset`, `srun`, `sudo`, `nice`, `stdbuf`, `uv run`, `conda run`, `bash -c`/`sh -c` (the
