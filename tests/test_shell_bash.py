@@ -161,7 +161,7 @@ def scripts(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(script=scripts())
 def test_words_are_what_bash_passes(script: str, recorder: Path, tmp_path: Path) -> None:
     ran = bash_runs(script, recorder, tmp_path)

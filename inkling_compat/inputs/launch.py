@@ -304,9 +304,12 @@ def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
         return parser.parse_known_args(argv)
     import argparse
 
+    # argparse reads every word before it acts on any (an ambiguous abbreviation anywhere is
+    # its first refusal), so every word is read here first, in order.
+    optional = [parser._parse_optional(word) is not None if word[:1] in parser.prefix_chars else False for word in argv]
     starts = [0]
     for i in range(1, len(argv)):
-        if i - starts[-1] >= _CHUNK and argv[i][:1] in parser.prefix_chars and parser._parse_optional(argv[i]) is not None:
+        if i - starts[-1] >= _CHUNK and optional[i]:
             starts.append(i)
     starts.append(len(argv))
     namespace, extras = argparse.Namespace(), []
