@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
     chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
-    chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command (shell words, or a YAML/JSON list of words); - reads standard input. Or give the command after --")
+    chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command: a shell script (read as bash reads it; wrappers such as nohup, env, timeout, srun, docker run and bash -c unwrapped), or a YAML/JSON list of words; - reads standard input. Or give the command after --")
     chk.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="with --launch: a value of the environment the launch file reads but does not set ($PORT, $MODEL_PATH); repeatable")
     chk.add_argument("--env-file", action="append", default=[], metavar="FILE", help="with --launch: NAME=VALUE lines (a .env file: # comments, blank lines, `export ` and quotes allowed) of the launch's environment; repeatable, --env wins")
     chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
@@ -96,6 +96,7 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
+    unknown_text: dict[str, str] = {}
     if args.launch is not None and args.config is None and words is None and not (args.fix or args.diff):
         from inkling_compat.inputs.deployment import read_deployment
 
@@ -107,22 +108,27 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
         args.config = launch_config(deployment.commands[0], placed=False)
     if (args.fix or args.diff) and args.launch is not None:
         from inkling_compat.inputs.deployment import read_deployment
-        from inkling_compat.inputs.launch import read_words
+        from inkling_compat.inputs.launch import read_words_unknown
 
         deployment = read_deployment(args.launch, env=_launch_env(args))
         if deployment.structured and len(deployment.commands) > 1:
             from inkling_compat.errors import InputError
 
             raise InputError(deployment.file, "--fix/--diff", f"{deployment.kind} with {len(deployment.commands)} sglang commands: --fix/--diff print one command corrected; check it without them, or give one command after --")
-        words = deployment.commands[0].launch_words() if deployment.structured else read_words(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
+        if deployment.structured:
+            command = deployment.commands[0]
+            words = command.launch_words()
+            unknown_text = {command.words[i]: why for i, why in command.unknown.items()}
+        else:
+            words, unknown_text = read_words_unknown(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
     if args.config is None or isinstance(args.config, str):  # (not the launch read above)
-        args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args))
+        args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args), unknown_text)
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
         selection = _selection(args, load_rules())
         _started()
-        return run_fix_launch(args, list(words or []), selection, load_rules(), _emit), None
+        return run_fix_launch(args, list(words or []), selection, load_rules(), _emit, unknown_text), None
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
     selection = _selection(args, load_rules())  # (unusable settings: exit 2 before checking)
     _refuse_output_over_inputs(args)

@@ -17,6 +17,7 @@ _WORDS = [
     "--tp", "2", "--tp-size", "x", "--dp", "1", "--enable-lora", "--max-lora-rank", "16", "--lora-paths", "a=/x", "b", '{"lora_name": "c", "lora_path": "/c"}',
     "--model-path", "m", "--model", "--unknown-flag", "v", "-1", "-x", "--port=30000", "--cuda-graph-max-bs", "8", "--disable-cuda-graph", "--lora-backend", "triton",
     "--lora-backend", "nope", "--max-loras-per-batch", "-3", "--kv-cache-dtype", "auto", "positional", "--enable-dp-attention", "--no-enable-lora", "--lora-target-modules", "all",
+    "", "-", "--", "--tp=3", "--lora-paths=x", "--enable-lora=1", "--mod",
 ]  # fmt: skip
 
 

@@ -260,3 +260,35 @@ def test_a_script_without_a_command_says_what_was_looked_for(tmp_path: Path):
     script.write_text("echo hello\n# python3 -m sglang.launch_server\n")
     with pytest.raises(InputError, match="no sglang launch command"):
         cli_config(None, str(script), None)
+
+
+def test_fix_on_a_script_keeps_values_it_does_not_define_unknown(tmp_path: Path):
+    script = tmp_path / "start.sh"
+    script.write_text("python3 -m sglang.launch_server --model-path m --port $PORT --enable-lora --lora-backend triton_v2 --enable-pdmux\n")
+    proc = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", str(script), "--fix", "--unsafe-fixes"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode in (0, 1) and "invalid int value" not in proc.stderr, proc.stderr
+    corrected = proc.stdout.split("corrected command: ")[1].splitlines()[0]
+    assert "$PORT" in corrected and "--enable-pdmux" not in corrected
+    assert "not checked: --port comes from $PORT" in proc.stdout
+
+
+def test_the_grammar_is_imported_only_when_a_script_is_read():
+    code = (
+        "import sys\nfrom inkling_compat.api import check\n"
+        "check(argv=['python3', '-m', 'sglang.launch_server', '--model-path', 'm', '--tp', '2'])\n"
+        "check(argv=['nohup', 'python3', '-m', 'sglang.launch_server', '--model-path', 'm'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tree_sitter')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_sglang_serve_with_a_model_path_not_known():
+    found = one('sglang serve "$MODEL" --tp 2\n')
+    launch = parse_launch(list(found.words), "start.sh", unknown=dict(found.unknown))
+    assert launch.values == {"tp_size": 2} and launch.unknown_values == (("model_path", "--model-path comes from $MODEL, not set in start.sh"),)
+
+
+def test_a_sourced_file_is_named_where_a_value_is_not_known():
+    found = one("source ./env.sh\nexport A=1\npython3 -m sglang.launch_server --model-path $MODEL --x $A\n")
+    assert found.unknown == {4: "$MODEL, not set in start.sh (it sources ./env.sh, not read)"} and found.words[6] == "1"

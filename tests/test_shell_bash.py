@@ -5,7 +5,6 @@ JSON), command by command, in the order bash runs them."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -43,7 +42,9 @@ def bash_runs(script: str, folder: Path, tmp: Path) -> list[dict]:
     path.write_text(script)
     record.unlink(missing_ok=True)
     env = {"PATH": f"{folder}:/usr/bin:/bin", "RECORD_TO": str(record), "HOME": str(tmp), "LC_ALL": "C"}
-    subprocess.run([BASH, str(path)], env=env, cwd=tmp, check=False, timeout=20, capture_output=True)
+    empty = tmp / "empty"  # the working folder: a file-name pattern matches nothing, so bash keeps it
+    empty.mkdir(exist_ok=True)
+    subprocess.run([BASH, str(path)], env=env, cwd=empty, check=False, timeout=20, capture_output=True)
     if not record.exists():
         return []
     return [json.loads(line) for line in record.read_text().splitlines()]
@@ -160,13 +161,15 @@ def scripts(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(script=scripts())
 def test_words_are_what_bash_passes(script: str, recorder: Path, tmp_path: Path) -> None:
     ran = bash_runs(script, recorder, tmp_path)
     found = find_commands(script, origin="start.sh")
     assert [list(f.words[1:]) for f in found] == [r["argv"] for r in ran], script
-    assert all(not f.unknown for f in found), script  # every value is defined in these scripts
+    # Every value is defined in these scripts; a file-name pattern is not known (it depends on
+    # the files where the script runs), and in an empty folder bash passes it as written.
+    assert all(why.endswith("a file-name pattern bash expands where the script runs") for f in found for why in f.unknown.values()), script
     for f, r in zip(found, ran):
         assert {k: v for k, v in f.env.items() if k.startswith("V_")} == r["env"], script
 

@@ -99,19 +99,20 @@ def launch_arity() -> dict[str, str]:
     return out
 
 
-def run_fix_launch(args: Any, words: list[str], selection: Any, rules: Any, emit: Callable[[str, str | None, str], None]) -> int:
+def run_fix_launch(args: Any, words: list[str], selection: Any, rules: Any, emit: Callable[[str, str | None, str], None], unknown_text: dict[str, str] | None = None) -> int:
     """`--fix` / `--diff` on a launch command: the command checked, fixed and checked again as
     words; the corrected command is printed (a launch file is never rewritten: its shell form
     around the command is the user's)."""
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.selection import apply
     from inkling_compat.fix.apply import apply_fixes_argv
-    from inkling_compat.inputs.launch import parse_launch
+    from inkling_compat.inputs.launch import parse_launch, unknown_by_text
     from inkling_compat.report.gate import exit_status, gated, use_color
     from inkling_compat.report.outputs import render
 
-    def run(tokens: tuple[str, ...]) -> Any:
-        report = check(parse_launch(list(tokens)), args.adapter or None, model=args.model, platform=args.platform, sglang_version=args.sglang_version)
+    def run(tokens: tuple[str, ...]) -> Any:  # (`unknown_text`: a launch file's words it does not define)
+        launch = parse_launch(list(tokens), unknown=unknown_by_text(tokens, unknown_text or {}))
+        report = check(launch, args.adapter or None, model=args.model, platform=args.platform, sglang_version=args.sglang_version)
         return apply(report, selection)
 
     result = apply_fixes_argv(words, run=run, arity=launch_arity(), unsafe=args.unsafe_fixes)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +77,20 @@ MAX_LAUNCH_WORDS = 100_000
 def read_words(path: str, env: dict[str, str] | None = None) -> list[str]:
     """The words of a launch file's first sglang command (or stdin's for `-`), its environment
     first as `NAME=value` words."""
+    return read_words_unknown(path, env)[0]
+
+
+def read_words_unknown(path: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """`read_words`, and each word whose value the file does not define (its text as written,
+    `$PORT`) with where it comes from: `--fix` edits the words, so they are known by text."""
     found = read_commands(path, env)[0]
-    return [f"{k}={v}" for k, v in found.env.items() if _ASSIGNMENT.match(f"{k}=")] + list(found.words)
+    prefix = [f"{k}={v}" for k, v in found.env.items() if _ASSIGNMENT.match(f"{k}=")]
+    return prefix + list(found.words), {found.words[i]: why for i, why in found.unknown.items()}
+
+
+def unknown_by_text(words: list[str] | tuple[str, ...], unknown_text: dict[str, str]) -> dict[int, str]:
+    """The unknown map of words from `read_words_unknown`'s texts."""
+    return {i: unknown_text[w] for i, w in enumerate(words) if w in unknown_text} if unknown_text else {}
 
 
 def read_text(path: str) -> str:
@@ -216,7 +227,7 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
         pairs = [(w, (("command", i + 1), unknown.get(start + i))) for i, w in enumerate(words[start:])]
         if entry == "sglang serve":  # (the `--model-path` serve adds is placed at the path it names)
             served = _serve_pairs(pairs)
-            pairs = [(w, mark or (served[k + 1][1] if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
+            pairs = [(w, mark or ((served[k + 1][1][0], None) if k + 1 < len(served) else (("command", None), None))) for k, (w, mark) in enumerate(served)]
         argv = [w for w, _ in pairs]
         origins = [origin for _, (origin, _) in pairs]
         if any(why for _, (_, why) in pairs):
@@ -293,9 +304,12 @@ def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
         return parser.parse_known_args(argv)
     import argparse
 
+    # argparse reads every word before it acts on any (an ambiguous abbreviation anywhere is
+    # its first refusal), so every word is read here first, in order.
+    optional = [parser._parse_optional(word) is not None if word[:1] in parser.prefix_chars else False for word in argv]
     starts = [0]
     for i in range(1, len(argv)):
-        if i - starts[-1] >= _CHUNK and argv[i][:1] in parser.prefix_chars and parser._parse_optional(argv[i]) is not None:
+        if i - starts[-1] >= _CHUNK and optional[i]:
             starts.append(i)
     starts.append(len(argv))
     namespace, extras = argparse.Namespace(), []
@@ -455,10 +469,11 @@ def server_config_data(launch: Launch) -> dict[str, Any]:
     return data
 
 
-def cli_config(config: str | None, launch: str | None, words: list[str] | None, env: dict[str, str] | None = None) -> Any:
+def cli_config(config: str | None, launch: str | None, words: list[str] | None, env: dict[str, str] | None = None, unknown_text: dict[str, str] | None = None) -> Any:
     """`check`'s server config: --config FILE, --launch FILE (a parsed Launch: its first sglang
     command), or the words after `--`; exactly one of them. `env`: values of `--env`/`--env-file`
-    for what the launch file does not define."""
+    for what the launch file does not define; `unknown_text`: words of a launch file read by
+    `read_words_unknown` whose values it does not define."""
     given = [name for name, value in (("--config", config), ("--launch", launch), ("--", words)) if value is not None]
     if len(given) != 1:
         raise InputError("(command line)", "check", "give one of --config FILE, --launch FILE or -- LAUNCH COMMAND" + (f" (got {' and '.join(given)})" if given else ""))
@@ -473,7 +488,7 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
             said = f"{len(found) - 1} more sglang command(s) in {label} (line {lines}) not checked: this report is the command at line {first.line}"
             parsed = dataclasses.replace(parsed, notes=(*parsed.notes, said))
         return parsed
-    return parse_launch(list(words or []), env=env)
+    return parse_launch(list(words or []), env=env, unknown=unknown_by_text(list(words or []), unknown_text or {}))
 
 
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")

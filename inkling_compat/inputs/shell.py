@@ -7,8 +7,8 @@ function is called, with its arguments as `$1`...), `&&`/`||`/`;`/`|` chains, su
 `case` and loop bodies. Words are expanded as bash expands them: variables assigned or exported
 earlier in the same file (`${V:-x}`, `${V:=x}`, `${V-x}`, `${V:+x}`, arrays and `"${A[@]}"`),
 field splitting of unquoted expansions. A value the file does not define (`$1`, the
-environment, `$(cmd)`, a variable set in a branch) is *unknown*: its word is kept with the
-reason, never guessed.
+environment, `$(cmd)`, a variable set in a branch, one a sourced file may set, a file-name
+pattern bash would glob) is *unknown*: its word is kept with the reason, never guessed.
 
 Wrappers are unwrapped to the program they run: `env`, `nohup`, `exec`, `timeout`, `numactl`,
 `taskset`, `srun`, `sudo`, `nice`, `stdbuf`, `uv run`, `conda run`, `bash -c`/`sh -c` (the
@@ -16,14 +16,20 @@ string read as a script, recursively) and `docker run`/`podman run IMAGE CMD...`
 options skipped, `-e NAME=VALUE` added to the command's environment, `--entrypoint` honoured).
 What is found is an sglang entry point: `python[3] [-u -X opt ...] -m sglang.launch_server`,
 `python -m sglang.cli.main serve`, `sglang serve`.
+
+Bounded whatever the script: at most 1 MiB of shell is parsed per file, 100,000 words per
+command and elements per array, 16 Mi characters per word, 64 levels of calls and `bash -c`,
+1,000,000 statements walked; past one, an InputError naming the file. The grammar is held to
+real bash by tests/test_shell_bash.py.
 """
 
 from __future__ import annotations
 
 import re
+from collections import ChainMap
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 
@@ -31,11 +37,17 @@ MAX_WORDS = 100_000  # words of one command, and elements of one array
 MAX_VALUE = 16 * 1024 * 1024  # characters of one expanded word (the file cap)
 MAX_DEPTH = 64  # functions calling functions, `bash -c` inside `bash -c`
 MAX_STEPS = 1_000_000  # statements walked (functions called many times)
+# Bytes of shell parsed for one file: a 1 MiB script takes ~0.8 s of CPU and ~130 MB to read;
+# the 16 MiB file cap would be ~15 s and a gigabyte in the grammar's tree.
+MAX_SCRIPT = 1024 * 1024
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _IFS = re.compile(r"[ \t\n]+")
+_GLOB = re.compile(r"[*?\[]")
+_GLOB_SOURCE = re.compile(r"(?<!\\)[*?\[]")  # unescaped, in an unquoted word's source
+_TAIL = re.compile(rb"(?:[ \t]|\\[^\n]|\\\n)*")  # blanks and escapes after a command's last word
 
 
 @dataclass(frozen=True)
@@ -69,7 +81,12 @@ def find_in_argv(argv: Sequence[str], *, origin: str, env: Mapping[str, str] | N
     `sh -c` unwrapped."""
     walker = _Walker(origin)
     scope = _Scope.top(env or {}, origin)
-    walker.run([_Word(str(w)) for w in argv], dict(env or {}), scope, 1, 0)
+    if len(argv) > MAX_WORDS:
+        raise InputError(origin, "(command)", f"more than {MAX_WORDS:,} words")
+    try:
+        walker.run([_Word(str(w)) for w in argv], _Env(scope.environment), scope, 1, 0)
+    except _Refused as exc:
+        raise InputError(origin, "(command)", str(exc)) from None
     return walker.found
 
 
@@ -93,22 +110,34 @@ _UNSET = None  # a variable unset in the file: it expands to nothing (known)
 
 
 class _Scope:
-    """Variables (str, list for an array, _Unknown, or _UNSET), which are exported, the
-    positional parameters (None: the script's own arguments, not known) and the functions."""
+    """Variables (str, list for an array, _Unknown, or _UNSET), whether each is exported, the
+    positional parameters (None: the script's own arguments, not known) and the functions.
+    A copy (a subshell, a branch) is a layer over its parent: copying and seeing what a
+    branch changed cost what the branch assigned, not every variable of the script."""
 
-    def __init__(self, variables: dict[str, Any], exported: set[str], positional: list[_Word] | None, functions: dict[str, Any], origin: str):
+    def __init__(self, variables: Any, exported: Any, positional: list[_Word] | None, functions: dict[str, Any], origin: str):
         self.variables, self.exported, self.positional, self.functions, self.origin = variables, exported, positional, functions, origin
+        self.sourced: str | None = None  # a file the script sources (`. FILE`): what it sets is not known
 
     @classmethod
     def top(cls, env: Mapping[str, str], origin: str) -> "_Scope":
-        return cls({str(k): str(v) for k, v in env.items()}, set(env), None, {}, origin)
+        return cls(ChainMap({str(k): str(v) for k, v in env.items()}), ChainMap({str(k): True for k in env}), None, {}, origin)
+
+    def _with(self, positional: list[_Word] | None) -> "_Scope":
+        self.positional = positional
+        return self
 
     def copy(self) -> "_Scope":
-        return _Scope(dict(self.variables), set(self.exported), self.positional, self.functions, self.origin)
+        inner = _Scope(self.variables.new_child(), self.exported.new_child(), self.positional, self.functions, self.origin)
+        inner.sourced = self.sourced
+        return inner
+
+    def export(self, name: str, on: bool = True) -> None:
+        self.exported[name] = on
 
     def environment(self) -> dict[str, str]:
         """The exported variables whose values are known."""
-        return {k: v for k, v in self.variables.items() if k in self.exported and isinstance(v, str)}
+        return {k: v for k, v in self.variables.items() if self.exported.get(k, False) and isinstance(v, str)}
 
     def get(self, name: str) -> Any:
         """A variable's value, _Unknown where the file does not say."""
@@ -132,7 +161,44 @@ class _Scope:
             return self.variables[name]
         if not _NAME.match(name):
             return _Unknown(f"${name}, set when {self.origin} runs")
+        if self.sourced:
+            return _Unknown(f"${name}, not set in {self.origin} (it sources {self.sourced}, not read)")
         return _Unknown(f"${name}, not set in {self.origin}")
+
+
+class _Env:
+    """A command's environment as wrappers change it (`env -i`, `env A=1`, `docker run -e`),
+    read from the scope's exported variables only when a command is found."""
+
+    def __init__(self, base: Any):
+        self.base, self.set, self.removed, self.cleared = base, {}, set(), False  # type: ignore[var-annotated]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self.set[key] = value
+        self.removed.discard(key)
+
+    def pop(self, key: str, default: Any = None) -> None:
+        self.set.pop(key, None)
+        self.removed.add(key)
+
+    def clear(self) -> None:
+        self.set, self.removed, self.cleared = {}, set(), True
+
+    def update(self, values: Mapping[str, str]) -> None:
+        for key, value in values.items():
+            self[key] = value
+
+    def get(self, key: str) -> str | None:
+        if key in self.set:
+            return self.set[key]  # type: ignore[no-any-return]
+        if self.cleared or key in self.removed:
+            return None
+        return self.base().get(key)  # type: ignore[no-any-return]
+
+    def materialize(self) -> dict[str, str]:
+        out = {} if self.cleared else {k: v for k, v in self.base().items() if k not in self.removed}
+        out.update(self.set)
+        return out
 
 
 class _Pieces:
@@ -147,6 +213,7 @@ class _Pieces:
         self.present = False  # a quoted "" makes a field of its own
         self.unknown: str | None = None
         self.vanished = False  # the last expansion was "${A[@]}" of no elements
+        self.pattern = False  # the field holds an unquoted `*`, `?` or `[`: bash globs it
 
     def add(self, text: str, quoted: bool = True) -> None:
         self.size += len(text)
@@ -163,6 +230,7 @@ class _Pieces:
             if part:
                 self.text.append(part)
                 self.present = True
+                self.pattern = self.pattern or _GLOB.search(part) is not None
 
     def mark(self, reason: str, source: str) -> None:
         """A value not known: the word keeps its source text and the reason."""
@@ -172,10 +240,13 @@ class _Pieces:
 
     def end(self) -> None:
         if self.present:
-            self.fields.append(_Word("".join(self.text), self.unknown))
+            text = "".join(self.text)
+            if self.pattern and self.unknown is None:
+                self.unknown = f"{_short(text)}, a file-name pattern bash expands where the script runs"
+            self.fields.append(_Word(text, self.unknown))
             if len(self.fields) > MAX_WORDS:
                 raise _Refused(f"more than {MAX_WORDS:,} words in one command")
-        self.text, self.present, self.unknown = [], False, None
+        self.text, self.present, self.unknown, self.pattern = [], False, None, False
 
     def done(self) -> list[_Word]:
         self.end()
@@ -206,6 +277,7 @@ class _Walker:
         self.origin = origin
         self.found: list[FoundCommand] = []
         self.steps = 0
+        self.read = 0  # bytes of script parsed (`bash -c` strings and `eval` too)
         self.syntax_error: int | None = None
 
     # scripts
@@ -215,6 +287,9 @@ class _Walker:
         if depth > MAX_DEPTH:
             raise InputError(self.origin, "(file)", f"`bash -c` nested more than {MAX_DEPTH} deep")
         source = text.encode("utf-8", "surrogatepass")
+        self.read += len(source)
+        if self.read > MAX_SCRIPT:
+            raise InputError(self.origin, "(file)", f"a shell script of more than {MAX_SCRIPT:,} bytes is not read (a launch script is far smaller; its grammar's tree would take seconds and gigabytes)")
         tree = _parser().parse(source)
         run = _Run(self, source, line, depth)
         try:
@@ -226,7 +301,7 @@ class _Walker:
 
     # commands
 
-    def run(self, words: list[_Word], env: dict[str, str], scope: _Scope, line: int, depth: int) -> None:
+    def run(self, words: list[_Word], env: _Env, scope: _Scope, line: int, depth: int) -> None:
         """A simple command bash runs: an sglang entry point, or a wrapper around one."""
         while words:
             head = words[0]
@@ -248,18 +323,18 @@ class _Walker:
             if step is None:
                 return
             if isinstance(step, _Script):  # `bash -c STRING`: a script of its own, with the environment only
-                self.script(step.text, _Scope(dict(step.env), set(step.env), step.positional, {}, self.origin), line, depth + 1)
+                self.script(step.text, _Scope.top(step.env, self.origin)._with(step.positional), line, depth + 1)
                 return
             words = step
 
-    def _found(self, words: list[_Word], env: dict[str, str], line: int) -> None:
+    def _found(self, words: list[_Word], env: _Env, line: int) -> None:
         if len(words) > MAX_WORDS:
             raise _Refused(f"more than {MAX_WORDS:,} words in one command")
         self.found.append(
             FoundCommand(
                 tuple(w.text for w in words),
                 line,
-                MappingProxyType(dict(env)),
+                MappingProxyType(env.materialize()),
                 MappingProxyType({i: w.unknown for i, w in enumerate(words) if w.unknown is not None}),
             )
         )
@@ -272,7 +347,6 @@ class _Script:
     text: str
     env: dict[str, str]
     positional: list[_Word] | None
-    line: int | None = None
 
 
 class _Run:
@@ -329,7 +403,7 @@ class _Run:
             for child in node.named_children:
                 for w in self.words(child, scope):
                     scope.variables[w.text] = _UNSET
-                    scope.exported.discard(w.text)
+                    scope.export(w.text, False)
         elif kind in ("subshell", "pipeline"):
             inner = scope.copy()
             self.block(node, inner)
@@ -356,12 +430,12 @@ class _Run:
             if child.type in ("variable_name", "word", "string", "raw_string", "number", "concatenation", "simple_expansion", "expansion"):
                 continue  # a for loop's values, a case's subject
             self.statement(child, inner)
-        for name, value in inner.variables.items():
-            if scope.variables.get(name, _Unknown("")) != value or name not in scope.variables:
-                if name in scope.variables and scope.variables[name] == value:
-                    continue
-                scope.variables[name] = _Unknown(f"${name}, set in a branch or loop at line {line} of {self.walker.origin}")
-        scope.exported |= inner.exported
+        for name, value in inner.variables.maps[0].items():  # (what the bodies assigned)
+            if name in scope.variables and scope.variables[name] == value:
+                continue
+            scope.variables[name] = _Unknown(f"${name}, set in a branch or loop at line {line} of {self.walker.origin}")
+        for name, on in inner.exported.maps[0].items():
+            scope.export(name, on)
 
     def assign(self, node: Any, scope: _Scope, export: bool) -> None:
         name_node = node.child_by_field_name("name")
@@ -399,7 +473,7 @@ class _Run:
                 value = (old or "") + value
         scope.variables[name] = value
         if export:
-            scope.exported.add(name)
+            scope.export(name)
 
     def declare(self, node: Any, scope: _Scope) -> None:
         keyword = node.children[0].type if node.children else ""
@@ -413,7 +487,7 @@ class _Run:
             if child.type == "variable_assignment":
                 self.assign(child, scope, export)
             elif child.type == "variable_name" and export:
-                scope.exported.add(self.text(child.start_byte, child.end_byte))
+                scope.export(self.text(child.start_byte, child.end_byte))
 
     def command(self, node: Any, scope: _Scope) -> None:
         name_node = node.child_by_field_name("name")
@@ -430,7 +504,11 @@ class _Run:
         words = self.word_list(self._arguments(node, name_node), scope)
         if not words:
             return
-        env = scope.environment()
+        head = words[0]
+        name = head.text.rsplit("/", 1)[-1]
+        if head.unknown is None and not (name in _WRAPPERS or name == "sglang" or _PYTHON.match(name) or head.text in scope.functions or head.text in ("shift", "eval", "source", ".")):
+            return  # (any other program: nothing to find in it)
+        env = _Env(scope.environment)
         local = scope.copy()
         for child in prefix:  # `NAME=value cmd`: in the command's environment only
             self.assign(child, local, export=True)
@@ -452,29 +530,35 @@ class _Run:
 
     def _gap(self, start: int, end: int) -> str:
         """The source between two nodes, `\\`-newline continuations removed."""
-        return re.sub(r"\\\r?\n", "", self.text(start, end))
+        raw = self.source[start:end]
+        if b"\\" not in raw:  # (the common case: a blank)
+            return raw.decode("utf-8", "surrogatepass")
+        return re.sub(r"\\\r?\n", "", raw.decode("utf-8", "surrogatepass"))
 
     def word_list(self, nodes: list[Any], scope: _Scope) -> list[_Word]:
         """The words of a command's name and arguments; nodes with nothing between them (or
         only a `\\`-newline) are one word, as bash reads them (the grammar may split them)."""
         groups: list[list[Any]] = []
         for node in nodes:
-            if groups and self._gap(groups[-1][-1].end_byte, node.start_byte) == "":
+            gap = self._gap(groups[-1][-1].end_byte, node.start_byte) if groups else " "
+            if gap == "":
                 groups[-1].append(node)
-                continue
-            attach = False
-            if groups:  # escaped blanks (`\ `) the grammar leaves out of its words
-                attach = self._strays(self._gap(groups[-1][-1].end_byte, node.start_byte), groups)
-            if attach:
+            elif "\\" in gap and self._strays(gap, groups):  # escaped blanks (`\ `) the grammar leaves out
                 groups[-1].append(node)
             else:
                 groups.append([node])
         if groups:
-            end = groups[-1][-1].end_byte
-            tail = re.match(rb"(?:[ \t]|\\[^\n]|\\\n)*", self.source[end:]).group(0)  # type: ignore[union-attr]
-            self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
+            tail = _TAIL.match(self.source, groups[-1][-1].end_byte).group(0)  # type: ignore[union-attr]
+            if b"\\" in tail:
+                self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
         for group in groups:
+            node = group[0]
+            if len(group) == 1 and not isinstance(node, _Stray) and node.type == "word" and not node.children:  # (the common case)
+                text = self.text(node.start_byte, node.end_byte)
+                if "\\" not in text and not text.startswith("~") and _GLOB.search(text) is None:
+                    words.append(_Word(text))
+                    continue
             pieces = _Pieces()
             for node in group:
                 if isinstance(node, _Stray):
@@ -484,6 +568,8 @@ class _Run:
             words += pieces.done()
             if len(words) > MAX_WORDS:
                 raise _Refused(f"more than {MAX_WORDS:,} words in one command")
+        if len(words) > MAX_WORDS:
+            raise _Refused(f"more than {MAX_WORDS:,} words in one command")
         return words
 
     @staticmethod
@@ -503,19 +589,23 @@ class _Run:
                 groups.append([stray])
         return tokens[-1][0] not in " \t\n"
 
-    def dispatch(self, words: list[_Word], env: dict[str, str], scope: _Scope, line: int, node: Any) -> None:
+    def dispatch(self, words: list[_Word], env: _Env, scope: _Scope, line: int, node: Any) -> None:
         head = words[0]
         if head.unknown is None and head.text in scope.functions:
             if self.depth >= MAX_DEPTH:
                 raise _Refused(f"functions calling functions more than {MAX_DEPTH} deep")
             run, body = scope.functions[head.text]
             inner = _Scope(scope.variables, scope.exported, words[1:], scope.functions, scope.origin)
+            inner.sourced = scope.sourced
             body_run = _Run(run.walker, run.source, run.line, self.depth + 1)
             body_run.statement(body, inner)
             return
         if head.unknown is None and head.text == "shift" and scope.positional is not None:
             count = int(words[1].text) if len(words) > 1 and words[1].text.isdigit() else 1
             scope.positional = scope.positional[count:]
+            return
+        if head.unknown is None and head.text in ("source", ".") and len(words) > 1:
+            scope.sourced = scope.sourced or _short(words[1].text)
             return
         if head.unknown is None and head.text == "eval":
             unknown = next((w.unknown for w in words[1:] if w.unknown), None)
@@ -561,6 +651,8 @@ class _Run:
                 else:
                     pieces.mark(f"~ (the home folder), not set in {self.walker.origin}", text)
                     return
+            if not quoted and _GLOB_SOURCE.search(text):
+                pieces.pattern = True
             pieces.add(_unescape(text) if not quoted else re.sub(r"\\\r?\n", "", text), quoted=True)
         elif kind == "raw_string":
             pieces.add(self.text(node.start_byte + 1, node.end_byte - 1), quoted=True)
@@ -708,6 +800,8 @@ def _short(source: str) -> str:
 
 def _unescape(text: str) -> str:
     """An unquoted word's text: `\\`-newline removed, `\\x` is x."""
+    if "\\" not in text:
+        return text
     text = re.sub(r"\\\r?\n", "", text)
     return re.sub(r"\\(.)", r"\1", text, flags=re.S)
 
@@ -801,7 +895,7 @@ def _options(words: list[_Word], start: int, value_short: str, bool_long: frozen
     return i
 
 
-def _env_wrapper(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
+def _env_wrapper(words: list[_Word], env: _Env) -> list[_Word] | None:
     i = 1
     while i < len(words):
         w = words[i].text
@@ -828,7 +922,7 @@ def _env_wrapper(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
     return _assignments(words[i:], env)
 
 
-def _assignments(words: list[_Word], env: dict[str, str]) -> list[_Word]:
+def _assignments(words: list[_Word], env: _Env) -> list[_Word]:
     i = 0
     while i < len(words):
         m = _ASSIGNMENT.match(words[i].text)
@@ -843,7 +937,7 @@ def _assignments(words: list[_Word], env: dict[str, str]) -> list[_Word]:
 
 
 def _skip(value_short: str = "", bool_long: frozenset[str] = frozenset(), positional: int = 0, value_long: frozenset[str] | None = None):  # type: ignore[no-untyped-def]
-    def unwrap(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
+    def unwrap(words: list[_Word], env: _Env) -> list[_Word] | None:
         i = _options(words, 1, value_short, bool_long, value_long)
         i += positional
         return words[i:] if i < len(words) else None
@@ -851,7 +945,7 @@ def _skip(value_short: str = "", bool_long: frozenset[str] = frozenset(), positi
     return unwrap
 
 
-def _uv(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
+def _uv(words: list[_Word], env: _Env) -> list[_Word] | None:
     if len(words) < 2 or words[1].text != "run":
         return None
     value_long = frozenset({"--with", "--with-editable", "--with-requirements", "--python", "--project", "--directory", "--env-file", "--extra", "--group", "--only-group", "--no-group", "--index", "--default-index", "--index-url", "--extra-index-url", "--find-links", "--package", "--config-file", "--cache-dir", "--script", "--color", "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer", "--link-mode", "--compile-bytecode", "--refresh-package", "--reinstall-package", "--upgrade-package", "--no-binary-package", "--no-build-package", "--config-setting", "--python-platform", "--allow-insecure-host"})
@@ -872,7 +966,7 @@ def _uv(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
     return words[i:] if i < len(words) else None
 
 
-def _conda(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
+def _conda(words: list[_Word], env: _Env) -> list[_Word] | None:
     if len(words) < 2 or words[1].text != "run":
         return None
     i = _options(words, 2, "np", frozenset({"--no-capture-output", "--live-stream", "-v", "--verbose", "--debug"}))
@@ -884,7 +978,7 @@ _DOCKER_BOOL = frozenset(
 )
 
 
-def _docker(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
+def _docker(words: list[_Word], env: _Env) -> list[_Word] | None:
     """`docker run [OPTIONS] IMAGE [COMMAND] [ARG...]` (also podman, nvidia-docker)."""
     if len(words) < 2:
         return None
@@ -930,8 +1024,8 @@ def _docker(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
             key, has, val = value.text.partition("=")
             if has:
                 inner[key] = val
-            elif key in env:
-                inner[key] = env[key]
+            elif env.get(key) is not None:
+                inner[key] = env.get(key)  # type: ignore[assignment]
         elif name == "--entrypoint" and value is not None:
             entrypoint = value
     if i >= len(words):
@@ -944,7 +1038,7 @@ def _docker(words: list[_Word], env: dict[str, str]) -> list[_Word] | None:
     return command or None
 
 
-def _shell_c(words: list[_Word], env: dict[str, str]) -> _Script | None:
+def _shell_c(words: list[_Word], env: _Env) -> _Script | None:
     """`bash [-opts] -c STRING [NAME [ARGS...]]`: the string and its positional parameters."""
     i = 1
     while i < len(words):
@@ -955,16 +1049,12 @@ def _shell_c(words: list[_Word], env: dict[str, str]) -> _Script | None:
         if w.startswith(("-", "+")) and w not in ("-", "--"):
             if "c" in w[1:] and not w.startswith("--"):
                 if i + 1 < len(words) and words[i + 1].unknown is None:
-                    return _Script(words[i + 1].text, dict(env), words[i + 3 :] if i + 2 < len(words) else [])
+                    return _Script(words[i + 1].text, env.materialize(), words[i + 3 :] if i + 2 < len(words) else [])
                 return None
             i += 1
             continue
         return None
     return None
-
-
-def _bash_wrapper(words: list[_Word], env: dict[str, str]) -> _Script | None:
-    return _shell_c(words, env)
 
 
 _WRAPPERS: dict[str, Any] = {
@@ -993,13 +1083,8 @@ _WRAPPERS: dict[str, Any] = {
     "docker": _docker,
     "podman": _docker,
     "nvidia-docker": _docker,
-    "bash": _bash_wrapper,
-    "sh": _bash_wrapper,
-    "dash": _bash_wrapper,
+    "bash": _shell_c,
+    "sh": _shell_c,
+    "dash": _shell_c,
 }
 
-
-def assignments(found: FoundCommand) -> Iterator[str]:
-    """`NAME=value` words of a found command's environment (for a launch's own parser)."""
-    for key, value in found.env.items():
-        yield f"{key}={value}"

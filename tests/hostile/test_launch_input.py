@@ -104,6 +104,27 @@ def test_a_word_list_past_the_cap_is_refused(tmp_path: Path) -> None:
     _one_line(_cli("check", "--launch", str(words), timeout=120), str(words), "more than 100")
 
 
+def test_a_script_under_the_byte_cap_but_past_the_grammars_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "start.sh"
+    big.write_text("export A=1 # c\n" * (15 * 1024 * 1024 // 15))  # 15 MiB: under the file cap
+    _one_line(_cli("check", "--launch", str(big), timeout=60), str(big), "shell script of more than")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "true\n" * (1_000_000 // 5),
+        "".join(f"V{i}=1\n" for i in range(20_000)) + "if true; then :; fi\n" * 20_000 + "nohup true &\n" * 10_000,  # every branch and wrapper over many variables
+    ],
+    ids=["short-commands", "variables-and-branches"],
+)
+def test_a_megabyte_of_script_ends(tmp_path: Path, body: str) -> None:
+    many = tmp_path / "start.sh"
+    many.write_text(body + "python3 -m sglang.launch_server --model-path m\n")
+    proc = _cli("check", "--launch", str(many), timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize(
     "script, said",
     [
