@@ -25,8 +25,12 @@ CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked
 # A rule's code in one scope: CHECKED, NOT_APPLICABLE, or the reason it was not checked (a str).
 # The order in which a rule's missing inputs are named (the first one is its reason).
 # "inkling": the model config is an Inkling one (every rule that reads the model needs it,
-# except those marked `any_model`).
-INPUTS = ("config", "model", "inkling", "adapter", "weights", "platform")
+# except those marked `any_model`). "inkling_model": the model is one sglang builds with an
+# Inkling class; a rule marked `inkling_only` needs it, and where the model read is another
+# one its "reason" is NOT_APPLICABLE itself (first in the order: whatever else is missing, the
+# site is not on that model's path).
+INPUTS = ("inkling_model", "config", "model", "inkling", "adapter", "weights", "platform")
+_INKLING_ONLY = frozenset({"model", "inkling", "inkling_model"})
 _ROOTS: dict[str, tuple[str, ...]] = {
     "config": ("config",),
     "env": ("config",),
@@ -85,6 +89,8 @@ def rule_reads(compiled: Any, memo: "dict[Any, Any] | None" = None) -> tuple[fro
     gate = frozenset() if rule.origin == "inkling-compat" else inputs_read(compiled.gate_paths, memo)
     if rule.any_model:
         needs, when_needs, gate = (s - {"inkling"} for s in (needs, when_needs, gate))
+    if rule.inkling_only:  # the model decides whether the site is reached at all, whatever the rule reads
+        needs, when_needs, gate = (s | _INKLING_ONLY for s in (needs, when_needs, gate))
     return needs, when_needs, gate
 
 
@@ -117,6 +123,7 @@ def global_missing(facts: Any) -> Missing:
     elif given.model_architecture is None:
         out.append(("model", "model config is empty", True))
     elif not given.model_is_inkling:
+        out.append(("inkling_model", NOT_APPLICABLE, True))  # (the constant itself: Tally compares codes by identity)
         out.append(("inkling", f"model is not Inkling ({given.model_architecture})", True))
     if not facts.adapters:
         out += [("adapter", "no adapter", False), ("weights", "no adapter", False)]
@@ -194,6 +201,10 @@ class Tally:
 
 def notes(facts: Any) -> tuple[str, ...]:
     """What the counts alone do not say."""
-    if not facts.lora_enabled and facts.inputs_given.config:
-        return ("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply",)
-    return ()
+    out = []
+    given = facts.inputs_given
+    if given.model_architecture is not None and not given.model_is_inkling:
+        out.append(f"the model is {given.model_architecture}: the Inkling checks do not apply; the general LoRA and server-argument checks ran")
+    if not facts.lora_enabled and given.config:
+        out.append("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply")
+    return tuple(out)

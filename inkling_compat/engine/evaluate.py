@@ -259,7 +259,9 @@ def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None, exact: Any) 
 def _absent_codes(plan: Plan, evaluator: Evaluator, ctx: Any, missing: "coverage.Missing") -> list[str]:
     """Without any adapter, the adapter rules whose `when` is false without one do not apply."""
     selection = evaluator.selection(plan, "adapter", missing)
-    applies = evaluator.prepared(plan, (selection,), "all").applies(ctx)
+    applies: list[Any] = [None] * len(selection.rules)  # (a rule not applicable to the model: its reason says so)
+    for i, app in zip(selection.absent, evaluator.prepared(plan, (selection,), "absent").applies(ctx)):
+        applies[i] = app
     return [
         (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
         for app, (reason, untrusted, _) in zip(applies, selection.blocks)
