@@ -224,6 +224,10 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
     reached = 0
     for index, (c, hit, app, block) in enumerate(zip(selection.rules, hits, applies, selection.blocks)):
         rule = c.rule
+        if block[0] is NOT_APPLICABLE:  # not on this model's path at all (an Inkling-only rule on another model)
+            reached += 1
+            codes.append(NOT_APPLICABLE)
+            continue
         if scope_fired and rule.after and not scope_fired.isdisjoint(rule.after):
             codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
             continue
