@@ -334,3 +334,16 @@ def test_the_lookup_does_not_import_huggingface_hub() -> None:
             "print('huggingface_hub' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
     assert hf_cache.__doc__ and "try_to_load_from_cache" in hf_cache.__doc__
+
+
+def test_a_cache_of_plain_files_checks_alike(in_root: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """snapshots/ holding copies instead of links (an sdist's copy of the bundled cache; a cache
+    written with symlinks off) is read alike."""
+    import shutil
+
+    copy = tmp_path / "hub"
+    shutil.copytree(HUB, copy)  # (links followed: plain files)
+    assert not any(p.is_symlink() for p in copy.rglob("*"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(copy))
+    report = check(argv=_launch("--model-path", MODEL_ID, *SERVE, "--lora-paths", f"sql={ADAPTER_ID}"))
+    assert report.ok and report.not_read == [] and [a["form"] for a in report.adapters] == ["peft"], str(report)
