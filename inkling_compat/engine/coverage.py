@@ -1,11 +1,13 @@
 """Coverage: which rules one check *checked*, found *not applicable* or did *not check*.
 
 A rule is *checked* when its `when` held and it ran on inputs that were given and read; *not
-applicable* when its `when` is false for these inputs; *not checked* when an input it reads
+applicable* when its `when` is false for these inputs, or when it is `inkling_only` and the
+model read is another model (never evaluated: its site is not on that model's path; the
+report's note says so once); *not checked* when an input it reads
 (directly, or through a fact derived from it: each fact field's `From`, `facts.types.derived_from`) was not given or
 could not be read (no --model, an empty or non-Inkling config.json, no adapter, an adapter
-directory that could not be read, pickle-only weights), or when sglang stops at an earlier
-rule first (`after`). A `when` that is false is trusted only if it reads no input that was
+directory that could not be read, pickle-only weights; for an `inkling_only` rule, no model
+config read at all), or when sglang stops at an earlier rule first (`after`). A `when` that is false is trusted only if it reads no input that was
 replaced by a placeholder: a sink rule is not "not applicable" because the placeholder model
 has no shared experts.
 
