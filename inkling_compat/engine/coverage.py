@@ -125,7 +125,7 @@ def global_missing(facts: Any) -> Missing:
     elif given.model_architecture is None:
         out.append(("model", "model config is empty", True))
     elif not given.model_is_inkling:
-        out.append(("inkling_model", NOT_APPLICABLE, True))  # (the constant itself: Tally compares codes by identity)
+        out.append(("inkling_model", NOT_APPLICABLE, True))
         out.append(("inkling", f"model is not Inkling ({given.model_architecture})", True))
     if not facts.adapters:
         out += [("adapter", "no adapter", False), ("weights", "no adapter", False)]
@@ -180,7 +180,7 @@ class Tally:
         status: dict[str, str] = {}
         by_reason: dict[str, list[str]] = {}
         for rule_id, c in zip(self.global_ids, self.global_codes):
-            if c is CHECKED or c is NOT_APPLICABLE:
+            if c == CHECKED or c == NOT_APPLICABLE:
                 status[rule_id] = c
             else:
                 status[rule_id] = NOT_CHECKED

@@ -224,7 +224,7 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
     reached = 0
     for index, (c, hit, app, block) in enumerate(zip(selection.rules, hits, applies, selection.blocks)):
         rule = c.rule
-        if block[0] is NOT_APPLICABLE:  # not on this model's path at all (an Inkling-only rule on another model)
+        if block[0] == NOT_APPLICABLE:  # not on this model's path at all (an Inkling-only rule on another model)
             reached += 1
             codes.append(NOT_APPLICABLE)
             continue

@@ -99,5 +99,5 @@ class Selection:
         self.run_rules = tuple(rules[i] for i in self.run)
         self.when_only_rules = tuple(rules[i] for i in self.when_only)
         self.whole = len(self.run) == len(rules)  # (the usual case: nothing is left out)
-        self.absent = tuple(i for i, (reason, _, _) in enumerate(blocks) if reason is not coverage.NOT_APPLICABLE)
+        self.absent = tuple(i for i, (reason, _, _) in enumerate(blocks) if reason != coverage.NOT_APPLICABLE)
         self.absent_rules = tuple(rules[i] for i in self.absent)
