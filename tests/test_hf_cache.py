@@ -283,7 +283,13 @@ def test_hub_model_and_adapter_checked_from_the_cache(in_root: None, monkeypatch
     assert report.ok and report.not_read == [] and "model" not in report.not_given
     assert [(a["name"], a["path"], a["form"]) for a in report.adapters] == [("sql", ADAPTER_ID, "peft")]
     local = check(argv=_launch("--model-path", "examples/model", *SERVE, "--lora-paths", "sql=examples/adapter"))
-    assert report.coverage.to_dict() == local.coverage.to_dict()  # the same checks ran on the same files
+    assert (report.coverage.status, report.coverage.reasons) == (local.coverage.status, local.coverage.reasons)  # the same checks on the same files
+    commits = [(HUB / f"models--{r.replace('/', '--')}" / "refs" / "main").read_text()[:12] for r in (MODEL_ID, ADAPTER_ID)]
+    assert report.coverage.notes == (
+        f"--model-path {MODEL_ID}: read from the local Hugging Face cache at examples/hf-cache/hub (revision main: snapshot {commits[0]})",
+        f"--lora-paths sql={ADAPTER_ID}: read from the local Hugging Face cache at examples/hf-cache/hub (revision main: snapshot {commits[1]})",
+    )
+    assert local.coverage.notes == ()
 
 
 def test_the_cache_is_read_from_hf_home_and_from_the_commands_own_assignments(in_root: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -292,7 +292,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,
-        coverage=tally.coverage(coverage.notes(facts)) if tally is not None else Coverage(),
+        coverage=tally.coverage(coverage.notes(facts) + inputs.from_cache) if tally is not None else Coverage(),
     )
 
 
