@@ -110,4 +110,5 @@ def test_a_hub_model_not_read_leaves_the_inkling_checks_not_checked(tmp_path: Pa
     report = check(argv=["python", "-m", "sglang.launch_server", "--model-path", "mistralai/Mistral-7B-v0.1", "--disable-radix-cache", "--attention-backend", "flashinfer"])
     assert report.ok and report.problems == []
     assert report.coverage.status["inkling-requires-radix-cache"] == "not_checked"
-    assert report.coverage.reasons["no --model"]
+    assert "inkling-requires-radix-cache" in report.coverage.reasons["--model-path not read"]
+    assert "not checked (--model-path not read: " in str(report)

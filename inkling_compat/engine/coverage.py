@@ -113,15 +113,16 @@ def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]]
     )
 
 
-def global_missing(facts: Any) -> Missing:
+def global_missing(facts: Any, model_not_read: bool = False) -> Missing:
     """The inputs missing for the whole check (platform is not: it defaults to one H200, the
-    documented default, and the platform checks are checked for it)."""
+    documented default, and the platform checks are checked for it). `model_not_read`: the
+    arguments name a model that was not read (a hub id not in the local cache)."""
     given = facts.inputs_given
     out: list[tuple[str, str, bool]] = []
     if not given.config:
         out.append(("config", "no server config", True))
     if not given.model:
-        out.append(("model", "no --model", True))
+        out.append(("model", "--model-path not read" if model_not_read else "no --model", True))
     elif given.model_architecture is None:
         out.append(("model", "model config is empty", True))
     elif not given.model_is_inkling:

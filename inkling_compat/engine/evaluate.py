@@ -113,7 +113,7 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
     plan = evaluator.plan(tuple(rules) if rules is not None else load_rules(), sglang_version)
-    missing = coverage.global_missing(facts)
+    missing = coverage.global_missing(facts, any(note.startswith("--model-path ") for note in inputs.not_read))
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
     contexts = Contexts(inputs, facts, plan, build=evaluator.context)
     fired, evaluated, tally = run_rules(plan, contexts, [a.name for a in facts.adapters], [missing, *per_adapter], evaluator)
