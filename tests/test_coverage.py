@@ -159,14 +159,21 @@ def test_an_empty_model_config_is_not_checked_and_said(model, tmp_path):
     assert "the file sets none of the config.json fields the checks read" in warning.message
 
 
-def test_a_llama_config_is_named_as_not_inkling():
+def test_a_llama_config_is_named_once_and_its_inkling_checks_do_not_apply():
+    """Another model is not a problem: the Inkling-only checks are not applicable, said once in
+    a note; the checks that read the model config for Inkling's fields are not checked."""
     report = check(SERVE, PEFT, model=LLAMA)
     assert list(report.coverage.reasons) == ["model is not Inkling (LlamaForCausalLM)"]
-    [warning] = [p for p in report.problems if p.rule_id == "model-not-inkling"]
-    assert warning.message.startswith("model is not Inkling (LlamaForCausalLM): the Inkling checks do not apply")
+    assert [p.rule_id for p in report.problems] == []
+    assert report.coverage.notes == ("the model is LlamaForCausalLM: the Inkling checks do not apply; the general LoRA and server-argument checks ran",)
+    inkling_only = {c.rule.id for c in the_plan().ordered if c.rule.inkling_only}
+    assert {i for i, s in report.coverage.status.items() if s == "not_applicable"} >= inkling_only
+    assert not inkling_only & set(report.coverage.reasons["model is not Inkling (LlamaForCausalLM)"])
+    assert report.coverage.status["adapter-dora"] == "checked" and report.coverage.status["lora-needs-rank-and-targets"] == "checked"
     assert report.ok and not report.passes(strict=True)
     text = str(report)
     assert "not checked (model is not Inkling (LlamaForCausalLM))" in text
+    assert text.count("the Inkling checks do not apply") == 1
 
 
 def test_an_inkling_mtp_config_is_inkling():
@@ -355,8 +362,8 @@ def test_a_non_inkling_model_fires_no_inkling_rule():
     report = check({"enable_lora": True, "tp_size": 5, "lora_backend": "triton", "max_lora_rank": 16}, model=llama)
     ids = [p.rule_id for p in report.problems]
     assert "inkling-attn-heads-divisible-by-tp" not in ids
-    assert "model-not-inkling" in ids
-    assert report.coverage.status["inkling-attn-heads-divisible-by-tp"] == "not_checked"
+    assert "model-not-inkling" not in ids
+    assert report.coverage.status["inkling-attn-heads-divisible-by-tp"] == "not_applicable"
     # The same setup on an Inkling model does fire (12 heads over TP 5).
     inkling = check({"enable_lora": True, "tp_size": 5, "lora_backend": "triton", "max_lora_rank": 16}, model=MODEL)
     assert "inkling-attn-heads-divisible-by-tp" in [p.rule_id for p in inkling.problems]

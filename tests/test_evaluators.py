@@ -147,7 +147,8 @@ class _Recording(ReferenceEvaluator):
 
 def test_a_rule_not_checked_is_never_evaluated(tmp_path):
     """A Llama config.json with a TP size Inkling's heads do not divide: the rules whose test
-    reads the model are not checked, and none of them runs (nor fires)."""
+    reads the model are not checked, the Inkling-only ones not applicable, and none of them
+    runs (nor fires)."""
     config = tmp_path / "serve.yaml"
     config.write_text("tp_size: 5\n")
     llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}
@@ -155,7 +156,9 @@ def test_a_rule_not_checked_is_never_evaluated(tmp_path):
     report = evaluate(str(config), model=llama, evaluator=recording).report
     assert not report.errors
     not_checked = {rule_id for reason, ids in report.coverage.reasons.items() if "not Inkling" in reason for rule_id in ids}
-    assert "inkling-attn-heads-divisible-by-tp" in not_checked
-    assert not_checked.isdisjoint(recording.whole)
+    not_applicable = {c.rule.id for c in FAST.plan(load_rules(), "0.5.23").ordered if c.rule.inkling_only}
+    assert "lora-pool-too-large" in not_checked and "inkling-attn-heads-divisible-by-tp" in not_applicable
+    assert all(report.coverage.status[i] == "not_applicable" for i in not_applicable)
+    assert not_checked.isdisjoint(recording.whole) and not_applicable.isdisjoint(recording.whole | recording.when_only)
     assert recording.whole  # the rules whose inputs are present did run
     assert report.to_dict() == evaluate(str(config), model=llama, evaluator=FAST).report.to_dict()

@@ -99,7 +99,8 @@ def test_every_rule_path_exists_and_schema_knows_what_it_defines():
 
 
 # Paths no rule reads but an output does (the runtime's pool and sink layout, the report).
-OUTPUT_READ = {"facts.sink.given", "facts.inputs_given.config", "facts.inputs_given.model", "facts.inputs_given.platform", "facts.pool.rank", "facts.pool.shared_outer", "facts.lora_paths.name",
+# (facts.inputs_given.model_is_inkling: read by engine/coverage.py, the Inkling-only gate and its note)
+OUTPUT_READ = {"facts.sink.given", "facts.inputs_given.config", "facts.inputs_given.model", "facts.inputs_given.platform", "facts.inputs_given.model_is_inkling", "facts.pool.rank", "facts.pool.shared_outer", "facts.lora_paths.name",
                "facts.lora_paths.path", "facts.lora_paths.pinned", "adapter_facts.form", "adapter_facts.name"}
 
 

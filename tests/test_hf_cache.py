@@ -198,10 +198,11 @@ def test_the_bundled_blobs_are_the_example_files() -> None:
         path = Path(try_to_load_from_cache(repo_id, filename, cache_dir=str(HUB)))
         data = example.read_bytes()
         assert path.read_bytes() == data
-        blob = path.resolve().name
         lfs = filename.endswith(".safetensors")
-        assert blob == (hashlib.sha256(data).hexdigest() if lfs else hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest())
-        assert path.is_symlink() and not os.path.isabs(os.readlink(path))  # relative links: the cache moves with the tree
+        blob = path.parents[2] / "blobs" / (hashlib.sha256(data).hexdigest() if lfs else hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest())
+        assert blob.read_bytes() == data
+        if path.is_symlink():  # (git keeps the links; an sdist holds plain copies, which the library reads alike)
+            assert not os.path.isabs(os.readlink(path)) and path.resolve() == blob.resolve()  # relative: the cache moves with the tree
 
 
 # --- hostile caches ------------------------------------------------------------------------------
@@ -282,7 +283,13 @@ def test_hub_model_and_adapter_checked_from_the_cache(in_root: None, monkeypatch
     assert report.ok and report.not_read == [] and "model" not in report.not_given
     assert [(a["name"], a["path"], a["form"]) for a in report.adapters] == [("sql", ADAPTER_ID, "peft")]
     local = check(argv=_launch("--model-path", "examples/model", *SERVE, "--lora-paths", "sql=examples/adapter"))
-    assert report.coverage.to_dict() == local.coverage.to_dict()  # the same checks ran on the same files
+    assert (report.coverage.status, report.coverage.reasons) == (local.coverage.status, local.coverage.reasons)  # the same checks on the same files
+    commits = [(HUB / f"models--{r.replace('/', '--')}" / "refs" / "main").read_text()[:12] for r in (MODEL_ID, ADAPTER_ID)]
+    assert report.coverage.notes == (
+        f"--model-path {MODEL_ID}: read from the local Hugging Face cache at examples/hf-cache/hub (revision main: snapshot {commits[0]})",
+        f"--lora-paths sql={ADAPTER_ID}: read from the local Hugging Face cache at examples/hf-cache/hub (revision main: snapshot {commits[1]})",
+    )
+    assert local.coverage.notes == ()
 
 
 def test_the_cache_is_read_from_hf_home_and_from_the_commands_own_assignments(in_root: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -333,3 +340,16 @@ def test_the_lookup_does_not_import_huggingface_hub() -> None:
             "print('huggingface_hub' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
     assert hf_cache.__doc__ and "try_to_load_from_cache" in hf_cache.__doc__
+
+
+def test_a_cache_of_plain_files_checks_alike(in_root: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """snapshots/ holding copies instead of links (an sdist's copy of the bundled cache; a cache
+    written with symlinks off) is read alike."""
+    import shutil
+
+    copy = tmp_path / "hub"
+    shutil.copytree(HUB, copy)  # (links followed: plain files)
+    assert not any(p.is_symlink() for p in copy.rglob("*"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(copy))
+    report = check(argv=_launch("--model-path", MODEL_ID, *SERVE, "--lora-paths", f"sql={ADAPTER_ID}"))
+    assert report.ok and report.not_read == [] and [a["form"] for a in report.adapters] == ["peft"], str(report)

@@ -101,6 +101,13 @@ def example_files() -> list[Path]:
 
 def load_example(path: Path) -> None:
     """Load an example file as the format its name or content says it is."""
+    if path.name == "adapter_config.json" and "hf-cache" in path.parts:  # a snapshot: links into its repository's blobs/
+        from inkling_compat.inputs.adapter_dir import read_cached_adapter
+        from inkling_compat.inputs.models import LoraRef
+
+        manifest = read_cached_adapter(str(path.parent), str(path.parents[2]), LoraRef(name="cached", path=str(path.parent)))
+        assert manifest.source.unreadable is None, manifest.source.unreadable
+        return
     if path.name == "adapter_config.json":  # a PEFT adapter directory: read as the directory
         manifest, _ = load_adapter(path.parent)
         assert manifest.source.unreadable is None, manifest.source.unreadable

@@ -1,11 +1,13 @@
 """Coverage: which rules one check *checked*, found *not applicable* or did *not check*.
 
 A rule is *checked* when its `when` held and it ran on inputs that were given and read; *not
-applicable* when its `when` is false for these inputs; *not checked* when an input it reads
+applicable* when its `when` is false for these inputs, or when it is `inkling_only` and the
+model read is another model (never evaluated: its site is not on that model's path; the
+report's note says so once); *not checked* when an input it reads
 (directly, or through a fact derived from it: each fact field's `From`, `facts.types.derived_from`) was not given or
 could not be read (no --model, an empty or non-Inkling config.json, no adapter, an adapter
-directory that could not be read, pickle-only weights), or when sglang stops at an earlier
-rule first (`after`). A `when` that is false is trusted only if it reads no input that was
+directory that could not be read, pickle-only weights; for an `inkling_only` rule, no model
+config read at all), or when sglang stops at an earlier rule first (`after`). A `when` that is false is trusted only if it reads no input that was
 replaced by a placeholder: a sink rule is not "not applicable" because the placeholder model
 has no shared experts.
 
@@ -30,8 +32,12 @@ CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked
 # A rule's code in one scope: CHECKED, NOT_APPLICABLE, or the reason it was not checked (a str).
 # The order in which a rule's missing inputs are named (the first one is its reason).
 # "inkling": the model config is an Inkling one (every rule that reads the model needs it,
-# except those marked `any_model`).
-INPUTS = ("config", "model", "inkling", "adapter", "weights", "platform")
+# except those marked `any_model`). "inkling_model": the model is one sglang builds with an
+# Inkling class; a rule marked `inkling_only` needs it, and where the model read is another
+# one its "reason" is NOT_APPLICABLE itself (first in the order: whatever else is missing, the
+# site is not on that model's path).
+INPUTS = ("inkling_model", "config", "model", "inkling", "adapter", "weights", "platform")
+_INKLING_ONLY = frozenset({"model", "inkling", "inkling_model"})
 _ROOTS: dict[str, tuple[str, ...]] = {
     "config": ("config",),
     "env": ("config",),
@@ -102,6 +108,8 @@ def rule_reads(compiled: Any, memo: "dict[Any, Any] | None" = None) -> tuple[fro
     gate = frozenset() if rule.origin == "inkling-compat" else inputs_read(compiled.gate_paths, memo)
     if rule.any_model:
         needs, when_needs, gate = (s - {"inkling"} for s in (needs, when_needs, gate))
+    if rule.inkling_only:  # the model decides whether the site is reached at all, whatever the rule reads
+        needs, when_needs, gate = (s | _INKLING_ONLY for s in (needs, when_needs, gate))
     return needs, when_needs, gate
 
 
@@ -124,10 +132,11 @@ def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]]
     )
 
 
-def global_missing(facts: Any, unknown_values: tuple[tuple[str, str], ...] = ()) -> Missing:
+def global_missing(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), model_not_read: bool = False) -> Missing:
     """The inputs missing for the whole check (platform is not: it defaults to one H200, the
     documented default, and the platform checks are checked for it). `unknown_values`: server
-    arguments whose value a launch file does not define, (dest, why); dest "*": any argument."""
+    arguments whose value a launch file does not define, (dest, why); dest "*": any argument.
+    `model_not_read`: the arguments name a model that was not read (a hub id not in the local cache)."""
     given = facts.inputs_given
     out: list[tuple[str, str, bool]] = []
     for dest, why in unknown_values:
@@ -142,10 +151,11 @@ def global_missing(facts: Any, unknown_values: tuple[tuple[str, str], ...] = ())
     if not given.config:
         out.append(("config", "no server config", True))
     if not given.model:
-        out.append(("model", "no --model", True))
+        out.append(("model", "--model-path not read" if model_not_read else "no --model", True))
     elif given.model_architecture is None:
         out.append(("model", "model config is empty", True))
     elif not given.model_is_inkling:
+        out.append(("inkling_model", NOT_APPLICABLE, True))
         out.append(("inkling", f"model is not Inkling ({given.model_architecture})", True))
     if not facts.adapters:
         out += [("adapter", "no adapter", False), ("weights", "no adapter", False)]
@@ -200,7 +210,7 @@ class Tally:
         status: dict[str, str] = {}
         by_reason: dict[str, list[str]] = {}
         for rule_id, c in zip(self.global_ids, self.global_codes):
-            if c is CHECKED or c is NOT_APPLICABLE:
+            if c == CHECKED or c == NOT_APPLICABLE:
                 status[rule_id] = c
             else:
                 status[rule_id] = NOT_CHECKED
@@ -223,10 +233,13 @@ class Tally:
 
 def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), launch: tuple[str, ...] = ()) -> tuple[str, ...]:
     """What the counts alone do not say (`launch`: a launch file's own notes)."""
-    said = tuple(f"not checked: {why}" for _, why in unknown_values) + launch
-    if not facts.lora_enabled and facts.inputs_given.config:
-        return said + ("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply",)
-    return said
+    out = [f"not checked: {why}" for _, why in unknown_values] + list(launch)
+    given = facts.inputs_given
+    if given.model_architecture is not None and not given.model_is_inkling:
+        out.append(f"the model is {given.model_architecture}: the Inkling checks do not apply; the general LoRA and server-argument checks ran")
+    if not facts.lora_enabled and given.config:
+        out.append("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply")
+    return tuple(out)
 
 
 def _typed_fields() -> frozenset[str]:

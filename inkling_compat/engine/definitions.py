@@ -32,7 +32,7 @@ MEMBER_OWN = ("id", "title", "message", "message_pattern", "condition", "explana
 # What a family may hold for its members.
 SHAREABLE = (
     "severity", "origin", "error_class", "params", "join", "source", "sglang_versions",
-    "stage", "scope", "after", "guards", "when", "field_paths", "references",
+    "stage", "scope", "after", "guards", "when", "field_paths", "references", "inkling_only",
 )  # fmt: skip
 
 

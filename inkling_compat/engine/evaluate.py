@@ -113,7 +113,7 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
     inputs = load_inputs(config, adapter, model=model, platform=platform)
     facts = derive(inputs)
     plan = evaluator.plan(tuple(rules) if rules is not None else load_rules(), sglang_version)
-    missing = coverage.global_missing(facts, inputs.unknown_values)
+    missing = coverage.global_missing(facts, inputs.unknown_values, any(note.startswith("--model-path ") for note in inputs.not_read))
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
     contexts = Contexts(inputs, facts, plan, build=evaluator.context)
     fired, evaluated, tally = run_rules(plan, contexts, [a.name for a in facts.adapters], [missing, *per_adapter], evaluator)
@@ -224,6 +224,10 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
     reached = 0
     for index, (c, hit, app, block) in enumerate(zip(selection.rules, hits, applies, selection.blocks)):
         rule = c.rule
+        if block[0] == NOT_APPLICABLE:  # not on this model's path at all (an Inkling-only rule on another model)
+            reached += 1
+            codes.append(NOT_APPLICABLE)
+            continue
         if scope_fired and rule.after and not scope_fired.isdisjoint(rule.after):
             codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
             continue
@@ -259,7 +263,9 @@ def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None, exact: Any) 
 def _absent_codes(plan: Plan, evaluator: Evaluator, ctx: Any, missing: "coverage.Missing") -> list[str]:
     """Without any adapter, the adapter rules whose `when` is false without one do not apply."""
     selection = evaluator.selection(plan, "adapter", missing)
-    applies = evaluator.prepared(plan, (selection,), "all").applies(ctx)
+    applies: list[Any] = [None] * len(selection.rules)  # (a rule not applicable to the model: its reason says so)
+    for i, app in zip(selection.absent, evaluator.prepared(plan, (selection,), "absent").applies(ctx)):
+        applies[i] = app
     return [
         (NOT_APPLICABLE if not untrusted else reason or "no adapter") if app is False else reason or "no adapter"
         for app, (reason, untrusted, _) in zip(applies, selection.blocks)
@@ -286,7 +292,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,
-        coverage=tally.coverage(coverage.notes(facts, inputs.unknown_values, inputs.launch_notes)) if tally is not None else Coverage(),
+        coverage=tally.coverage(coverage.notes(facts, inputs.unknown_values, inputs.launch_notes) + inputs.from_cache) if tally is not None else Coverage(),
     )
 
 

@@ -5,7 +5,8 @@ An `Evaluator` gives a check what it runs on:
 - `plan(rules, version)`: the rule set's `Plan` (engine/plan.py: scopes, what each rule reads);
 - `selection(plan, scope, missing)`: one scope's rules sorted by what the missing inputs allow;
 - `prepare(rules)`: those rules ready to run, and `prepared(plan, selections, part)` the same
-  for the `part` ("run", "when_only", "all") rules of those selections: `run(ctx)` returns, per rule in order, its `(when) && (condition)`
+  for the `part` ("run", "when_only", "absent": those whose `when` may tell *not applicable* in a
+  check without adapters) rules of those selections: `run(ctx)` returns, per rule in order, its `(when) && (condition)`
   (True, False, or the `RuleEvaluationError` it raised) and its `when` alone (True, False, or
   None: unknown); `applies(ctx)` returns the `when`s only;
 - `context(variables)`: the CEL context the rules run in.
@@ -42,7 +43,7 @@ from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rules import CompiledRule
 from inkling_compat.errors import RuleEvaluationError
 
-PARTS = ("run", "when_only", "all")
+PARTS = ("run", "when_only", "absent")
 
 
 class Prepared(Protocol):
@@ -65,7 +66,7 @@ class Evaluator(Protocol):
 
 def part_rules(selections: tuple[Selection, ...], part: str) -> tuple[CompiledRule, ...]:
     """The `part` rules of `selections`, one selection after the other."""
-    return tuple(c for s in selections for c in {"run": s.run_rules, "when_only": s.when_only_rules, "all": s.rules}[part])
+    return tuple(c for s in selections for c in {"run": s.run_rules, "when_only": s.when_only_rules, "absent": s.absent_rules}[part])
 
 
 def _truth(value: Any) -> Any:

@@ -84,11 +84,13 @@ class Selection:
     - `run`: the rules that may fire, evaluated whole (`(when) && (condition)`);
     - `when_only`: rules whose condition read a placeholder for a missing input (they are not
       checked), but whose `when` did not: only the `when` runs, to tell *not applicable*;
-    - the rest, whose `when` read a placeholder too: never evaluated, *not checked*.
+    - the rest, whose `when` read a placeholder too: never evaluated, *not checked*;
+    - `absent`: in a check without adapters, the rules whose `when` runs to tell *not
+      applicable* (every rule but those not applicable to the model: never evaluated).
 
     `blocks` and `quiet` are the plan's (engine/coverage.block_row, `quiet_codes`)."""
 
-    __slots__ = ("rules", "blocks", "quiet", "run", "run_rules", "when_only", "when_only_rules", "whole")
+    __slots__ = ("rules", "blocks", "quiet", "run", "run_rules", "when_only", "when_only_rules", "whole", "absent", "absent_rules")
 
     def __init__(self, rules: tuple[CompiledRule, ...], blocks: tuple[Any, ...], quiet: tuple[Any, ...]):
         self.rules, self.blocks, self.quiet = rules, blocks, quiet
@@ -97,3 +99,5 @@ class Selection:
         self.run_rules = tuple(rules[i] for i in self.run)
         self.when_only_rules = tuple(rules[i] for i in self.when_only)
         self.whole = len(self.run) == len(rules)  # (the usual case: nothing is left out)
+        self.absent = tuple(i for i, (reason, _, _) in enumerate(blocks) if reason != coverage.NOT_APPLICABLE)
+        self.absent_rules = tuple(rules[i] for i in self.absent)

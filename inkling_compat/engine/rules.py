@@ -220,6 +220,12 @@ class Rule(BaseModel):
         description="The raise site is reached on a base config sglang does not recognize as Inkling, "
         "and the rule reads only fields that config states: it is checked on such a model too",
     )
+    inkling_only: bool = Field(
+        False,
+        description="The raise site is on sglang's Inkling model path only (models/inkling.py, models/inkling_common/, "
+        "configs/inkling.py, Inkling's kernels): on a model sglang builds with another class the rule is not applicable; "
+        "with no model config read it is not checked, never evaluated on the placeholder model",
+    )
     when: str = Field("true", description="CEL: when the check applies")
     condition: str = Field(description="CEL: true when the problem is present")
     field_paths: list[str] = Field(default_factory=list)
@@ -240,6 +246,12 @@ class Rule(BaseModel):
         if not _ID.match(value):
             raise ValueError("must be kebab-case (a-z, 0-9, '-')")
         return value
+
+    @model_validator(mode="after")
+    def _one_model_scope(self) -> "Rule":
+        if self.inkling_only and self.any_model:
+            raise ValueError("inkling_only and any_model exclude each other: the site is reached on Inkling models only, or on any model")
+        return self
 
     @model_validator(mode="after")
     def _holes_have_params(self) -> "Rule":

@@ -156,12 +156,22 @@ def inputs_given(inputs: Inputs) -> InputsGiven:
     the Inkling checks."""
     model_given = "model" in inputs.given
     architecture: str | None = None
-    if model_given and inputs.model.model_fields_set:
-        architecture = ", ".join(inputs.model.architectures) if inputs.model.architectures else "no architectures"
+    inkling = False
+    stated = inputs.model.model_fields_set
+    if model_given and stated:
+        if "architectures" not in stated and "model_type" in stated:
+            # No class named: what the file is comes from model_type (sglang registers Inkling's
+            # configs as inkling_model, inkling_mm_model, ...; configs/inkling.py l.430).
+            model_type = inputs.model.model_type
+            architecture = f"a {model_type} model (model_type {model_type!r}, no architectures)"
+            inkling = model_type.startswith("inkling")
+        else:
+            architecture = ", ".join(inputs.model.architectures) if inputs.model.architectures else "no architectures"
+            inkling = any(a in INKLING_ARCHITECTURES for a in inputs.model.architectures)
     return InputsGiven(
         **{name: name in inputs.given for name in ("config", "model", "platform")},
         model_architecture=architecture,
-        model_is_inkling=architecture is not None and any(a in INKLING_ARCHITECTURES for a in inputs.model.architectures),
+        model_is_inkling=inkling,
     )
 
 

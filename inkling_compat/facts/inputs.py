@@ -35,6 +35,8 @@ class Inputs:
     unknown_values: tuple[tuple[str, str], ...] = ()
     # What a launch file's reading leaves to say (inputs/launch.Launch.notes).
     launch_notes: tuple[str, ...] = ()
+    # What they name that was read from the local Hugging Face cache, and where.
+    from_cache: tuple[str, ...] = ()
 
 
 def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
@@ -104,12 +106,13 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     Unusable input raises `InputError`; unknown keys are collected, not errors."""
     server, unknown = load_server_config(config)
     not_read: tuple[str, ...] = ()
+    from_cache: tuple[str, ...] = ()
     if (model is None or adapter is None) and (server.arguments or server.lora_paths):  # what sglang itself reads, found from its arguments
         from inkling_compat.inputs.read_by_sglang import resolve
 
         env = getattr(config, "env", None)  # a launch command's own VAR=value assignments
         found = resolve(server, model, adapter, lora_path_entries(server) if adapter is None else [], env if isinstance(env, dict) else None)
-        model, adapter, not_read = found.model, found.adapter, found.not_read
+        model, adapter, not_read, from_cache = found.model, found.adapter, found.not_read, found.from_cache
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
@@ -128,6 +131,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         not_read=not_read,
         unknown_values=tuple(getattr(config, "unknown_values", ())),
         launch_notes=tuple(getattr(config, "notes", ())),
+        from_cache=from_cache,
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

@@ -579,12 +579,14 @@ class InputsGiven(_Facts):
     model: bool = fact("A model config.json was given (else facts.model, facts.quant, facts.sink and facts.pool describe a placeholder model).")
     platform: bool = fact("A platform was given (else facts.attention and facts.model.nvfp4 assume one H200, sm_90).")
     model_architecture: str | None = fact(
-        "The given config.json's `architectures`, joined with ', ' (None: no model given, or a config.json that sets none of the fields the checks read, e.g. `{}`)."
+        "The given config.json's `architectures`, joined with ', ' (a file that names no class but a `model_type`: 'a T model (model_type 'T', no architectures)'; "
+        "None: no model given, or a config.json that sets none of the fields the checks read, e.g. `{}`)."
     )
     model_is_inkling: bool = fact(
-        "The given config.json names one of sglang's Inkling model classes (False: no model given, an empty one, or another model, e.g. LlamaForCausalLM); "
-        "else the checks that read the model config are not checked.",
-        "models/inkling.py EntryClass l.1991",
+        "The given config.json names one of sglang's Inkling model classes, or, naming none, an Inkling model_type (False: no model given, an empty one, "
+        "or another model, e.g. LlamaForCausalLM); else the Inkling-only checks are not applicable (another model) or not checked (none read), "
+        "and the other checks that read the model config are not checked.",
+        "models/inkling.py EntryClass l.1991; configs/inkling.py l.430",
     )
 
 

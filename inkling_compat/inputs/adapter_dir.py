@@ -194,9 +194,21 @@ def _inside(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+class _LinkRoot(str):
+    """A folder's real path whose links may point anywhere inside a larger folder, `links`
+    (a snapshot of the Hugging Face cache: its files link into the repository's blobs/)."""
+
+    links: str
+
+    def __new__(cls, real: str, links: str) -> "_LinkRoot":
+        out = super().__new__(cls, real)
+        out.links = links
+        return out
+
+
 def _resolve_inside(path: str, root_real: str, label: str) -> str:
     """The real path of `path`, a direct child of the folder whose real path is `root_real`,
-    refusing symlink loops and links that leave `root_real`."""
+    refusing symlink loops and links that leave `root_real` (or its `links` folder)."""
     try:
         if not stat.S_ISLNK(os.lstat(path).st_mode):
             return os.path.join(root_real, os.path.basename(path))  # a plain entry of the folder
@@ -214,7 +226,7 @@ def _resolve_inside(path: str, root_real: str, label: str) -> str:
         raise AdapterFileError(label, _os_reason(exc)) from None
     except (RuntimeError, ValueError) as exc:  # RuntimeError: older pathlib loops; ValueError: NUL
         raise AdapterFileError(label, f"cannot resolve: {exc}") from None
-    if not _inside(real, root_real):
+    if not _inside(real, getattr(root_real, "links", root_real)):
         raise AdapterFileError(label, f"symlink points outside the adapter directory (to {real})")
     return real
 
@@ -733,7 +745,7 @@ def read_cached_adapter(directory: str, repo_folder: str, entry: LoraRef) -> Pef
     """The adapter of a snapshot in the Hugging Face cache (inputs/hf_cache.py), named and
     shown as its --lora-paths entry: its files are links into the repository folder's blobs/
     (the cache's layout), so links may point anywhere inside that folder, never out of it."""
-    return _read_entry(directory, None, entry.name, entry.path, entry.pinned, os.path.realpath(repo_folder))
+    return _read_entry(directory, None, entry.name, entry.path, entry.pinned, _LinkRoot(os.path.realpath(directory), os.path.realpath(repo_folder)))
 
 
 def _read_entry(directory: str, folder_real: str | None, name: str | None, path: str | None, pinned: bool, root_real: str | None = None) -> PeftManifest:

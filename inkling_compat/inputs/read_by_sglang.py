@@ -29,6 +29,7 @@ class Resolved:
     model: Any  # the caller's model, a local config.json folder, a cached snapshot folder, or None
     adapter: Any  # the caller's adapter(s), or the folders / cached snapshots --lora-paths names
     not_read: tuple[str, ...]  # what sglang would read that is not here, and why
+    from_cache: tuple[str, ...] = ()  # what was read from the Hugging Face cache, and where
 
 
 def model_path(server: ServerConfig) -> str | None:
@@ -40,6 +41,7 @@ def resolve(server: ServerConfig, model: Any, adapter: Any, entries: list[LoraRe
     """(model, adapter) with what the arguments name filled in where the caller gave none, and
     what could not be read."""
     not_read: list[str] = []
+    from_cache: list[str] = []
     cache: list[str] = []  # looked up once, only when a hub id needs it
 
     def hub_cache() -> str:
@@ -58,6 +60,7 @@ def resolve(server: ServerConfig, model: Any, adapter: Any, entries: list[LoraRe
             found, why = _from_hub(path, MODEL_FILE, hub_cache, revision if isinstance(revision, str) else None, "not a local folder with config.json")
             if found is not None:
                 model = os.path.join(found.snapshot, MODEL_FILE)
+                from_cache.append(f"--model-path {path}: {_where(found)}")
             else:
                 not_read.append(f"--model-path {path}: not read ({why}): the model checks are not checked")
     if adapter is None and entries:
@@ -71,11 +74,16 @@ def resolve(server: ServerConfig, model: Any, adapter: Any, entries: list[LoraRe
                 from inkling_compat.inputs.adapter_dir import read_cached_adapter
 
                 found_adapters.append(read_cached_adapter(found.snapshot, found.repo_folder, entry))
+                from_cache.append(f"--lora-paths {entry.name}={entry.path}: {_where(found)}")
             else:
                 not_read.append(f"--lora-paths {entry.name}={entry.path}: not read ({why}): that adapter is not checked")
         if found_adapters:
             adapter = found_adapters
-    return Resolved(model, adapter, tuple(not_read))
+    return Resolved(model, adapter, tuple(not_read), tuple(from_cache))
+
+
+def _where(found: Any) -> str:
+    return f"read from the local Hugging Face cache at {found.cache} (revision {found.revision}: snapshot {os.path.basename(found.snapshot)[:12]})"
 
 
 def _from_hub(path: str, filename: str, hub_cache: Any, revision: str | None, local_why: str) -> tuple[Any, str]:

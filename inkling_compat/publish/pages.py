@@ -111,7 +111,11 @@ def render_page(rule: Any, component: str) -> str:
         "",
     ]
 
-    out += ["## What it checks", "", rule.title + ".", "", "Applies when:", "", _fence(rule.when.strip(), "cel"), ""]
+    out += ["## What it checks", "", rule.title + ".", ""]
+    if rule.inkling_only:
+        out += ["Inkling models only: its sglang site is on the Inkling model path, so on another model (a "
+                "config.json naming another class) it is not applicable, and without a model config it is not checked.", ""]
+    out += ["Applies when:", "", _fence(rule.when.strip(), "cel"), ""]
     out += ["Fires when:", "", _fence(rule.condition.strip(), "cel"), ""]
     if rule.after:
         out += ["Evaluated only if these did not fire first: " + ", ".join(f"[{d}]({d}.md)" for d in rule.after) + ".", ""]
