@@ -93,8 +93,10 @@ def _ours(argv: list[str]) -> tuple[str, Any]:
         launch = parse_launch(["python", "-m", "sglang.launch_server", *argv])
     except InputError as exc:
         return "refused", exc.reason
-    if launch.unknown:
-        return "refused", launch.unknown[0]["message"]
+    if launch.refusals:  # sglang's words; an exception sglang raises is named as its traceback ends
+        refusal = launch.refusals[0]
+        raised = refusal["error_class"] in ("json.decoder.JSONDecodeError", "AssertionError")
+        return "refused", f"{refusal['error_class']}: {refusal['message']}" if raised else refusal["message"]
     return "ok", launch.values
 
 

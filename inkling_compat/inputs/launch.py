@@ -15,8 +15,9 @@ words (a container's `command` + `args`).
 with its refusals: only .yaml/.yml (a .json config is refused here, as sglang refuses it; the
 checker's own `check --config` still reads JSON), dash keys only (`--<key>` as written).
 The merged words are parsed by argparse rebuilt from sglang's table (`argument_table.parse`).
-A refusal is an InputError placed at its argument ("argument 12: --max-lora-rank") or at the
-config file key's line.
+sglang's refusals (argparse's errors, the merger's ValueErrors, the --lora-paths action's) are
+the launch's `refusals` (inputs/refusals.py), placed at their argument ("argument 12:
+--max-lora-rank") or at the config file's key: problems of the deployment, reported by rules.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import argument_table
+from inkling_compat.inputs import argument_table, refusals
 from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
 
 COMMAND = "<command>"
@@ -49,10 +50,13 @@ class Launch:
     argv: tuple[str, ...]
     label: str = COMMAND
     config_file: str | None = None
-    unknown: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     # Where each dest was set, (dest, file, where): the command's "argument 12: --max-lora-rank"
     # or the --config file's key; the last setting wins, as in argparse.
     places: tuple[tuple[str, str, str], ...] = ()
+    # Where sglang stops parsing (inputs/refusals.py: at most one; then `values` is empty),
+    # and the deprecation warnings its parser logs on the way.
+    refusals: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[dict[str, Any], ...] = ()
 
     def server_config_data(self) -> dict[str, Any]:
         """The project's server config mapping of this launch (`server_config_data`)."""
@@ -178,13 +182,12 @@ def _parse_launch(words: list[str], label: str) -> Launch:
     config_file = None
     try:
         config_file = config_file_path(argv) if "--config" in argv else None
-    except ConfigRefused as exc:
-        raise InputError(label, "--config", str(exc)) from None
-    if config_file is not None:
-        try:
+        if config_file is not None:
             check_yaml_path(config_file)
-        except ConfigRefused as exc:
-            raise InputError(label, "--config", str(exc)) from None
+    except ConfigRefused as exc:
+        at = argv.index("--config") + 1
+        return _refused(env, argv, label, None, refusals.item("config-file", str(exc), "ValueError", label, f"argument {at}: --config", refusals.config_fix(str(exc))))
+    if config_file is not None:
         from inkling_compat.inputs.loading import read_document
 
         try:
@@ -196,35 +199,50 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         try:
             pairs = config_to_args(check_root(data))
         except ConfigRefused as exc:
-            raise InputError(config_file, _at_line(config_file, exc.key) if exc.key else "(root)", str(exc)) from None
+            key = exc.key or ""
+            return _refused(env, argv, label, config_file, refusals.item("config-file", str(exc), "ValueError", config_file, key, refusals.config_fix(str(exc))))
         config_words = [w for _key, ws in pairs for w in ws]
         config_origins = [("config", key) for key, ws in pairs for _ in ws]
         index = argv.index("--config")
         argv = config_words + argv[:index] + argv[index + 2 :]
         origins = config_origins + origins[:index] + origins[index + 2 :]
     try:
-        values, extras = argument_table.parser().parse_known_args(argv)
+        namespace, extras = argument_table.parser().parse_known_args(argv)
     except argument_table.ArgumentsRefused as exc:
-        raise _placed(exc, argv, origins, label, config_file) from None
+        return _refused(env, argv, label, config_file, _placed(exc, argv, origins, label, config_file))
     except Exception as exc:  # argparse.ArgumentError
         refusal = argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
-        raise _placed(refusal, argv, origins, label, config_file) from None
-    unknown = []
-    if extras:
-        from inkling_compat.inputs.server_arguments import unknown_item
-
-        message = "unrecognized arguments: " + " ".join(extras)
+        return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file))
+    values = vars(namespace)
+    warnings = tuple(_warning(option, said, new_flag, argv, origins, label, config_file) for option, said, new_flag in values.pop(argument_table.WARNINGS, None) or ())
+    if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
         first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
-        origin = origins[first] if first is not None else ("command", None)
-        name = extras[0].lstrip("-").split("=", 1)[0]
-        file = config_file if origin[0] == "config" and config_file else label
-        key = origin[1] if origin[0] == "config" else f"argument {origin[1]}: {extras[0]}"
-        item = unknown_item(name, extras, file, message)
-        item["key"] = str(key)
-        if origin[0] == "command":
-            item["suggestion"] = item["flag"]
-        unknown.append(item)
-    return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file))
+        refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
+        refusal["fix"] = _suggested(extras[0])
+        return _refused(env, argv, label, config_file, refusal, warnings)
+    return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), warnings=warnings)
+
+
+def _refused(env: dict[str, str], argv: list[str], label: str, config_file: str | None, refusal: dict[str, Any], warnings: tuple[dict[str, Any], ...] = ()) -> Launch:
+    """A launch sglang stops parsing: no values (nothing after the refusal runs)."""
+    return Launch({}, env, tuple(argv), label, config_file, refusals=(refusal,), warnings=warnings)
+
+
+def _suggested(word: str) -> str:
+    """"Did you mean" for an unrecognized option word: the closest known flag."""
+    if not word.startswith("--"):
+        return ""
+    from inkling_compat.inputs.server_arguments import unknown_item
+
+    flag = unknown_item(word[2:].split("=", 1)[0], [word], "")["flag"]
+    return f"Did you mean {flag}?" if flag else ""
+
+
+def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    index = next((i for i, w in enumerate(argv) if w.split("=", 1)[0] == option), None)
+    found = _at(refusals.item("deprecated", said, "", label, ""), index, argv, origins, label, config_file)
+    found["fix"] = f"Use {new_flag} instead of {option}" if new_flag else f"Remove {option}"
+    return found
 
 
 def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[tuple[str, str, str], ...]:
@@ -244,21 +262,264 @@ def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_
     return tuple((dest, file, where) for dest, (file, where) in found.items())
 
 
-def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> InputError:
-    """The refusal at its argument: the first word that is one of the refused flag's spellings."""
-    names = set((exc.option or "").split("/")) - {""}
-    index = None
-    for i, word in enumerate(argv):
-        if word.split("=", 1)[0] in names:
-            index = i
-            break
+def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    """The refusal at its argument: the first word that is one of the refused flag's spellings
+    (an ambiguous prefix: the word itself)."""
     message = exc.message
-    if index is None:
-        return InputError(label, "(command)", message)
-    kind, where = origins[index]
-    if kind == "config" and config_file:
-        return InputError(config_file, _at_line(config_file, str(where)), message)
-    return InputError(label, f"argument {where}: {argv[index].split('=', 1)[0]}", message)
+    names = set((exc.option or "").split("/")) - {""}
+    if message.startswith("ambiguous option: "):
+        names = {message.split()[2].split("=", 1)[0]}
+    index = next((i for i, word in enumerate(argv) if word.split("=", 1)[0] in names), None)
+    if message.startswith(("json.decoder.JSONDecodeError: ", "AssertionError: ")):
+        cls, _, said = message.partition(": ")
+        found = refusals.item("lora-paths-action", said, cls, label, "")
+    else:
+        found = refusals.item("", message, "SystemExit", label, "")
+        found.update(refusals.argparse_refusal(message))
+    return _at(found, index, argv, origins, label, config_file)
+
+
+def _at(found: dict[str, Any], index: int | None, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    """`found` placed at argv[index]: the command's argument, or the --config file's key."""
+    if index is not None:
+        kind, where = origins[index]
+        if kind == "config" and config_file:
+            found.update(file=config_file, key=str(where))
+        else:
+            found.update(file=label, key=f"argument {where}: {argv[index].split('=', 1)[0]}")
+    return found
+
+
+def server_config_data(self) -> dict[str, Any]:
+        """The project's server config mapping of this launch (`server_config_data`)."""
+        return server_config_data(self)
+
+
+def read_words(path: str) -> list[str]:
+    """The words of a launch file (or stdin for `-`)."""
+    import sys
+
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, "(file)", "not UTF-8 text") from None
+    stripped = text.lstrip()
+    if stripped.startswith("[") or stripped.startswith("- "):
+        from inkling_compat.inputs.loading import _yaml_data
+
+        try:
+            data = _yaml_data(text)
+        except Exception as exc:  # noqa: BLE001 - any parse failure is the file's problem
+            raise InputError(path, "(file)", f"not a YAML/JSON list of words: {exc}") from None
+        if not isinstance(data, list) or not all(isinstance(w, (str, int, float)) and not isinstance(w, bool) for w in data):
+            raise InputError(path, "(root)", "expected a list of words (a container's command + args)")
+        return [str(w) for w in data]
+    return script_words(text, path)
+
+
+def script_words(text: str, label: str = COMMAND) -> list[str]:
+    """The sglang command of a shell script, with its script's `export VAR=value` lines first."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    exports: list[str] = []
+    for line in joined.splitlines():
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise InputError(label, "(file)", f"not shell words: {exc}") from None
+        if not words:
+            continue
+        if words[0] == "export":
+            exports += [w for w in words[1:] if _ASSIGNMENT.match(w)]
+            continue
+        if _entry(words) is not None:
+            return exports + words
+    raise InputError(label, "(file)", "no sglang launch command in it (python -m sglang.launch_server ..., sglang serve ...)")
+
+
+def _entry(words: list[str]) -> tuple[int, str] | None:
+    """(index of the first server argument, the entry point) or None."""
+    i = 0
+    while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in ("env", "exec")):
+        i += 1
+    rest = words[i:]
+    if not rest:
+        return None
+    if _PYTHON.match(rest[0]):
+        j = 1
+        while j < len(rest) and rest[j].startswith("-") and rest[j] != "-m":
+            j += 1  # interpreter options (-u, -X ...)
+        if j + 1 < len(rest) and rest[j] == "-m":
+            module = rest[j + 1]
+            if module == "sglang.launch_server":
+                return i + j + 2, "python -m sglang.launch_server"
+            if module in ("sglang.cli.main", "sglang") and j + 2 < len(rest) and rest[j + 2] == "serve":
+                return i + j + 3, "sglang serve"
+        return None
+    if re.match(r"^(.*/)?sglang$", rest[0]) and len(rest) > 1 and rest[1] == "serve":
+        return i + 2, "sglang serve"
+    if rest[0].startswith("-"):
+        return i, "arguments"
+    return None
+
+
+def _serve_argv(argv: list[str]) -> list[str]:
+    """cli/serve.py: `--model-type X` is serve's own, a leading positional is the model path."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--model-type" and i + 1 < len(argv):
+            i += 2
+            continue
+        if argv[i].startswith("--model-type="):
+            i += 1
+            continue
+        out.append(argv[i])
+        i += 1
+    if out and not out[0].startswith("-"):
+        out = ["--model-path", *out]
+    return out
+
+
+_LAUNCHES: dict[tuple[str, ...], Launch] = {}  # a command without --config -> its parse
+
+
+def parse_launch(words: list[str], label: str = COMMAND) -> Launch:
+    """The launch as sglang parses it (a command that names no file is parsed once per process)."""
+    key = (label, *words)
+    hit = _LAUNCHES.get(key)
+    if hit is not None:
+        return hit
+    launch = _parse_launch(words, label)
+    if launch.config_file is None:
+        if len(_LAUNCHES) >= 256:
+            _LAUNCHES.clear()
+        _LAUNCHES[key] = launch
+    return launch
+
+
+def _parse_launch(words: list[str], label: str) -> Launch:
+    found = _entry(words)
+    if found is None:
+        raise InputError(label, "(command)", "not an sglang launch command (python -m sglang.launch_server ..., sglang serve ...)")
+    start, entry = found
+    env = dict(w.split("=", 1) for w in words[:start] if _ASSIGNMENT.match(w))
+    argv = list(words[start:])
+    if entry == "sglang serve":
+        argv = _serve_argv(argv)
+    # Where each word is: ("command", its index in sglang's sys.argv, 1 = the first server
+    # argument) or ("config", key).
+    origins: list[tuple[str, Any]] = [("command", i + 1) for i in range(len(argv))]
+    config_file = None
+    try:
+        config_file = config_file_path(argv) if "--config" in argv else None
+        if config_file is not None:
+            check_yaml_path(config_file)
+    except ConfigRefused as exc:
+        at = argv.index("--config") + 1
+        return _refused(env, argv, label, None, refusals.item("config-file", str(exc), "ValueError", label, f"argument {at}: --config", refusals.config_fix(str(exc))))
+    if config_file is not None:
+        from inkling_compat.inputs.loading import read_document
+
+        try:
+            data = read_document(config_file)
+        except InputError as exc:
+            if exc.field != "(root)" or not exc.reason.startswith("expected a mapping"):
+                raise
+            data = []  # a root that is not a mapping: sglang's own refusal below
+        try:
+            pairs = config_to_args(check_root(data))
+        except ConfigRefused as exc:
+            key = exc.key or ""
+            return _refused(env, argv, label, config_file, refusals.item("config-file", str(exc), "ValueError", config_file, key, refusals.config_fix(str(exc))))
+        config_words = [w for _key, ws in pairs for w in ws]
+        config_origins = [("config", key) for key, ws in pairs for _ in ws]
+        index = argv.index("--config")
+        argv = config_words + argv[:index] + argv[index + 2 :]
+        origins = config_origins + origins[:index] + origins[index + 2 :]
+    try:
+        namespace, extras = argument_table.parser().parse_known_args(argv)
+    except argument_table.ArgumentsRefused as exc:
+        return _refused(env, argv, label, config_file, _placed(exc, argv, origins, label, config_file))
+    except Exception as exc:  # argparse.ArgumentError
+        refusal = argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
+        return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file))
+    values = vars(namespace)
+    warnings = tuple(_warning(option, said, new_flag, argv, origins, label, config_file) for option, said, new_flag in values.pop(argument_table.WARNINGS, None) or ())
+    if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
+        first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
+        refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
+        refusal["fix"] = _suggested(extras[0])
+        return _refused(env, argv, label, config_file, refusal, warnings)
+    return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), warnings=warnings)
+
+
+def _refused(env: dict[str, str], argv: list[str], label: str, config_file: str | None, refusal: dict[str, Any], warnings: tuple[dict[str, Any], ...] = ()) -> Launch:
+    """A launch sglang stops parsing: no values (nothing after the refusal runs)."""
+    return Launch({}, env, tuple(argv), label, config_file, refusals=(refusal,), warnings=warnings)
+
+
+def _suggested(word: str) -> str:
+    """"Did you mean" for an unrecognized option word: the closest known flag."""
+    if not word.startswith("--"):
+        return ""
+    from inkling_compat.inputs.server_arguments import unknown_item
+
+    flag = unknown_item(word[2:].split("=", 1)[0], [word], "")["flag"]
+    return f"Did you mean {flag}?" if flag else ""
+
+
+def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    index = next((i for i, w in enumerate(argv) if w.split("=", 1)[0] == option), None)
+    found = _at(refusals.item("deprecated", said, "", label, ""), index, argv, origins, label, config_file)
+    found["fix"] = f"Use {new_flag} instead of {option}" if new_flag else f"Remove {option}"
+    return found
+
+
+def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[tuple[str, str, str], ...]:
+    """(dest, file, where) for each dest an option word sets (see `Launch.places`)."""
+    found: dict[str, tuple[str, str]] = {}
+    for word, (kind, at) in zip(argv, origins):
+        if not word.startswith("--"):
+            continue
+        option = word.split("=", 1)[0]
+        row = argument_table.lookup(option[2:])
+        if row is None:
+            continue
+        if kind == "config" and config_file:
+            found[row["dest"]] = (config_file, str(at))
+        else:
+            found[row["dest"]] = (label, f"argument {at}: {option}")
+    return tuple((dest, file, where) for dest, (file, where) in found.items())
+
+
+def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    """The refusal at its argument: the first word that is one of the refused flag's spellings
+    (an ambiguous prefix: the word itself)."""
+    message = exc.message
+    names = set((exc.option or "").split("/")) - {""}
+    if message.startswith("ambiguous option: "):
+        names = {message.split()[2].split("=", 1)[0]}
+    index = next((i for i, word in enumerate(argv) if word.split("=", 1)[0] in names), None)
+    if message.startswith(("json.decoder.JSONDecodeError: ", "AssertionError: ")):
+        cls, _, said = message.partition(": ")
+        found = refusals.item("lora-paths-action", said, cls, label, "")
+    else:
+        found = refusals.item("", message, "SystemExit", label, "")
+        found.update(refusals.argparse_refusal(message))
+    return _at(found, index, argv, origins, label, config_file)
+
+
+def _at(found: dict[str, Any], index: int | None, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    """`found` placed at argv[index]: the command's argument, or the --config file's key."""
+    if index is not None:
+        kind, where = origins[index]
+        if kind == "config" and config_file:
+            found.update(file=config_file, key=str(where))
+        else:
+            found.update(file=label, key=f"argument {where}: {argv[index].split('=', 1)[0]}")
+    return found
 
 
 def _at_line(config_file: str, key: str) -> str:
