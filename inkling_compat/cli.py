@@ -88,11 +88,13 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
+    _hide_secrets(args, words)
     if (args.fix or args.diff) and args.launch is not None:
         from inkling_compat.inputs.launch import read_words
 
         words = read_words(args.launch)  # (a launch file's command is printed corrected, never rewritten)
     args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words)
+    _hide_secrets(args.config)
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
@@ -136,6 +138,33 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     report = apply_inline(report, [args.config, args.platform, *args.adapter])  # `# inkling-compat: ignore[...]`
     return gated(apply(report, selection), args.fail_on, args.strict), load_rules()  # (Report.passes)
+
+
+def _hide_secrets(given: object, words: list[str] | None = None) -> None:
+    """Tell the output the secrets of the inputs (inputs/secrets.py): the files named on the
+    command line, the launch command's words, a parsed launch's environment and --config file."""
+    import os
+
+    from inkling_compat.inputs import secrets
+    from inkling_compat.output_stream import hide
+
+    found = secrets.in_words(words or [])
+    files: list[object] = []
+    if isinstance(given, argparse.Namespace):
+        files = [given.config, given.launch, given.platform, *(given.adapter or [])]
+    elif callable(getattr(given, "server_config_data", None)):  # a parsed launch (inputs/launch.py)
+        found |= secrets.in_words(getattr(given, "argv", ())) | secrets.in_mapping(getattr(given, "env", {}))
+        found |= secrets.in_words(f"{k}={v}" for k, v in getattr(given, "env", {}).items())
+        files = [getattr(given, "config_file", None)]
+    for path in files:
+        # only regular files, as much as an input may hold (a FIFO is never opened here)
+        if isinstance(path, str) and path != "-" and os.path.isfile(path) and os.path.getsize(path) <= 16 * 2**20:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    found |= secrets.in_text(handle.read())
+            except OSError:
+                continue
+    hide(found)
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:
