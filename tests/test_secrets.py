@@ -94,3 +94,16 @@ env:
     assert secrets.in_text(text) == {HF_TOKEN, API_KEY, PASSWORD}
     assert secrets.in_words(["--api-key", API_KEY, f"--hf-token={HF_TOKEN}", "--port", "30000"]) == {API_KEY, HF_TOKEN}
     assert secrets.mask(f'a "{PASSWORD}" <x>{PASSWORD.replace("-", "-")}</x> ghp_{"a" * 30}', {PASSWORD}) == 'a "****" <x>****</x> ****'
+
+
+def test_the_github_actions_files_hold_no_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inkling_compat.ci import action
+
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"model_path: examples/model\napi-key: {API_KEY}\nhf-token: {HF_TOKEN}\n")
+    summary, sarif = tmp_path / "summary.md", tmp_path / "out.sarif"
+    env = {"INKLING_CONFIG": str(config), "INKLING_SARIF": str(sarif), "GITHUB_STEP_SUMMARY": str(summary), "INKLING_UPLOAD_SARIF": "false"}
+    assert action.run(env) == 1
+    out, err = capsys.readouterr()
+    assert "hf-token" in sarif.read_text()  # (the unknown key is reported, its value masked)
+    _clean(out + err + sarif.read_text() + summary.read_text())

@@ -47,6 +47,7 @@ def _check_once(args: list[str], sarif: Path) -> tuple[int, Any, str]:
     written and its annotations printed; on exit 2/3 the formats' failure documents instead."""
     from inkling_compat import cli
     from inkling_compat.errors import InputError
+    from inkling_compat.output_stream import masked
     from inkling_compat.report.outputs import render, render_failure
 
     try:
@@ -61,21 +62,22 @@ def _check_once(args: list[str], sarif: Path) -> tuple[int, Any, str]:
     else:
         from inkling_compat.report.gate import exit_status
 
-        sarif.write_text(render("sarif", report, rules) + "\n", encoding="utf-8")
-        annotations = render("github", report, rules)
+        sarif.write_text(masked(render("sarif", report, rules)) + "\n", encoding="utf-8")
+        annotations = masked(render("github", report, rules))
         if annotations:
             print(annotations)
         return exit_status(report, parsed.exit_zero), report, ""
-    line = " ".join(line.split())
+    line = masked(" ".join(line.split()))
     print(line, file=sys.stderr)
-    sarif.write_text((render_failure("sarif", code, **error) or "") + "\n", encoding="utf-8")
-    print(render_failure("github", code, **error))
+    sarif.write_text(masked(render_failure("sarif", code, **error) or "") + "\n", encoding="utf-8")
+    print(masked(render_failure("github", code, **error)))
     return code, None, line
 
 
 def run(env: Mapping[str, str]) -> int:
     from inkling_compat import cli
     from inkling_compat.ci.summary import failure_markdown, summary_markdown
+    from inkling_compat.output_stream import masked
 
     try:
         args = check_arguments(env)
@@ -99,7 +101,7 @@ def run(env: Mapping[str, str]) -> int:
     summary = env.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(summary_markdown(report, code, notes) if report is not None else failure_markdown(code, error_line))
+            handle.write(masked(summary_markdown(report, code, notes) if report is not None else failure_markdown(code, error_line)))
     output = env.get("GITHUB_OUTPUT")
     if output:
         with open(output, "a", encoding="utf-8") as handle:
