@@ -46,6 +46,8 @@ def _json_escape(exc: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("inkling_compat.json", _json_escape)
 _ERRORS = {"json": "inkling_compat.json", "sarif": "inkling_compat.json", "junit": "xmlcharrefreplace"}
+# The secret values of this command's inputs (inputs/secrets.py): masked in everything written.
+_hidden: set[str] = set()
 
 
 class _Closed:
@@ -66,7 +68,9 @@ class _Closed:
 
 def prepare() -> None:
     """At the start of the command: escape what stdout and stderr cannot encode (print() and
-    every other write), and make a closed stdout fail loudly."""
+    every other write), and make a closed stdout fail loudly. The secrets of an earlier
+    command run in this process are forgotten (each masks its own inputs')."""
+    _hidden.clear()
     if sys.stdout is None:
         sys.stdout = _Closed()  # type: ignore[assignment]
     for stream in (sys.stdout, sys.stderr):
@@ -119,10 +123,6 @@ def write_stdout(text: str, fmt: str = "text") -> None:
 
 
 _stdout_failed: list[bool] = []  # a write to stdout failed and was reported: said once
-
-# The secret values of this process's inputs (inputs/secrets.py): masked in everything written.
-_hidden: set[str] = set()
-
 
 def hide(values: Iterable[str]) -> None:
     """Never write these values (an input's secrets) on any stream or into --output."""

@@ -107,3 +107,16 @@ def test_the_github_actions_files_hold_no_secret(tmp_path: Path, capsys: pytest.
     out, err = capsys.readouterr()
     assert "hf-token" in sarif.read_text()  # (the unknown key is reported, its value masked)
     _clean(out + err + sarif.read_text() + summary.read_text())
+
+
+def test_values_that_are_ordinary_words_are_not_masked() -> None:
+    """`api_key: true` or `KEY=1` would blank every `true` and `1` of a report (and break JSON)."""
+    assert secrets.in_text("api_key: true\nHF_TOKEN=1\nsecret: 30000\npassword: null\n") == set()
+    assert secrets.mask('{"ok": true, "n": 1000}', {"true", "1000", "no"}) == '{"ok": true, "n": 1000}'
+
+
+def test_each_command_masks_its_own_inputs_secrets(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["check", "--", "python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--api-key", "problems"])
+    capsys.readouterr()
+    assert main(["check", "--format", "json", "--", "python", "-m", "sglang.launch_server", "--model-path", "examples/model"]) == 0
+    assert '"problems": []' in capsys.readouterr().out

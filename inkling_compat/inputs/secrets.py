@@ -16,8 +16,9 @@ What is a secret:
   OpenAI-style `sk-`, GitHub `ghp_`..., AWS access key ids, Slack `xox?-`).
 
 `mask(text, secrets)` writes each such value as `****` (also as JSON, XML and repr() escape it).
-Values shorter than 4 characters are not masked by value (a `KEY=1` switch would blank every
-"1" of a report); the token shapes still are.
+Values shorter than 4 characters, numbers, booleans and null (`KEY=1`, `api_key: true`) are not
+masked by value: they would blank every "1" or `true` of a report and break its JSON; the
+token shapes still are.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ TOKEN_SHAPES = re.compile(
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _VALUE = r"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s"',}\]#]+))"""
 # NAME=VALUE, NAME: VALUE, "NAME": "VALUE" (the name quoted or not)
-_ASSIGNED = re.compile(rf"""["']?(?P<name>{_NAME})["']?[ \t]*(?:=|:[ \t])[ \t]*{_VALUE}""")
+# (a name starts only where no name character precedes it, and is taken whole: one attempt per
+# name, so a long run of letters costs linear time, not one attempt per position)
+_ASSIGNED = re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \t]*(?:=|:[ \t])[ \t]*{_VALUE}""")
 # --flag VALUE / --flag=VALUE
-_FLAG = re.compile(rf"""--(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*)(?:=|[ \t]+\\?\n?[ \t]*){_VALUE}""")
+_FLAG = re.compile(rf"""(?<!-)--(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*+)(?:=|[ \t]+\\?\n?[ \t]*){_VALUE}""")
 # name: NAME followed by value: VALUE (a Kubernetes env entry), or the other order
-_PAIR = re.compile(rf"""name["']?:[ \t]*["']?(?P<name>{_NAME})["']?[ \t]*[,\n][ \t-]*["']?value["']?:[ \t]*{_VALUE}""")
+_PAIR = re.compile(rf"""\bname["']?:[ \t]*["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \t]*[,\n][ \t-]*["']?value["']?:[ \t]*{_VALUE}""")
 
 
 def secret_name(name: str) -> bool:
@@ -50,18 +53,36 @@ def secret_name(name: str) -> bool:
     return any(word.lower().endswith(_ENDINGS) for word in _WORDS.findall(name))
 
 
+_NOT_SECRET = re.compile(r"(?i)(true|false|yes|no|on|off|null|none|~|[-+]?[0-9][0-9_.eE+\-]*)")
+
+
+def _kept(values: Iterable[str]) -> set[str]:
+    """The values that can be masked without blanking ordinary words of a report."""
+    return {v for v in values if len(v) >= MIN_LENGTH and not _NOT_SECRET.fullmatch(v)}
+
+
 def _value(match: re.Match[str]) -> str:
     return next(v for v in (match.group("dq"), match.group("sq"), match.group("bare")) if v is not None)
 
 
+# A line that can name a secret holds one of these (the value may be on the next line).
+_HINT = re.compile(r"(?i)token|key|secret|passw")
+
+
 def in_text(text: str) -> set[str]:
-    """The secret values written in a file's text (shell, YAML, JSON, a Dockerfile)."""
+    """The secret values written in a file's text (shell, YAML, JSON, a Dockerfile). Only a line
+    with a hint of a secret's name, and the line after it, are read: linear in the text."""
     found: set[str] = set()
-    for pattern in (_ASSIGNED, _FLAG, _PAIR):
-        for match in pattern.finditer(text):
-            if secret_name(match.group("name")):
-                found.add(_value(match))
-    return {v for v in found if len(v) >= MIN_LENGTH}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not _HINT.search(line):
+            continue
+        window = line + "\n" + lines[i + 1] if i + 1 < len(lines) else line
+        for pattern in (_ASSIGNED, _FLAG, _PAIR):
+            for match in pattern.finditer(window):
+                if secret_name(match.group("name")):
+                    found.add(_value(match))
+    return _kept(found)
 
 
 def in_words(words: Iterable[str]) -> set[str]:
@@ -76,12 +97,12 @@ def in_words(words: Iterable[str]) -> set[str]:
         if sep and secret_name(name.lstrip("-")):
             found.add(value)
         previous = word
-    return {v for v in found if len(v) >= MIN_LENGTH}
+    return _kept(found)
 
 
 def in_mapping(values: dict[str, str]) -> set[str]:
     """The secret values of an environment (name -> value)."""
-    return {str(v) for k, v in values.items() if secret_name(str(k)) and len(str(v)) >= MIN_LENGTH}
+    return _kept(str(v) for k, v in values.items() if secret_name(str(k)))
 
 
 def _forms(secret: str) -> set[str]:
@@ -91,7 +112,7 @@ def _forms(secret: str) -> set[str]:
 
 def mask(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every secret value and every token-shaped word written as `MASK`."""
-    forms = sorted({f for s in secrets if len(s) >= MIN_LENGTH for f in _forms(s) if f}, key=len, reverse=True)
+    forms = sorted({f for s in _kept(secrets) for f in _forms(s) if f}, key=len, reverse=True)
     for form in forms:
         if form in text:
             text = text.replace(form, MASK)
