@@ -181,3 +181,12 @@ def test_a_rules_problem_is_located_at_its_argument(tmp_path: Path) -> None:
     report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config), "--max-lora-rank", "16", "--lora-target-modules", "gate_up_proj", "down_proj"])
     problem = next(p for p in report.problems if p.rule_id == "sink-lora-multislot-needs-triton")
     assert [(loc.line, loc.field) for loc in problem.locations] == [(3, "lora-backend"), (4, "max-loras-per-batch")]
+
+
+def test_an_unrecognized_flag_is_renamed_by_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    from inkling_compat.cli import main
+
+    assert main(["check", "--diff", "--", *SGLANG, "--max-lora-rnk", "8"]) == 1
+    out = capsys.readouterr().out
+    assert "+python -m sglang.launch_server --model-path examples/model --max-lora-rank 8" in out
+    assert "argparse-unrecognized-arguments (safe): rename max_lora_rnk -> max_lora_rank" in out

@@ -218,7 +218,7 @@ def _parse_launch(words: list[str], label: str) -> Launch:
     if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
         first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
         refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
-        refusal["fix"] = _suggested(extras[0])
+        refusal.update(_suggested(extras[0]))
         return _refused(env, argv, label, config_file, refusal, warnings)
     return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), warnings=warnings)
 
@@ -228,14 +228,16 @@ def _refused(env: dict[str, str], argv: list[str], label: str, config_file: str 
     return Launch({}, env, tuple(argv), label, config_file, refusals=(refusal,), warnings=warnings)
 
 
-def _suggested(word: str) -> str:
-    """"Did you mean" for an unrecognized option word: the closest known flag."""
+def _suggested(word: str) -> dict[str, str]:
+    """"Did you mean" for an unrecognized option word: the closest known flag (`fix`), and the
+    word's key and that flag's dest (`name`, `suggestion`: the rename `--fix` makes)."""
     if not word.startswith("--"):
-        return ""
+        return {"fix": "", "name": "", "suggestion": ""}
     from inkling_compat.inputs.server_arguments import unknown_item
 
-    flag = unknown_item(word[2:].split("=", 1)[0], [word], "")["flag"]
-    return f"Did you mean {flag}?" if flag else ""
+    name = word[2:].split("=", 1)[0]
+    found = unknown_item(name, [word], "")
+    return {"fix": f"Did you mean {found['flag']}?" if found["flag"] else "", "name": name.replace("-", "_"), "suggestion": found["suggestion"]}
 
 
 def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
@@ -450,7 +452,7 @@ def _parse_launch(words: list[str], label: str) -> Launch:
     if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
         first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
         refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
-        refusal["fix"] = _suggested(extras[0])
+        refusal.update(_suggested(extras[0]))
         return _refused(env, argv, label, config_file, refusal, warnings)
     return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), warnings=warnings)
 
@@ -460,14 +462,16 @@ def _refused(env: dict[str, str], argv: list[str], label: str, config_file: str 
     return Launch({}, env, tuple(argv), label, config_file, refusals=(refusal,), warnings=warnings)
 
 
-def _suggested(word: str) -> str:
-    """"Did you mean" for an unrecognized option word: the closest known flag."""
+def _suggested(word: str) -> dict[str, str]:
+    """"Did you mean" for an unrecognized option word: the closest known flag (`fix`), and the
+    word's key and that flag's dest (`name`, `suggestion`: the rename `--fix` makes)."""
     if not word.startswith("--"):
-        return ""
+        return {"fix": "", "name": "", "suggestion": ""}
     from inkling_compat.inputs.server_arguments import unknown_item
 
-    flag = unknown_item(word[2:].split("=", 1)[0], [word], "")["flag"]
-    return f"Did you mean {flag}?" if flag else ""
+    name = word[2:].split("=", 1)[0]
+    found = unknown_item(name, [word], "")
+    return {"fix": f"Did you mean {found['flag']}?" if found["flag"] else "", "name": name.replace("-", "_"), "suggestion": found["suggestion"]}
 
 
 def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
