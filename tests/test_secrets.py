@@ -46,7 +46,11 @@ def test_a_launch_commands_secrets_are_in_no_format(fmt: str, capsys: pytest.Cap
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_config_files_secrets_are_in_no_format(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "serve.yaml"
-    config.write_text(f"model_path: examples/model\nhf_token: {HF_TOKEN}\nservices:\n  db:\n    password: {PASSWORD}\n    api-key: {API_KEY}\n")
+    # (a compose file given as the server config: printed as one unknown key)
+    config.write_text(
+        f"model_path: examples/model\nhf_token: {HF_TOKEN}\nservices:\n  db:\n    password: {PASSWORD}\n    api-key: {API_KEY}\n"
+        f"  sglang:\n    environment:\n      - HUGGING_FACE_HUB_TOKEN={HF_TOKEN}\n      - OPENAI_API_KEY={API_KEY}\n"
+    )
     assert main(["check", "--format", fmt, "--config", str(config)]) in (1, 2)
     out, err = capsys.readouterr()
     _clean(out + err)
@@ -79,7 +83,17 @@ def test_an_unusable_input_line_does_not_echo_a_secret(tmp_path: Path, capsys: p
 
 def test_secret_names() -> None:
     assert all(secrets.secret_name(n) for n in ("HF_TOKEN", "api_key", "--admin-api-key", "AWS_SECRET_ACCESS_KEY", "accessToken", "ssl_keyfile_password", "DB_PASSWORD"))
-    assert not any(secrets.secret_name(n) for n in ("max_total_tokens", "--tokenizer-path", "--ssl-keyfile", "max_lora_rank", "SGLANG_OPT_LINEARIZED_SHARED_SINK"))
+    assert not any(secrets.secret_name(n) for n in ("max_total_tokens", "--tokenizer-path", "--ssl-keyfile", "max_lora_rank", "SGLANG_OPT_LINEARIZED_SHARED_SINK", "--speculative-token-map", "--bucket-inter-token-latency"))
+
+
+def test_sglangs_secret_arguments() -> None:
+    """Of sglang 0.5.23's arguments, those whose value is a secret (the others named with
+    "token" hold numbers, which are never masked)."""
+    from inkling_compat.inputs import argument_table
+
+    named = {o for row in argument_table.table()["arguments"] for o in row["options"] if secrets.secret_name(o)}
+    assert {"--api-key", "--admin-api-key", "--ssl-keyfile-password"} <= named
+    assert named - {"--api-key", "--admin-api-key", "--ssl-keyfile-password"} == {"--bucket-time-to-first-token", "--kt-max-deferred-experts-per-token"}
 
 
 def test_secrets_in_every_written_form() -> None:

@@ -6,10 +6,11 @@ before the command, `--api-key sk-...`, a compose file's `environment:`, a manif
 input (a message, an argument, a corrected command) passes through `mask`, in every format.
 
 What is a secret:
-* the value of a name made of words one of which ends in token, key, secret, password or passwd
-  (case-insensitive; words split at `_`, `-`, `.` and camelCase): `HF_TOKEN`, `api_key`,
-  `--admin-api-key`, `AWS_SECRET_ACCESS_KEY`, `accessToken`, `--ssl-keyfile-password`; not
-  `max_total_tokens`, `--tokenizer-path` or `--ssl-keyfile` (counts and paths);
+* the value of a name whose last word ends in token, key, secret, password or passwd, or with
+  any word secret, password or passwd (case-insensitive; words split at `_`, `-`, `.` and
+  camelCase): `HF_TOKEN`, `api_key`, `--admin-api-key`, `AWS_SECRET_ACCESS_KEY`, `accessToken`,
+  `--ssl-keyfile-password`; not `max_total_tokens`, `--tokenizer-path`, `--ssl-keyfile` or
+  `--speculative-token-map` (counts and paths);
   written as `NAME=VALUE`, `NAME: VALUE`, `"NAME": "VALUE"`, `--name VALUE`, `--name=VALUE`,
   or a `name: NAME` / `value: VALUE` pair (Kubernetes `env`);
 * anything shaped like a known token, wherever it stands (`TOKEN_SHAPES`: Hugging Face `hf_`,
@@ -32,6 +33,7 @@ MASK = "****"
 MIN_LENGTH = 4
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ENDINGS = ("token", "key", "secret", "password", "passwd")
+_STRONG = ("secret", "password", "passwd")  # a secret wherever they stand (SECRET_KEY_BASE, ssl_keyfile_password)
 TOKEN_SHAPES = re.compile(
     r"\bhf_[A-Za-z0-9]{16,}|\bsk-[A-Za-z0-9_\-]{16,}|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
     r"|\bAKIA[0-9A-Z]{16}\b|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
@@ -50,7 +52,8 @@ _PAIR = re.compile(rf"""\bname["']?:[ \t]*["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]
 
 def secret_name(name: str) -> bool:
     """Whether a name (a variable, a key, a flag) holds a secret (see the module doc)."""
-    return any(word.lower().endswith(_ENDINGS) for word in _WORDS.findall(name))
+    words = [w.lower() for w in _WORDS.findall(name)]
+    return bool(words) and (words[-1].endswith(_ENDINGS) or any(w.startswith(_STRONG) for w in words))
 
 
 _NOT_SECRET = re.compile(r"(?i)(true|false|yes|no|on|off|null|none|~|[-+]?[0-9][0-9_.eE+\-]*)")
