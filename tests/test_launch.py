@@ -190,3 +190,17 @@ def test_an_unrecognized_flag_is_renamed_by_fix(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "+python -m sglang.launch_server --model-path examples/model --max-lora-rank 8" in out
     assert "argparse-unrecognized-arguments (safe): rename max_lora_rnk -> max_lora_rank" in out
+
+
+def test_a_config_file_that_is_not_yaml_is_pyyamls_error(tmp_path: Path) -> None:
+    """sglang's merger reads --config with yaml.safe_load and lets its error stop the launch."""
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text("model-path: m\ntp-size: [1\n")
+    with pytest.raises(yaml.YAMLError) as raised, open(config) as handle:
+        yaml.safe_load(handle)
+    report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config)])
+    (problem,) = report.errors
+    assert (problem.rule_id, problem.error_class, problem.message) == ("sglang-config-file-refused", f"yaml.parser.{type(raised.value).__name__}", str(raised.value))
+    assert str(config) in problem.message and report.first is problem

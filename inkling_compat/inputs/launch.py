@@ -193,6 +193,8 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         try:
             data = read_document(config_file)
         except InputError as exc:
+            if exc.reason.startswith("malformed YAML"):  # yaml.safe_load's error: sglang stops with it
+                return _refused(env, argv, label, config_file, _unreadable_yaml(config_file))
             if exc.field != "(root)" or not exc.reason.startswith("expected a mapping"):
                 raise
             data = []  # a root that is not a mapping: sglang's own refusal below
@@ -226,6 +228,23 @@ def _parse_launch(words: list[str], label: str) -> Launch:
 def _refused(env: dict[str, str], argv: list[str], label: str, config_file: str | None, refusal: dict[str, Any], warnings: tuple[dict[str, Any], ...] = ()) -> Launch:
     """A launch sglang stops parsing: no values (nothing after the refusal runs)."""
     return Launch({}, env, tuple(argv), label, config_file, refusals=(refusal,), warnings=warnings)
+
+
+def _unreadable_yaml(config_file: str) -> dict[str, Any]:
+    """`_parse_yaml_config`: yaml.safe_load of the open file raises (after the error log
+    "Failed to read config file ..."), with PyYAML's own text. The checker's reader already
+    refused the text's syntax, so the loader stops while composing: no value is built."""
+    import yaml
+
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        cls = f"{type(exc).__module__}.{type(exc).__name__}"
+        return refusals.item("config-file", str(exc), cls, config_file, "", "Fix the YAML syntax where the message points")
+    except (OSError, ValueError, RecursionError) as exc:  # (read as sglang reads it: the same refusal)
+        return refusals.item("config-file", str(exc), type(exc).__name__, config_file, "", "")
+    raise InputError(config_file, "(yaml)", "malformed YAML")  # (PyYAML takes what libyaml refused: not expected)
 
 
 def _suggested(word: str) -> dict[str, str]:
