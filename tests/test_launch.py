@@ -90,6 +90,7 @@ def test_a_bad_value_in_the_config_file_is_placed_at_its_line(tmp_path: Path) ->
 SGLANG = ["python", "-m", "sglang.launch_server", "--model-path", "examples/model"]
 # (the words after SGLANG, the rule, sglang's message, the first fix)
 REFUSALS = [
+    (["--max-lora-rnk", "8"], "argparse-unrecognized-arguments", "unrecognized arguments: --max-lora-rnk 8", "Did you mean --max-lora-rank?"),
     (["--cuda-graph-max-bs", "8"], "argparse-ambiguous-option", "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
      "Write the full flag: --cuda-graph-max-bs-decode or --cuda-graph-max-bs-prefill"),
     (["--lora-backend", "foo"], "argparse-invalid-choice", "argument --lora-backend: invalid choice: 'foo' (choose from 'triton', 'csgmv', 'ascend', 'torch_native', 'triton_v2')",
