@@ -220,3 +220,9 @@ def test_refusals_and_warnings_from_the_config_file_are_placed_at_its_keys(tmp_p
     assert [(p.rule_id, p.message) for p in report.problems] == [
         ("sglang-config-file-refused", "Unsupported config option 'disable_cuda_graph' with action 'DeprecatedStoreTrueAction'"),
     ]
+
+
+def test_a_warning_logged_before_a_refusal_stands() -> None:
+    report = check(argv=[*SGLANG, "--disable-cuda-graph", "--tp-size", "two"])
+    assert sorted((p.rule_id, p.severity) for p in report.problems) == [("argparse-deprecated-argument", "warning"), ("argparse-invalid-value", "error")]
+    assert report.first.rule_id == "argparse-invalid-value"

@@ -22,6 +22,7 @@ the launch's `refusals` (inputs/refusals.py), placed at their argument ("argumen
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -208,15 +209,15 @@ def _parse_launch(words: list[str], label: str) -> Launch:
         index = argv.index("--config")
         argv = config_words + argv[:index] + argv[index + 2 :]
         origins = config_origins + origins[:index] + origins[index + 2 :]
+    started = argparse.Namespace()  # (argparse fills it in place: what was read before a refusal)
     try:
-        namespace, extras = argument_table.parser().parse_known_args(argv)
-    except argument_table.ArgumentsRefused as exc:
-        return _refused(env, argv, label, config_file, _placed(exc, argv, origins, label, config_file))
-    except Exception as exc:  # argparse.ArgumentError
-        refusal = argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
-        return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file))
+        namespace, extras = argument_table.parser().parse_known_args(argv, namespace=started)
+    except Exception as exc:  # ArgumentsRefused, argparse.ArgumentError (the warnings logged before it stand)
+        refusal = exc if isinstance(exc, argument_table.ArgumentsRefused) else argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
+        return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file), _warnings(started, argv, origins, label, config_file))
     values = vars(namespace)
-    warnings = tuple(_warning(option, said, new_flag, argv, origins, label, config_file) for option, said, new_flag in values.pop(argument_table.WARNINGS, None) or ())
+    warnings = _warnings(namespace, argv, origins, label, config_file)
+    values.pop(argument_table.WARNINGS, None)
     if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
         first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
         refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
@@ -257,6 +258,11 @@ def _suggested(word: str) -> dict[str, str]:
     name = word[2:].split("=", 1)[0]
     found = unknown_item(name, [word], "")
     return {"fix": f"Did you mean {found['flag']}?" if found["flag"] else "", "name": name.replace("-", "_"), "suggestion": found["suggestion"]}
+
+
+def _warnings(namespace: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[dict[str, Any], ...]:
+    found = getattr(namespace, argument_table.WARNINGS, None) or ()
+    return tuple(_warning(option, said, new_flag, argv, origins, label, config_file) for option, said, new_flag in found)
 
 
 def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
