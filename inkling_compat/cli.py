@@ -96,6 +96,7 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
+    _hide_secrets(args, words)
     unknown_text: dict[str, str] = {}
     if args.launch is not None and args.config is None and words is None and not (args.fix or args.diff):
         from inkling_compat.inputs.deployment import read_deployment
@@ -123,6 +124,7 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
             words, unknown_text = read_words_unknown(args.launch, _launch_env(args))  # (a launch file's command is printed corrected, never rewritten)
     if args.config is None or isinstance(args.config, str):  # (not the launch read above)
         args.config = cli_config(args.config, None if words is not None and args.launch is not None else args.launch, words, _launch_env(args), unknown_text)
+    _hide_secrets(args.config)
     if (args.fix or args.diff) and not isinstance(args.config, str):
         from inkling_compat.fix.command import run_fix_launch
 
@@ -191,6 +193,8 @@ def _check_deployment(args: argparse.Namespace, deployment: object) -> tuple:  #
 
         raise InputError("(command line)", "--adapter-dir", "a fleet is checked against one command: give the command with -- or a file holding one")
     configs = [(command, launch_config(command)) for command in deployment.commands]  # type: ignore[attr-defined]
+    for _, config in configs:
+        _hide_secrets(config)
     load_rules()
     args.config = configs[0][1]
     selection = _selection(args, load_rules())
@@ -211,6 +215,33 @@ def _launch_env(args: argparse.Namespace) -> dict[str, str] | None:
     from inkling_compat.inputs.launch import env_values
 
     return env_values(args.env, args.env_file)
+
+
+def _hide_secrets(given: object, words: list[str] | None = None) -> None:
+    """Tell the output the secrets of the inputs (inputs/secrets.py): the files named on the
+    command line, the launch command's words, a parsed launch's environment and --config file."""
+    import os
+
+    from inkling_compat.inputs import secrets
+    from inkling_compat.output_stream import hide
+
+    found = secrets.in_words(words or [])
+    files: list[object] = []
+    if isinstance(given, argparse.Namespace):
+        files = [given.config, given.launch, given.platform, *(given.adapter or [])]
+    elif callable(getattr(given, "server_config_data", None)):  # a parsed launch (inputs/launch.py)
+        found |= secrets.in_words(getattr(given, "argv", ())) | secrets.in_mapping(getattr(given, "env", {}))
+        found |= secrets.in_words(f"{k}={v}" for k, v in getattr(given, "env", {}).items())
+        files = [getattr(given, "config_file", None)]
+    for path in files:
+        # only regular files, as much as an input may hold (a FIFO is never opened here)
+        if isinstance(path, str) and path != "-" and os.path.isfile(path) and os.path.getsize(path) <= 16 * 2**20:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    found |= secrets.in_text(handle.read())
+            except OSError:
+                continue
+    hide(found)
 
 
 def _selection(args: argparse.Namespace, rules: tuple) -> object:

@@ -46,6 +46,8 @@ def _json_escape(exc: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("inkling_compat.json", _json_escape)
 _ERRORS = {"json": "inkling_compat.json", "sarif": "inkling_compat.json", "junit": "xmlcharrefreplace"}
+# The secret values of this command's inputs (inputs/secrets.py): masked in everything written.
+_hidden: set[str] = set()
 
 
 class _Closed:
@@ -66,7 +68,9 @@ class _Closed:
 
 def prepare() -> None:
     """At the start of the command: escape what stdout and stderr cannot encode (print() and
-    every other write), and make a closed stdout fail loudly."""
+    every other write), and make a closed stdout fail loudly. The secrets of an earlier
+    command run in this process are forgotten (each masks its own inputs')."""
+    _hidden.clear()
     if sys.stdout is None:
         sys.stdout = _Closed()  # type: ignore[assignment]
     for stream in (sys.stdout, sys.stderr):
@@ -89,6 +93,7 @@ def _stream_reason(exc: OSError) -> str:
 
 def write_stdout(text: str, fmt: str = "text") -> None:
     """`text` and a newline on stdout, flushed; what its encoding lacks escaped for `fmt`."""
+    text = masked(text)
     stream = sys.stdout
     try:
         if stream is None:
@@ -119,9 +124,26 @@ def write_stdout(text: str, fmt: str = "text") -> None:
 
 _stdout_failed: list[bool] = []  # a write to stdout failed and was reported: said once
 
+def hide(values: Iterable[str]) -> None:
+    """Never write these values (an input's secrets) on any stream or into --output."""
+    _hidden.update(v for v in values if v)
+
+
+def masked(text: str) -> str:
+    """`text` without any secret of the inputs (those `hide` was given, those in what was read
+    from standard input) nor anything shaped like an access token."""
+    from inkling_compat.inputs import secrets, stdin
+
+    found = set(_hidden)
+    raw = stdin.already_read()
+    if raw:
+        found |= secrets.in_text(raw.decode("utf-8", "replace"))
+    return secrets.mask(text, found)
+
 
 def say(line: str) -> bool:
     """One line on stderr; False (and nothing raised) when stderr cannot take it."""
+    line = masked(line)
     try:
         stream = sys.stderr
         if stream is None:
@@ -192,7 +214,7 @@ def emit(text: str, output: str | None, fmt: str = "text") -> None:
         if text:
             write_stdout(text, fmt)
         return
-    write_file(output, text)
+    write_file(output, masked(text))
 
 
 def finish(code: int, own_process: bool) -> int:

@@ -93,8 +93,10 @@ def _ours(argv: list[str]) -> tuple[str, Any]:
         launch = parse_launch(["python", "-m", "sglang.launch_server", *argv])
     except InputError as exc:
         return "refused", exc.reason
-    if launch.unknown:
-        return "refused", launch.unknown[0]["message"]
+    if launch.refusals:  # sglang's words; an exception sglang raises is named as its traceback ends
+        refusal = launch.refusals[0]
+        raised = refusal["error_class"] in ("json.decoder.JSONDecodeError", "AssertionError")
+        return "refused", f"{refusal['error_class']}: {refusal['message']}" if raised else refusal["message"]
     return "ok", launch.values
 
 
@@ -151,3 +153,57 @@ def test_argparse_messages_exactly() -> None:
     for argv in (["--model-path", "/m", "--max-lora-rank", "abc"], ["--model-path", "/m", "--lora-backend", "foo"], ["--port", "1"], ["--model-path", "/m", "--foo", "1"]):
         assert _ours(argv) == _oracle_parse(oracle, argv)
     assert _ours(["--model-path", "/m", "--max-lora-rank", "abc"])[1] == "argument --max-lora-rank: invalid int value: 'abc'"
+
+
+# Every kind of refusal inputs/refusals.py sorts (the rules argparse-* and the --config merger's).
+REFUSING = [
+    ["--model-path", "/m", "--cuda-graph-max-bs", "8"],  # ambiguous (sglang's own docs use it)
+    ["--model-path", "/m", "--port"],  # expected one argument
+    ["--model-path", "/m", "--port", "--host", "x"],
+    ["--tp-size", "1"],  # required
+    ["--model-path", "/m", "--enable-lora=yes"],  # ignored explicit argument
+    ["--model-path", "/m", "--lora-backend", "foo"],  # invalid choice
+    ["--model-path", "/m", "--mem-fraction-static", "lots"],  # invalid float value
+    ["--model-path", "/m", "--lora-paths", '{"lora_name": "a"}'],  # the action's assert
+    ["--model-path", "/m", "--cuda-graph-backend", "tc_piecewise"],  # sglang's own type function
+    ["--model-path", "/m", "--config", "c.json"],  # the merger's refusals
+    ["--model-path", "/m", "--config", "/nowhere/c.yaml"],
+    ["--model-path", "/m", "--config"],
+    ["--model-path", "/m", "--config", "a.yaml", "--config", "b.yaml"],
+]
+
+
+def test_every_kind_of_refusal_reads_as_sglangs() -> None:
+    from inkling_compat.inputs.refusals import KINDS
+
+    oracle = load_or_skip(sglang_argparse.load, "argument parser")
+    kinds = set()
+    for argv in REFUSING:
+        theirs = _oracle_parse(oracle, list(argv))
+        assert theirs[0] == "refused", argv
+        assert _ours(list(argv)) == theirs, argv
+        kinds.add(parse_launch(["python", "-m", "sglang.launch_server", *argv]).refusals[0]["kind"])
+    assert kinds == set(KINDS) - {"unrecognized-arguments"}  # (unrecognized: test_argparse_messages_exactly)
+
+
+def test_deprecation_warnings_are_sglangs_log_text() -> None:
+    import logging
+
+    oracle = load_or_skip(sglang_argparse.load, "argument parser")
+    for flag in ("--disable-cuda-graph", "--enable-dp-attention", "--monokernel-backend"):
+        argv = ["--model-path", "/m", flag, *(["amd"] if flag == "--monokernel-backend" else [])]
+        records: list[str] = []
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                records.append(record.getMessage())
+
+        handler = Keep()
+        logging.getLogger().addHandler(handler)
+        try:
+            _oracle_parse(oracle, argv)
+        finally:
+            logging.getLogger().removeHandler(handler)
+        theirs = [r.removeprefix("\033[1;33m").removesuffix("\033[0m") for r in records if "deprecated" in r]
+        ours = [w["message"] for w in parse_launch(["python", "-m", "sglang.launch_server", *argv]).warnings]
+        assert ours == theirs and ours, flag

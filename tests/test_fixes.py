@@ -52,6 +52,16 @@ CASES = list(_cases())
 def _fixed(example: dict, version: str, unsafe: bool = True):
     args = example_arguments(example)
     config = args.pop("config")
+    if "launch" in example:  # a launch command: its words are edited (fix/argv_edit.py)
+        from inkling_compat.fix.apply import apply_fixes_argv
+        from inkling_compat.fix.command import launch_arity
+        from inkling_compat.inputs.launch import parse_launch
+
+        def run_words(tokens):
+            return check(parse_launch(list(tokens)), args["adapter"], model=args["model"], platform=args["platform"], sglang_version=version)
+
+        words = ["python", "-m", "sglang.launch_server", *map(str, example["launch"])]
+        return run_words(words), apply_fixes_argv(words, run=run_words, arity=launch_arity(), unsafe=unsafe)
 
     def run(conf):
         return check(conf, args["adapter"], model=args["model"], platform=args["platform"], sglang_version=version)

@@ -46,40 +46,97 @@ def test_launch_dash_config_and_underscore_file_check_alike(tmp_path: Path) -> N
     assert str(a).splitlines()[-1] == str(b).splitlines()[-1]  # the same rules checked / not applicable
 
 
+def _refusal(words: list[str]) -> dict:
+    (refusal,) = parse_launch(words).refusals
+    return refusal
+
+
 def test_argparse_refusals_are_located_at_their_argument() -> None:
-    with pytest.raises(InputError) as raised:
-        parse_launch(["python3", "-m", "sglang.launch_server", "--model-path", "m", "--max-lora-rank", "abc"])
-    assert raised.value.field == "argument 3: --max-lora-rank"
-    assert raised.value.reason == "argument --max-lora-rank: invalid int value: 'abc'"
+    refusal = _refusal(["python3", "-m", "sglang.launch_server", "--model-path", "m", "--max-lora-rank", "abc"])
+    assert (refusal["kind"], refusal["key"]) == ("invalid-value", "argument 3: --max-lora-rank")
+    assert refusal["message"] == "argument --max-lora-rank: invalid int value: 'abc'"
 
 
 def test_config_refusals_are_sglangs(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text("{}")
-    with pytest.raises(InputError) as raised:
-        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.json")])
-    assert raised.value.reason == "Config file must be YAML format, got: .json"
+    refusal = _refusal(["sglang", "serve", "m", "--config", str(tmp_path / "c.json")])
+    assert (refusal["kind"], refusal["message"], refusal["key"]) == ("config-file", "Config file must be YAML format, got: .json", "argument 3: --config")
     (tmp_path / "c.yaml").write_text("- a\n")
-    with pytest.raises(InputError) as raised:
-        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
-    assert raised.value.reason == "Config file must contain a dictionary at root level"
+    assert _refusal(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])["message"] == "Config file must contain a dictionary at root level"
     (tmp_path / "c.yaml").write_text("lora-paths: [a=b]\n")
-    with pytest.raises(InputError) as raised:
-        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
-    assert (raised.value.file, raised.value.field) == (str(tmp_path / "c.yaml"), "lora-paths (line 1)")
-    assert raised.value.reason == "Unsupported config option 'lora_paths' with action 'LoRAPathAction'"
+    refusal = _refusal(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert (refusal["file"], refusal["key"]) == (str(tmp_path / "c.yaml"), "lora-paths")
+    assert refusal["message"] == "Unsupported config option 'lora_paths' with action 'LoRAPathAction'"
+    report = check(argv=["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert [(p.rule_id, [(loc.file, loc.line) for loc in p.locations]) for p in report.errors] == [("sglang-config-file-refused", [(str(tmp_path / "c.yaml"), 1)])]
 
 
 def test_an_unknown_flag_is_argparses_unrecognized_arguments() -> None:
     report = check(argv=["SGLANG_OPT_LINEARIZED_SHARED_SINK=1", "python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--max-lora-rnk", "8"])
-    assert [p.rule_id for p in report.errors] == ["unknown-config-key"]
-    assert report.errors[0].message == "<command>: unrecognized arguments: --max-lora-rnk 8 (did you mean --max-lora-rank?)"
+    assert [p.rule_id for p in report.errors] == ["argparse-unrecognized-arguments"]
+    assert report.errors[0].message == "unrecognized arguments: --max-lora-rnk 8"
+    assert report.errors[0].fixes[0] == "Did you mean --max-lora-rank?"
+    assert [str(loc) for loc in report.errors[0].locations] == ["<command> (argument 3: --max-lora-rnk)"]
 
 
 def test_a_bad_value_in_the_config_file_is_placed_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("port: 1\nmax-lora-rank: abc\n")
-    with pytest.raises(InputError) as raised:
-        parse_launch(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
-    assert (raised.value.field, raised.value.reason) == ("max-lora-rank (line 2)", "argument --max-lora-rank: invalid int value: 'abc'")
+    refusal = _refusal(["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert (refusal["file"], refusal["key"], refusal["message"]) == (str(tmp_path / "c.yaml"), "max-lora-rank", "argument --max-lora-rank: invalid int value: 'abc'")
+    report = check(argv=["sglang", "serve", "m", "--config", str(tmp_path / "c.yaml")])
+    assert [(loc.line, loc.field) for loc in report.errors[0].locations] == [(2, "max-lora-rank")]
+
+
+SGLANG = ["python", "-m", "sglang.launch_server", "--model-path", "examples/model"]
+# (the words after SGLANG, the rule, sglang's message, the first fix)
+REFUSALS = [
+    (["--max-lora-rnk", "8"], "argparse-unrecognized-arguments", "unrecognized arguments: --max-lora-rnk 8", "Did you mean --max-lora-rank?"),
+    (["--cuda-graph-max-bs", "8"], "argparse-ambiguous-option", "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
+     "Write the full flag: --cuda-graph-max-bs-decode or --cuda-graph-max-bs-prefill"),
+    (["--lora-backend", "foo"], "argparse-invalid-choice", "argument --lora-backend: invalid choice: 'foo' (choose from 'triton', 'csgmv', 'ascend', 'torch_native', 'triton_v2')",
+     "Give --lora-backend one of: 'triton', 'csgmv', 'ascend', 'torch_native', 'triton_v2'"),
+    (["--tp-size", "two"], "argparse-invalid-value", "argument --tp-size/--tensor-parallel-size: invalid int value: 'two'", "Give --tp-size an integer"),
+    (["--port"], "argparse-expected-argument", "argument --port: expected one argument", "Give --port its value, or remove the flag"),
+    (["--enable-lora=1"], "argparse-refused", "argument --enable-lora: ignored explicit argument '1'", "Write --enable-lora alone: it takes no value"),
+    (["--config", "serve.json"], "sglang-config-file-refused", "Config file must be YAML format, got: .json", "Give --config a .yaml or .yml file (sglang reads no other format)"),
+]
+
+
+@pytest.mark.parametrize("words,rule,message,fix", REFUSALS, ids=[r[1] for r in REFUSALS])
+def test_every_parse_time_refusal_is_a_problem_with_sglangs_words(words, rule, message, fix) -> None:
+    """sglang stops at its argument parsing: the refusal is what it would first raise (exit 1),
+    with a fix, and no later rule is reached, even one whose fields the command sets."""
+    # --lora-backend csgmv with 4 slots alone fires sink-lora-multislot-needs-triton
+    report = check(argv=[*SGLANG, "--enable-lora", "--lora-backend", "csgmv", "--max-loras-per-batch", "4", "--max-lora-rank", "16",
+                         "--lora-target-modules", "gate_up_proj", "down_proj", *words])
+    assert [p.rule_id for p in report.errors] == [rule]
+    assert report.first is not None and (report.first.rule_id, report.first.message) == (rule, message)
+    assert report.first.fixes[0] == fix
+    assert report.headline_label() == "sglang 0.5.23 would first raise"
+    assert report.coverage.status["sink-lora-multislot-needs-triton"] == "not_checked"
+    assert "sink-lora-multislot-needs-triton" in report.coverage.reasons[f"not reached: {rule} comes first"]
+
+
+def test_missing_model_path_is_argparses_required_arguments() -> None:
+    report = check(argv=["python", "-m", "sglang.launch_server", "--tp-size", "1", "--max-lora-rnk", "8"])
+    assert [(p.rule_id, p.message) for p in report.errors] == [("argparse-required-arguments", "the following arguments are required: --model-path/--model")]
+    assert report.errors[0].fixes[0] == "Add --model-path (the model's folder or its hub id)"
+
+
+def test_a_deprecated_flag_is_sglangs_warning_and_the_launch_goes_on() -> None:
+    report = check(argv=[*SGLANG, "--disable-cuda-graph", "--enable-lora", "--lora-backend", "csgmv", "--max-loras-per-batch", "4", "--max-lora-rank", "16",
+                         "--lora-target-modules", "gate_up_proj", "down_proj"])
+    warning = next(p for p in report.warnings if p.rule_id == "argparse-deprecated-argument")
+    assert warning.message == "'--disable-cuda-graph' is deprecated and will be removed in a future release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead."
+    assert [str(loc) for loc in warning.locations] == ["<command> (argument 3: --disable-cuda-graph)"]
+    assert "sink-lora-multislot-needs-triton" in [p.rule_id for p in report.errors]
+
+
+def test_refusals_exit_1_not_2(tmp_path: Path) -> None:
+    for words, _rule, message, _fix in REFUSALS:
+        done = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--", *SGLANG, *words], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert message in done.stdout and not done.stderr
 
 
 def test_command_line_wins_over_its_config_file(tmp_path: Path) -> None:
@@ -126,3 +183,47 @@ def test_a_rules_problem_is_located_at_its_argument(tmp_path: Path) -> None:
     report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config), "--max-lora-rank", "16", "--lora-target-modules", "gate_up_proj", "down_proj"])
     problem = next(p for p in report.problems if p.rule_id == "sink-lora-multislot-needs-triton")
     assert [(loc.line, loc.field) for loc in problem.locations] == [(3, "lora-backend"), (4, "max-loras-per-batch")]
+
+
+def test_an_unrecognized_flag_is_renamed_by_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    from inkling_compat.cli import main
+
+    assert main(["check", "--diff", "--", *SGLANG, "--max-lora-rnk", "8"]) == 1
+    out = capsys.readouterr().out
+    assert "+python -m sglang.launch_server --model-path examples/model --max-lora-rank 8" in out
+    assert "argparse-unrecognized-arguments (safe): rename max_lora_rnk -> max_lora_rank" in out
+
+
+def test_a_config_file_that_is_not_yaml_is_pyyamls_error(tmp_path: Path) -> None:
+    """sglang's merger reads --config with yaml.safe_load and lets its error stop the launch."""
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text("model-path: m\ntp-size: [1\n")
+    with pytest.raises(yaml.YAMLError) as raised, open(config) as handle:
+        yaml.safe_load(handle)
+    report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config)])
+    (problem,) = report.errors
+    assert (problem.rule_id, problem.error_class, problem.message) == ("sglang-config-file-refused", f"yaml.parser.{type(raised.value).__name__}", str(raised.value))
+    assert str(config) in problem.message and report.first is problem
+
+
+def test_refusals_and_warnings_from_the_config_file_are_placed_at_its_keys(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("model-path: examples/model\ntp-size: 1\ncuda-graph-max-bs: 8\n")
+    report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config), "--disable-cuda-graph"])
+    assert [(p.rule_id, [(loc.line, loc.field or loc.argument) for loc in p.locations]) for p in report.problems] == [
+        ("argparse-ambiguous-option", [(3, "cuda-graph-max-bs")]),
+    ]
+    # (argparse stops at the ambiguous word, before the flag after it: no warning yet)
+    config.write_text("model-path: examples/model\ndisable-cuda-graph: true\n")
+    report = check(argv=["python", "-m", "sglang.launch_server", "--config", str(config)])
+    assert [(p.rule_id, p.message) for p in report.problems] == [
+        ("sglang-config-file-refused", "Unsupported config option 'disable_cuda_graph' with action 'DeprecatedStoreTrueAction'"),
+    ]
+
+
+def test_a_warning_logged_before_a_refusal_stands() -> None:
+    report = check(argv=[*SGLANG, "--disable-cuda-graph", "--tp-size", "two"])
+    assert sorted((p.rule_id, p.severity) for p in report.problems) == [("argparse-deprecated-argument", "warning"), ("argparse-invalid-value", "error")]
+    assert report.first.rule_id == "argparse-invalid-value"

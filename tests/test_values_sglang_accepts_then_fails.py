@@ -413,5 +413,5 @@ def test_i64b_the_copy_replay_shapes_keep_every_digit_in_the_message() -> None:
     fit = _pool_fit(CopyFailure(kind="shape_mismatch", weight=(2**64 + 1, 0), buffer=(2, 1536)))
     rule = next(c for c in load_rules() if c.rule.id == "adapter-pool-shape-mismatch")
     values = {("adapter_facts", "pool_fit", "weight"): list(fit.weight), ("adapter_facts", "pool_fit", "buffer"): list(fit.buffer)}
-    message, _, _ = _render(rule, None, values.__getitem__)
+    message, _, _, _ = _render(rule, None, values.__getitem__)
     assert message == f"LoRA buffer shape torch.Size([2, 1536]) does not match weight shape torch.Size([{2**64 + 1}, 0])."

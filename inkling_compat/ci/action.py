@@ -47,6 +47,7 @@ def _check_once(args: list[str], sarif: Path) -> tuple[int, Any, str]:
     written and its annotations printed; on exit 2/3 the formats' failure documents instead."""
     from inkling_compat import cli
     from inkling_compat.errors import InputError
+    from inkling_compat.output_stream import masked
     from inkling_compat.report.outputs import render, render_failure
 
     try:
@@ -64,25 +65,26 @@ def _check_once(args: list[str], sarif: Path) -> tuple[int, Any, str]:
         if isinstance(report, cli.DeploymentChecked):  # a deployment file: each command under its place
             from inkling_compat.report.deployment import render_deployment
 
-            sarif.write_text(render_deployment("sarif", report.deployment, report.reports, rules) + "\n", encoding="utf-8")
-            print(render_deployment("github", report.deployment, report.reports, rules), end="")
+            sarif.write_text(masked(render_deployment("sarif", report.deployment, report.reports, rules)) + "\n", encoding="utf-8")
+            print(masked(render_deployment("github", report.deployment, report.reports, rules)), end="")
             worst = max((exit_status(r, parsed.exit_zero) for _, r in report.reports), default=0)
             return worst, report.reports[-1][1] if worst == 0 else next(r for _, r in report.reports if exit_status(r, parsed.exit_zero)), ""
-        sarif.write_text(render("sarif", report, rules) + "\n", encoding="utf-8")
-        annotations = render("github", report, rules)
+        sarif.write_text(masked(render("sarif", report, rules)) + "\n", encoding="utf-8")
+        annotations = masked(render("github", report, rules))
         if annotations:
             print(annotations)
         return exit_status(report, parsed.exit_zero), report, ""
-    line = " ".join(line.split())
+    line = masked(" ".join(line.split()))
     print(line, file=sys.stderr)
-    sarif.write_text((render_failure("sarif", code, **error) or "") + "\n", encoding="utf-8")
-    print(render_failure("github", code, **error))
+    sarif.write_text(masked(render_failure("sarif", code, **error) or "") + "\n", encoding="utf-8")
+    print(masked(render_failure("github", code, **error)))
     return code, None, line
 
 
 def run(env: Mapping[str, str]) -> int:
     from inkling_compat import cli
     from inkling_compat.ci.summary import failure_markdown, summary_markdown
+    from inkling_compat.output_stream import masked
 
     try:
         args = check_arguments(env)
@@ -106,7 +108,7 @@ def run(env: Mapping[str, str]) -> int:
     summary = env.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(summary_markdown(report, code, notes) if report is not None else failure_markdown(code, error_line))
+            handle.write(masked(summary_markdown(report, code, notes) if report is not None else failure_markdown(code, error_line)))
     output = env.get("GITHUB_OUTPUT")
     if output:
         with open(output, "a", encoding="utf-8") as handle:

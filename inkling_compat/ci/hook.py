@@ -96,7 +96,9 @@ def run(argv: Sequence[str]) -> int:
     for target in chosen:
         command = _shown(["check", *target.argv(), "--format", args.format])
         if len(chosen) > 1 or target.origin != "(command line)":
-            print(f"== {target.origin}: inkling-compat {' '.join(command)}", flush=True)
+            from inkling_compat.inputs import secrets
+
+            print(secrets.mask(f"== {target.origin}: inkling-compat {' '.join(command)}", secrets.in_words(command)), flush=True)
         code = cli.main(command)
         sys.stdout.flush()
         worst = max(worst, code)

@@ -206,7 +206,7 @@ class Contexts:
             elif name == "facts":
                 out[name] = _facts_variable(facts, child)
             elif name == "input":
-                out[name] = prune({"unknown_keys": list(inputs.unknown_keys)}, child)
+                out[name] = prune(inputs.input_variable(), child)
             elif name in lists:
                 out[name] = lists[name]
         return out
@@ -242,7 +242,7 @@ class Contexts:
             "model": lambda: inputs.model,
             "platform": lambda: inputs.platform,
             "facts": lambda: facts,
-            "input": lambda: {"unknown_keys": list(inputs.unknown_keys)},
+            "input": lambda: inputs.input_variable(),
         }
 
         def read(path: tuple[str, ...]) -> Any:

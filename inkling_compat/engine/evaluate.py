@@ -160,6 +160,7 @@ def run_rules(
     fired: list[Fired] = []
     evaluated = 0
     global_fired: set[str] = set()
+    stopped: str | None = None  # the global rule where sglang exits (a rule's `stops`)
     # The global scope with the first adapter riding along: one evaluation in one context.
     first = _evaluate_selected(plan, evaluator, tuple(scopes[:2]), contexts.shared)
     for index, selection in enumerate(scopes):
@@ -167,16 +168,21 @@ def run_rules(
         outcome = first[index] if index < len(first) else _evaluate_selected(plan, evaluator, (selection,), ctx)[0]
         name = names[index - 1] if index else None
         try:
-            codes, firing, reached = apply_after(selection, *outcome, global_fired if index == 0 else set(global_fired))
+            codes, firing, reached = apply_after(selection, *outcome, global_fired if index == 0 else set(global_fired), stopped)
         except RuleEvaluationError as exc:
             raise _too_large(exc, name) from None
+        if index == 0:
+            stopped = next((selection.rules[i].rule.id for i in firing if selection.rules[i].rule.stops), None)
         evaluated += reached
         if firing:
             exact = contexts.exact_reader(index - 1)
             fired += [_fired(selection.rules[i], ctx, index - 1, name, exact) for i in firing]
         tally.record(index, codes)
     if not names and plan.adapter_rules:
-        tally.absent_codes = _absent_codes(plan, evaluator, contexts.shared, missing[0])
+        if stopped is not None:  # (sglang never reaches the adapters)
+            tally.absent_codes = [f"not reached: {stopped} comes first" if c.rule.origin != "inkling-compat" else "no adapter" for c in plan.adapter_rules]
+        else:
+            tally.absent_codes = _absent_codes(plan, evaluator, contexts.shared, missing[0])
     return fired, evaluated, tally
 
 
@@ -211,11 +217,14 @@ def _evaluate_selected(plan: Plan, evaluator: Evaluator, selections: tuple[Selec
     return out
 
 
-def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope_fired: set[str]) -> tuple[list[str], list[int], int]:
+def apply_after(
+    selection: Selection, hits: list[Any], applies: list[Any], scope_fired: set[str], stopped: str | None = None
+) -> tuple[list[str], list[int], int]:
     """The coverage code of each rule of the scope, the indices of those that fire, and how
     many were reached: a rule listed after one that fired (`after`) is not reached, as sglang
-    stops at the first raise. `scope_fired` (the ids fired so far) gains those that fire."""
-    if not scope_fired and all(hit is False for hit in hits):
+    stops at the first raise; after a rule that `stops` (or the global one named by `stopped`)
+    no rule of sglang's is reached. `scope_fired` (the ids fired so far) gains those that fire."""
+    if not scope_fired and stopped is None and all(hit is False for hit in hits):
         # Nothing fired (the usual case): no rule is gated by `after`, each one's code is
         # its block's (the loop below, written out per rule once per plan).
         return [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)], [], len(hits)
@@ -227,6 +236,9 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
         if block[0] == NOT_APPLICABLE:  # not on this model's path at all (an Inkling-only rule on another model)
             reached += 1
             codes.append(NOT_APPLICABLE)
+            continue
+        if stopped is not None and rule.origin != "inkling-compat":
+            codes.append(f"not reached: {stopped} comes first")
             continue
         if scope_fired and rule.after and not scope_fired.isdisjoint(rule.after):
             codes.append(f"not reached: {next(a for a in rule.after if a in scope_fired)} comes first")
@@ -248,6 +260,8 @@ def apply_after(selection: Selection, hits: list[Any], applies: list[Any], scope
         codes.append(CHECKED)
         scope_fired.add(rule.id)
         firing.append(index)
+        if rule.stops:
+            stopped = rule.id
     return codes, firing, reached
 
 
@@ -292,7 +306,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,
-        coverage=tally.coverage(coverage.notes(facts, inputs.unknown_values, inputs.launch_notes) + inputs.from_cache) if tally is not None else Coverage(),
+        coverage=tally.coverage((coverage.notes(facts, inputs.unknown_values, inputs.launch_notes) + inputs.from_cache) if not inputs.refusals else ()) if tally is not None else Coverage(),
     )
 
 
@@ -311,6 +325,7 @@ def _placed(problems: list[Problem], inputs: Inputs) -> list[Problem]:
             adapter_file=sources.adapters[index] if index is not None and index < len(sources.adapters) else None,
             message=p.message,
             unknown_keys=inputs.unknown_keys,
+            parse_items={"refusals": inputs.refusals, "parse_warnings": inputs.parse_warnings},
         )
         placed.append(dataclasses.replace(p, locations=where) if where else p)
     return placed
@@ -325,7 +340,7 @@ def _too_large(error: RuleEvaluationError, adapter: str | None) -> Exception:
     return InputError(where, "(sizes)", f"values too large to compute with (64-bit integer overflow in {error})")
 
 
-def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None]:
+def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None, str]:
     """The rule's message, error class and `because` with its params filled in. The class is a
     template too: a derived crash is reported with the class torch raises (`{cls}`), not a fixed one.
     A param that names a path (or `first(...)` of paths) is read from the typed value
@@ -351,17 +366,18 @@ def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None
     if "{" in error_class:
         error_class = FORMATTER.vformat(error_class, (), values)
     because = FORMATTER.vformat(c.rule.because, (), values) if c.rule.because else None
-    return FORMATTER.vformat(c.rule.message, (), values), error_class, because
+    hint = FORMATTER.vformat(c.rule.fix_hint, (), values) if c.rule.fix_hint else ""
+    return FORMATTER.vformat(c.rule.message, (), values), error_class, because, hint
 
 
 def _join(fired: list[Fired]) -> list[Problem]:
     """One Problem per fired rule; rules of a join group share sglang's joined text."""
     joined: dict[tuple[str, str | None], list[str]] = {}
-    for _, c, (fragment, _cls, _because), adapter in fired:
+    for _, c, (fragment, _cls, _because, _hint), adapter in fired:
         if c.rule.join:
             joined.setdefault((c.rule.join.group, adapter), []).append(fragment)
     problems = []
-    for _, c, (fragment, error_class, because), adapter in fired:
+    for _, c, (fragment, error_class, because, hint), adapter in fired:
         rule = c.rule
         message = fragment
         if rule.join:
@@ -377,7 +393,7 @@ def _join(fired: list[Fired]) -> list[Problem]:
                 fragment=fragment,
                 stage=rule.stage,
                 field_paths=tuple(rule.field_paths),
-                fixes=tuple(rule.fixes),
+                fixes=(hint, *rule.fixes) if hint else tuple(rule.fixes),
                 adapter=adapter,
                 because=because,
             )

@@ -201,7 +201,7 @@ def _variables(inputs: Any, facts: Any, texts: list[str], adapter_index: int | N
             else:
                 out[name] = pick(facts, {k: v for k, v in child.items() if k != "adapters"})
         elif name == "input":
-            out[name] = prune({"unknown_keys": list(inputs.unknown_keys)}, child)
+            out[name] = prune(inputs.input_variable(), child)
         elif name == "adapters":
             out[name] = [dict(adapter_document(m, None), form=a.form) for m, a in zip(inputs.adapters, facts.adapters)]
         elif name == "adapter_facts_list":

@@ -63,7 +63,11 @@ def variable_schemas() -> dict[str, dict[str, Any]]:
         "platform": _schema_file("platform.schema.json"),
         "adapter": adapter,
         "adapters": {"type": "array", "items": adapter, "$defs": manifest_defs},
-        "input": {"type": "object", "properties": {"unknown_keys": {"type": "array"}}, "additionalProperties": False},
+        "input": {
+            "type": "object",
+            "properties": {"unknown_keys": {"type": "array"}, "refusals": {"type": "array"}, "parse_warnings": {"type": "array"}},
+            "additionalProperties": False,
+        },
     }
 
 

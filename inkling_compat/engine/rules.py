@@ -215,6 +215,11 @@ class Rule(BaseModel):
     order: int = 0
     scope: Literal["global", "adapter", "fleet"] = "global"
     after: list[str] = Field(default_factory=list, description="Evaluated only if these did not fire")
+    stops: bool = Field(
+        False,
+        description="sglang exits where this fires (its argument parsing refused the launch): every rule after it "
+        "is not reached, except the checker's own findings about its inputs (origin inkling-compat)",
+    )
     any_model: bool = Field(
         False,
         description="The raise site is reached on a base config sglang does not recognize as Inkling, "
@@ -236,6 +241,9 @@ class Rule(BaseModel):
     )
     explanation: str
     fixes: list[str] = Field(min_length=1)
+    fix_hint: str | None = Field(
+        None, description="A fix written from the params (a template like `message`; shown first when it is not empty)"
+    )
     fix: FixSpec | None = Field(None, description="The machine-applicable fix, where one is determined by the inputs (check --fix)")
     examples: Examples
     references: list[str] = Field(default_factory=list)
@@ -255,7 +263,7 @@ class Rule(BaseModel):
 
     @model_validator(mode="after")
     def _holes_have_params(self) -> "Rule":
-        holes = template_fields(self.message) | template_fields(self.error_class) | template_fields(self.because or "")
+        holes = template_fields(self.message) | template_fields(self.error_class) | template_fields(self.because or "") | template_fields(self.fix_hint or "")
         missing = sorted(holes - set(self.params))
         if missing:
             raise ValueError(f"message holes without params: {missing}")

@@ -37,6 +37,14 @@ class Inputs:
     launch_notes: tuple[str, ...] = ()
     # What they name that was read from the local Hugging Face cache, and where.
     from_cache: tuple[str, ...] = ()
+    # Where sglang stops parsing a launch command, and the warnings its parser logs
+    # (inputs/refusals.py; `input.refusals`, `input.parse_warnings` of the rules).
+    refusals: tuple[dict[str, Any], ...] = ()
+    parse_warnings: tuple[dict[str, Any], ...] = ()
+
+    def input_variable(self) -> dict[str, Any]:
+        """The rules' `input`: what the loaders found about the inputs themselves."""
+        return {"unknown_keys": list(self.unknown_keys), "refusals": list(self.refusals), "parse_warnings": list(self.parse_warnings)}
 
 
 def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
@@ -105,6 +113,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     """Each input from a path (YAML/JSON), a dict or the typed model; `adapter` may be a list.
     Unusable input raises `InputError`; unknown keys are collected, not errors."""
     server, unknown = load_server_config(config)
+    launch = callable(getattr(config, "server_config_data", None))  # a parsed launch command (inputs/launch.py)
     not_read: tuple[str, ...] = ()
     from_cache: tuple[str, ...] = ()
     if (model is None or adapter is None) and (server.arguments or server.lora_paths):  # what sglang itself reads, found from its arguments
@@ -132,6 +141,8 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         unknown_values=tuple(getattr(config, "unknown_values", ())),
         launch_notes=tuple(getattr(config, "notes", ())),
         from_cache=from_cache,
+        refusals=tuple(config.refusals) if launch else (),
+        parse_warnings=tuple(config.warnings) if launch else (),
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

@@ -158,15 +158,25 @@ class LoRAPathAction(argparse.Action):
         setattr(namespace, self.dest, lora_paths)
 
 
+# The namespace attribute the deprecation warnings are collected under (not a dest: `parse`
+# and inputs/launch.py take it out of the values).
+WARNINGS = "_inkling_parse_warnings"
+
+
 class _StoreValue(argparse.Action):
     """DeprecatedStoreTrueAction / DeprecatedStoreConstAction / DeprecatedAliasStoreAction:
-    each stores one value (True, its const_value, or the values) after a warning."""
+    each stores one value (True, its const_value, or the values) after a warning, whose text
+    (argparse_actions.py `print_deprecated_warning`'s message) is collected on the namespace."""
 
-    def __init__(self, option_strings: Any, dest: str, stored: Any = None, use_values: bool = False, **kwargs: Any) -> None:
-        self.stored, self.use_values = stored, use_values
+    def __init__(self, option_strings: Any, dest: str, stored: Any = None, use_values: bool = False, new_flag: str | None = None, **kwargs: Any) -> None:
+        self.stored, self.use_values, self.new_flag = stored, use_values, new_flag
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        replacement = f" Use '{self.new_flag}' instead." if self.new_flag else ""
+        said = f"'{option_string}' is deprecated and will be removed in a future release.{replacement}"
+        found = getattr(namespace, WARNINGS, None)
+        setattr(namespace, WARNINGS, [*(found or []), (option_string, said, self.new_flag or "")])
         setattr(namespace, self.dest, values if self.use_values else self.stored)
 
 
@@ -198,11 +208,11 @@ def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
     elif kind in ("store_true", "store_false", "boolean_optional"):
         kwargs["action"] = {"store_true": "store_true", "store_false": "store_false", "boolean_optional": argparse.BooleanOptionalAction}[kind]
     elif kind == "DeprecatedStoreTrueAction":
-        kwargs.update(action=_StoreValue, stored=True, nargs=0)
+        kwargs.update(action=_StoreValue, stored=True, nargs=0, new_flag=row.get("new_flag"))
     elif kind == "DeprecatedStoreConstAction":
-        kwargs.update(action=_StoreValue, stored=row.get("const_value"), nargs=row["nargs"], choices=choices)
+        kwargs.update(action=_StoreValue, stored=row.get("const_value"), nargs=row["nargs"], choices=choices, new_flag=row.get("new_flag"))
     elif kind == "DeprecatedAliasStoreAction":
-        kwargs.update(action=_StoreValue, use_values=True, nargs=row["nargs"], choices=choices, type=TYPES.get(row["type"] or "", None))
+        kwargs.update(action=_StoreValue, use_values=True, nargs=row["nargs"], choices=choices, type=TYPES.get(row["type"] or "", None), new_flag=row.get("new_flag"))
     else:
         raise ValueError(f"argument table: unknown action kind {kind!r}")
     parser.add_argument(*row["options"], **kwargs)
@@ -227,7 +237,9 @@ def parse(argv: list[str], require_model_path: bool = True) -> dict[str, Any]:
         namespace = parser(require_model_path).parse_args(argv)
     except argparse.ArgumentError as exc:
         raise ArgumentsRefused(str(exc), exc.argument_name) from None
-    return vars(namespace)
+    values = vars(namespace)
+    values.pop(WARNINGS, None)
+    return values
 
 
 def defaults() -> dict[str, Any]:

@@ -19,21 +19,22 @@ in start.sh"), and the rules that read what it sets are not checked (`Launch.unk
 with its refusals: only .yaml/.yml (a .json config is refused here, as sglang refuses it; the
 checker's own `check --config` still reads JSON), dash keys only (`--<key>` as written).
 The merged words are parsed by argparse rebuilt from sglang's table (`argument_table.parse`).
-A refusal is an InputError placed at its argument ("argument 12: --max-lora-rank") or at the
-config file key's line.
+sglang's refusals (argparse's errors, the merger's ValueErrors, the --lora-paths action's) are
+the launch's `refusals` (inputs/refusals.py), placed at their argument ("argument 12:
+--max-lora-rank") or at the config file's key: problems of the deployment, reported by rules.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import argument_table
+from inkling_compat.inputs import argument_table, refusals
 from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
 
 COMMAND = "<command>"
@@ -53,10 +54,13 @@ class Launch:
     argv: tuple[str, ...]
     label: str = COMMAND
     config_file: str | None = None
-    unknown: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     # Where each dest was set, (dest, file, where): the command's "argument 12: --max-lora-rank"
     # or the --config file's key; the last setting wins, as in argparse.
     places: tuple[tuple[str, str, str], ...] = ()
+    # Where sglang stops parsing (inputs/refusals.py: at most one; then `values` is empty),
+    # and the deprecation warnings its parser logs on the way.
+    refusals: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[dict[str, Any], ...] = ()
     # The dests whose value the launch file does not define, with why: ("port", "--port comes
     # from $PORT, not set in start.sh"); dest "*" where any argument may be set (`$EXTRA_ARGS`).
     unknown_values: tuple[tuple[str, str], ...] = ()
@@ -235,61 +239,101 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     config_file = None
     try:
         config_file = config_file_path(argv) if "--config" in argv else None
-    except ConfigRefused as exc:
-        raise InputError(label, "--config", str(exc)) from None
-    if config_file is not None:
-        try:
+        if config_file is not None:
             check_yaml_path(config_file)
-        except ConfigRefused as exc:
-            raise InputError(label, "--config", str(exc)) from None
+    except ConfigRefused as exc:
+        at = argv.index("--config") + 1
+        return _refused(env, argv, label, None, refusals.item("config-file", str(exc), "ValueError", label, f"argument {at}: --config", refusals.config_fix(str(exc))))
+    if config_file is not None:
         from inkling_compat.inputs.loading import read_document
 
         try:
             data = read_document(config_file)
         except InputError as exc:
+            if exc.reason.startswith("malformed YAML"):  # yaml.safe_load's error: sglang stops with it
+                return _refused(env, argv, label, config_file, _unreadable_yaml(config_file))
             if exc.field != "(root)" or not exc.reason.startswith("expected a mapping"):
                 raise
             data = []  # a root that is not a mapping: sglang's own refusal below
         try:
             pairs = config_to_args(check_root(data))
         except ConfigRefused as exc:
-            raise InputError(config_file, _at_line(config_file, exc.key) if exc.key else "(root)", str(exc)) from None
+            key = exc.key or ""
+            return _refused(env, argv, label, config_file, refusals.item("config-file", str(exc), "ValueError", config_file, key, refusals.config_fix(str(exc))))
         config_words = [w for _key, ws in pairs for w in ws]
         config_origins = [("config", key) for key, ws in pairs for _ in ws]
         index = argv.index("--config")
         argv = config_words + argv[:index] + argv[index + 2 :]
         origins = config_origins + origins[:index] + origins[index + 2 :]
+    started = argparse.Namespace()  # (argparse fills it in place: what was read before a refusal)
     try:
         # (a --model-path the file does not define, or words that may hold it: not "required")
         required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
-        values, extras = _parse_known(argument_table.parser(required), argv)
-    except argument_table.ArgumentsRefused as exc:
-        raise _placed(exc, argv, origins, label, config_file) from None
-    except Exception as exc:  # argparse.ArgumentError
-        refusal = argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
-        raise _placed(refusal, argv, origins, label, config_file) from None
-    unknown = []
-    if extras:
-        from inkling_compat.inputs.server_arguments import unknown_item
-
-        message = "unrecognized arguments: " + " ".join(extras)
+        namespace, extras = _parse_known(argument_table.parser(required), argv, started)
+    except Exception as exc:  # ArgumentsRefused, argparse.ArgumentError (the warnings logged before it stand)
+        refusal = exc if isinstance(exc, argument_table.ArgumentsRefused) else argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
+        return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file), _warnings(started, argv, origins, label, config_file))
+    values = vars(namespace)
+    warnings = _warnings(namespace, argv, origins, label, config_file)
+    values.pop(argument_table.WARNINGS, None)
+    if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
         first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
-        origin = origins[first] if first is not None else ("command", None)
-        name = extras[0].lstrip("-").split("=", 1)[0]
-        file = config_file if origin[0] == "config" and config_file else label
-        key = origin[1] if origin[0] == "config" else f"argument {origin[1]}: {extras[0]}"
-        item = unknown_item(name, extras, file, message)
-        item["key"] = str(key)
-        if origin[0] == "command":
-            item["suggestion"] = item["flag"]
-        unknown.append(item)
-    return Launch(vars(values), env, tuple(argv), label, config_file, tuple(unknown), _places(argv, origins, label, config_file), unknown_values, more)
+        refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
+        refusal.update(_suggested(extras[0]))
+        return _refused(env, argv, label, config_file, refusal, warnings)
+    return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), warnings=warnings, unknown_values=unknown_values, more_commands=more)
+
+
+def _refused(env: dict[str, str], argv: list[str], label: str, config_file: str | None, refusal: dict[str, Any], warnings: tuple[dict[str, Any], ...] = ()) -> Launch:
+    """A launch sglang stops parsing: no values (nothing after the refusal runs)."""
+    return Launch({}, env, tuple(argv), label, config_file, refusals=(refusal,), warnings=warnings)
+
+
+def _unreadable_yaml(config_file: str) -> dict[str, Any]:
+    """`_parse_yaml_config`: yaml.safe_load of the open file raises (after the error log
+    "Failed to read config file ..."), with PyYAML's own text. The checker's reader already
+    refused the text's syntax, so the loader stops while composing: no value is built."""
+    import yaml
+
+    try:
+        with open(config_file, encoding="utf-8") as handle:
+            yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        cls = f"{type(exc).__module__}.{type(exc).__name__}"
+        return refusals.item("config-file", str(exc), cls, config_file, "", "Fix the YAML syntax where the message points")
+    except (OSError, ValueError, RecursionError) as exc:  # (read as sglang reads it: the same refusal)
+        return refusals.item("config-file", str(exc), type(exc).__name__, config_file, "", "")
+    raise InputError(config_file, "(yaml)", "malformed YAML")  # (PyYAML takes what libyaml refused: not expected)
+
+
+def _suggested(word: str) -> dict[str, str]:
+    """"Did you mean" for an unrecognized option word: the closest known flag (`fix`), and the
+    word's key and that flag's dest (`name`, `suggestion`: the rename `--fix` makes)."""
+    if not word.startswith("--"):
+        return {"fix": "", "name": "", "suggestion": ""}
+    from inkling_compat.inputs.server_arguments import unknown_item
+
+    name = word[2:].split("=", 1)[0]
+    found = unknown_item(name, [word], "")
+    return {"fix": f"Did you mean {found['flag']}?" if found["flag"] else "", "name": name.replace("-", "_"), "suggestion": found["suggestion"]}
+
+
+def _warnings(namespace: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[dict[str, Any], ...]:
+    found = getattr(namespace, argument_table.WARNINGS, None) or ()
+    return tuple(_warning(option, said, new_flag, argv, origins, label, config_file) for option, said, new_flag in found)
+
+
+def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    index = next((i for i, w in enumerate(argv) if w.split("=", 1)[0] == option), None)
+    found = _at(refusals.item("deprecated", said, "", label, ""), index, argv, origins, label, config_file)
+    found["fix"] = f"Use {new_flag} instead of {option}" if new_flag else f"Remove {option}"
+    return found
 
 
 _CHUNK = 128  # words per argparse call: argparse's option scan is quadratic in one call's words
 
 
-def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
+def _parse_known(parser: Any, argv: list[str], namespace: Any = None) -> tuple[Any, list[str]]:
     """`parser.parse_known_args(argv)` in linear time: argparse finds each option's successor by
     scanning every option index (quadratic in the words), so a long command is parsed in
     chunks that start at an option word (as argparse itself classifies words), each into the
@@ -301,8 +345,7 @@ def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
         parser._parse_optional = functools.lru_cache(maxsize=65536)(parser._parse_optional)
         parser._memo_optional = True
     if len(argv) <= _CHUNK or "--" in argv:
-        return parser.parse_known_args(argv)
-    import argparse
+        return parser.parse_known_args(argv, namespace)
 
     # argparse reads every word before it acts on any (an ambiguous abbreviation anywhere is
     # its first refusal), so every word is read here first, in order.
@@ -312,7 +355,7 @@ def _parse_known(parser: Any, argv: list[str]) -> tuple[Any, list[str]]:
         if i - starts[-1] >= _CHUNK and optional[i]:
             starts.append(i)
     starts.append(len(argv))
-    namespace, extras = argparse.Namespace(), []
+    namespace, extras = namespace if namespace is not None else argparse.Namespace(), []
     required = [a for a in parser._actions if a.required]
     for a in required:
         a.required = False
@@ -420,32 +463,32 @@ def _places(argv: list[str], origins: list[tuple[str, Any]], label: str, config_
     )
 
 
-def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> InputError:
-    """The refusal at its argument: the first word that is one of the refused flag's spellings."""
-    names = set((exc.option or "").split("/")) - {""}
-    index = None
-    for i, word in enumerate(argv):
-        if word.split("=", 1)[0] in names:
-            index = i
-            break
+def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    """The refusal at its argument: the first word that is one of the refused flag's spellings
+    (an ambiguous prefix: the word itself)."""
     message = exc.message
-    if index is None:
-        return InputError(label, "(command)", message)
-    kind, where = origins[index]
-    if kind == "config" and config_file:
-        return InputError(config_file, _at_line(config_file, str(where)), message)
-    return InputError(label, f"argument {where}: {argv[index].split('=', 1)[0]}", message)
+    names = set((exc.option or "").split("/")) - {""}
+    if message.startswith("ambiguous option: "):
+        names = {message.split()[2].split("=", 1)[0]}
+    index = next((i for i, word in enumerate(argv) if word.split("=", 1)[0] in names), None)
+    if message.startswith(("json.decoder.JSONDecodeError: ", "AssertionError: ")):
+        cls, _, said = message.partition(": ")
+        found = refusals.item("lora-paths-action", said, cls, label, "")
+    else:
+        found = refusals.item("", message, "SystemExit", label, "")
+        found.update(refusals.argparse_refusal(message))
+    return _at(found, index, argv, origins, label, config_file)
 
 
-def _at_line(config_file: str, key: str) -> str:
-    """`key (line N)`: the key's line in the config file (only composed for a refusal)."""
-    from inkling_compat.inputs.source_map import positions
-
-    try:
-        found = positions(Path(config_file).read_text(encoding="utf-8")).get(key)
-    except (OSError, UnicodeDecodeError):
-        found = None
-    return f"{key} (line {found[0]})" if found else key
+def _at(found: dict[str, Any], index: int | None, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
+    """`found` placed at argv[index]: the command's argument, or the --config file's key."""
+    if index is not None:
+        kind, where = origins[index]
+        if kind == "config" and config_file:
+            found.update(file=config_file, key=str(where))
+        else:
+            found.update(file=label, key=f"argument {where}: {argv[index].split('=', 1)[0]}")
+    return found
 
 
 def server_config_data(launch: Launch) -> dict[str, Any]:

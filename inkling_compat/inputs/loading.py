@@ -677,8 +677,8 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     if source is None:
         return ServerConfig(), []
     as_data = getattr(source, "server_config_data", None)
-    if callable(as_data):  # a launch command (inputs/launch.Launch), already parsed as sglang parses it
-        return validate(ServerConfig, as_data(), source.label), [dict(u) for u in source.unknown]
+    if callable(as_data):  # a launch command (inputs/launch.Launch), already parsed as sglang parses it (its refusals: Inputs.refusals)
+        return validate(ServerConfig, as_data(), source.label), []
     try:
         data, file = _as_mapping(source, "<config>")
     except InputError as exc:

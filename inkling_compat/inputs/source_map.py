@@ -216,6 +216,7 @@ def locate(
     adapter_file: str | None = None,
     message: str = "",
     unknown_keys: tuple[dict[str, Any], ...] = (),
+    parse_items: dict[str, tuple[dict[str, Any], ...]] | None = None,
 ) -> tuple[Location, ...]:
     """The places of one problem's fields (see the module doc), in field order, each once.
     `adapter` is the problem's adapter manifest (None for a setup problem) and
@@ -240,6 +241,13 @@ def locate(
                 file = item.get("file")
                 if file and not str(file).startswith("<"):
                     found.append(maps.place(str(file), str(item.get("key", ""))))
+        elif path in ("input.refusals", "input.parse_warnings"):  # (inputs/refusals.py: the command's argument or the --config file's key)
+            for item in (parse_items or {}).get(path.split(".")[1], ()):
+                file, key = str(item.get("file", "")), str(item.get("key", ""))
+                if key.startswith("argument ") or not key:
+                    found.append(Location(file, argument=key or None))
+                else:
+                    found.append(maps.place(file, key))
     unique: dict[tuple[Any, ...], Location] = {}
     for loc in found:
         unique.setdefault((loc.file, loc.line, loc.column, loc.tensor, loc.field if loc.line is None else ""), loc)

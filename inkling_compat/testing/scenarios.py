@@ -30,9 +30,14 @@ def deep_merge(base: Any, override: Any) -> Any:
 
 
 def example_arguments(example_input: dict[str, Any]) -> dict[str, Any]:
-    """`check()` keyword arguments for an example: config, adapter, model, platform."""
+    """`check()` keyword arguments for an example: config, adapter, model, platform. `launch`
+    (the words after `python -m sglang.launch_server`) is the server config as a launch command."""
     base = copy.deepcopy(base_scenarios()[example_input.get("base", "legacy")])
     out = {key: deep_merge(base.get(key) or {}, example_input.get(key) or {}) for key in ("config", "model", "platform")}
+    if "launch" in example_input:
+        from inkling_compat.inputs.launch import parse_launch
+
+        out["config"] = parse_launch(["python", "-m", "sglang.launch_server", *map(str, example_input["launch"])])
     if "adapters" in example_input:
         out["adapter"] = copy.deepcopy(example_input["adapters"])
     elif "adapter" in example_input:
