@@ -86,7 +86,7 @@ def _ours(words: tuple[str, ...], unknown: list[int]) -> str:
         launch = parse_launch(kept)
     except InputError as exc:
         return f"refused: {exc.reason}"
-    return f"refused: {launch.unknown[0]['message']}" if launch.unknown else "ok"
+    return f"refused: {launch.refusals[0]['message']}" if launch.refusals else "ok"
 
 
 @pytest.mark.parametrize("case", _params(CASES))
