@@ -6,6 +6,8 @@ Text: a `fixed: N` section (each fix, its safety, its edits and line), the fixes
 with the reason, then the report of the config as it now is. JSON: the report with a `fixes`
 list (each with `applied` true/false) and, for --diff, the `diff`. `--diff` prints the diff
 (and the fixes it would make) and writes nothing; it exits 1 when there is a change to show.
+With `--config -`, `--fix` prints the fixed document on standard output and the report on
+stderr (or in --output).
 """
 
 from __future__ import annotations
@@ -33,7 +35,17 @@ def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, 
         return apply(report, selection)
 
     result = apply_fixes(args.config, run=run, unsafe=args.unsafe_fixes, write=not args.diff)
+    from inkling_compat.inputs import stdin
     from inkling_compat.report.gate import exit_status, gated, use_color
+
+    if stdin.is_stdin(args.config) and not args.diff:
+        # `--config - --fix`: standard output is the fixed document (a filter, as formatters
+        # are); the report goes to --output, or to stderr.
+        from inkling_compat.output_stream import write_stdout
+
+        after = result.after or ""
+        write_stdout(after[:-1] if after.endswith("\n") else after, "text")
+        emit = _to_stderr(emit)
 
     report = gated(result.report, args.fail_on, args.strict)
     color = args.output is None and use_color(args.color, sys.stdout.isatty())
@@ -58,6 +70,16 @@ def run_fix_command(args: Any, selection: Any, rules: Any, emit: Callable[[str, 
     if args.diff and result.diff and not args.exit_zero:
         return 1  # a change to show fails a gate, as `ruff --diff` does
     return exit_status(report, args.exit_zero)
+
+
+def _to_stderr(emit: Callable[[str, str | None, str], None]) -> Callable[[str, str | None, str], None]:
+    def to_stderr(text: str, output: str | None, fmt: str = "text") -> None:
+        if output is not None:
+            emit(text, output, fmt)
+        elif text:
+            print(text, file=sys.stderr)
+
+    return to_stderr
 
 
 def summary(result: FixResult, would: bool = False) -> str:
