@@ -147,9 +147,19 @@ def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], u
     is_json = is_json_file(path, original)
     layout_refused: list[Fix] = []
 
+    refused_before = None if is_json else _merger_refusals(original)
+
     def edit(text: str, fix: Fix) -> str:
         try:
-            return edit_text(text, fix.edits, is_json)
+            edited = edit_text(text, fix.edits, is_json)
+            if refused_before == set() and edited != text:
+                # A file sglang's own --config reads as it is stays one it reads: a key its
+                # ConfigArgumentMerger refuses (a BooleanOptionalAction flag, --lora-paths) goes
+                # on the command line instead.
+                refused = _merger_refusals(edited)
+                if refused:
+                    raise CannotEdit(f"not machine-applicable in sglang's --config file: {sorted(refused)[0]}; give that flag on the command line")
+            return edited
         except Conflict:
             raise
         except CannotEdit as exc:
@@ -344,6 +354,31 @@ def _rewritten(text: str, fixes: list[Fix], is_json: bool) -> str | None:
     if is_json:
         return json.dumps(data, indent=2) + "\n"
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+
+
+def _merger_refusals(text: str) -> set[str] | None:
+    """The messages sglang's ConfigArgumentMerger refuses this YAML's top-level keys with
+    ("Unsupported config option ..."); None when the text is not a mapping it could read."""
+    import yaml
+
+    from inkling_compat.inputs.loading import load_yaml
+    from inkling_compat.inputs.sglang_config import ConfigRefused, config_to_args
+
+    try:
+        data, _ = load_yaml(text, 64)  # the loader's caps: no alias bomb is expanded here
+    except (yaml.YAMLError, RecursionError, ValueError, InputError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = set()
+    for key, value in data.items():
+        try:
+            config_to_args({key: value})
+        except ConfigRefused as exc:
+            out.add(str(exc))
+        except (TypeError, ValueError, AttributeError, RecursionError):
+            return None
+    return out
 
 
 def _errors(report: Any) -> set[tuple[str, str | None]]:
