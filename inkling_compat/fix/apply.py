@@ -158,7 +158,7 @@ def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], u
                 # on the command line instead.
                 refused = _merger_refusals(edited)
                 if refused:
-                    raise CannotEdit(f"not machine-applicable in sglang's --config file: {sorted(refused)[0]}; give that flag on the command line")
+                    raise Conflict(f"not machine-applicable in sglang's --config file: {sorted(refused)[0]}; give that flag on the command line")
             return edited
         except Conflict:
             raise
