@@ -9,7 +9,9 @@ the case it was on. Outcome kinds:
   ok          a report without problems        warnings   a report with warnings only
   errors      a report with errors             input-error  InputError (exit 2)
   failure     anything else: an exception, exit 3, a mismatch between the CLI and the API,
-              more than one stderr line, over the time or memory bound, a hang, a crash
+              more than one stderr line, over the time or memory bound, a hang, a crash;
+              `--fix` (every FIX_EVERY-th case and every `values` case, on a copy of the
+              config) raising, writing a file the check refuses, or not idempotent
 
     python tests/hostile/runner.py --examples 100000 --jobs 2 --out build/fuzz-hostile
 
@@ -54,6 +56,7 @@ WALL_CAP_S = 30.0
 MEMORY_LIMIT_MB = 500  # per worker: peak RSS above the warmed-up worker's
 ADDRESS_SPACE_MB = 1536  # RLIMIT_AS headroom above the warmed-up worker's size
 CLI_EVERY = 7  # every 7th case also runs through cli.main (text, or JSON on odd cases)
+FIX_EVERY = 3  # every 3rd case (and every `values` case) also runs --fix on a copy of its config
 RESTART_OVER_MB = 100  # a worker whose peak grew this much is replaced (peak RSS never goes down)
 SILENT_KILL_S = 40.0  # the parent kills a worker that writes nothing for this long
 
@@ -168,6 +171,53 @@ def check_cli(inv: dict[str, Any], outcome: dict[str, Any], as_json: bool) -> di
     return None
 
 
+def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
+    """`--fix --unsafe-fixes` on a copy of the case's server config: a failure when the fix
+    raises anything but InputError, writes a file the check then refuses, or is not idempotent
+    (a second --fix on its result changes the file again)."""
+    from inkling_compat.api import check
+    from inkling_compat.errors import InputError
+    from inkling_compat.fix import apply_fixes
+    from inkling_compat.fleet import check_fleet
+
+    config = inv["config"]
+    if not isinstance(config, str) or not os.path.isfile(config):
+        return None
+    copy = os.path.join(os.path.dirname(config), "fixed-copy" + (Path(config).suffix if Path(config).suffix.isascii() else ""))
+    try:
+        shutil.copyfile(config, copy)
+    except OSError:
+        return None
+
+    def run(source: Any) -> Any:
+        if inv["folders"]:
+            return check_fleet(source, inv["folders"], inv["adapters"], model=inv["model"], platform=inv["platform"])
+        return check(source, inv["adapters"] or None, model=inv["model"], platform=inv["platform"])
+
+    step = "fix"
+    try:
+        first = apply_fixes(copy, run=run, unsafe=True)
+        step = "re-check after fix"
+        try:
+            run(copy)
+        except InputError as exc:
+            if first.written:
+                return {"kind": "failure", "detail": f"--fix wrote a file the check refuses: {_short(str(exc))}", "sig": "fix-unusable"}
+            return None
+        step = "second fix"
+        second = apply_fixes(copy, run=run, unsafe=True)
+        if second.written:
+            return {"kind": "failure", "detail": f"--fix is not idempotent: a second run changed the file again ({_short(second.diff)})", "sig": "fix-not-idempotent"}
+    except InputError:
+        return None
+    except CaseTimeout:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - classifying is the point
+        where = _frame(exc)
+        return {"kind": "failure", "detail": f"{step}: {type(exc).__name__}: {_short(str(exc))}", "sig": f"fix:{type(exc).__name__}:{':'.join(where.split(':')[:2])}", "where": where}
+    return None
+
+
 def _short(text: str, limit: int = 240) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
@@ -187,6 +237,8 @@ def run_case(seed: int, index: int, work: Path) -> dict[str, Any]:
             outcome = run_inprocess(inv)
             if index % CLI_EVERY == 0 and outcome["kind"] != "failure":
                 outcome = check_cli(inv, outcome, as_json=index % 2 == 1) or outcome
+            if (index % FIX_EVERY == 0 or r["family"] == "values") and outcome["kind"] != "failure":
+                outcome = check_fix(inv) or outcome
         except CaseTimeout as exc:
             outcome = {"kind": "failure", "detail": str(exc), "sig": "timeout" if str(exc).startswith("hang") else "slow"}
         finally:
