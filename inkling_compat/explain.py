@@ -395,7 +395,7 @@ def _literals_in(lowered: str) -> set[str] | None:
     if literal_set is None:
         return None
     found, keys = literal_set
-    return {keys[i] for i in found.Match(lowered)}
+    return {keys[i] for i in found.Match(lowered) or ()}  # (None when none occurs)
 
 
 def _may_match(text: str) -> bool:
