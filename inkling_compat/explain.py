@@ -55,17 +55,17 @@ _LEVEL = r"(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\b"
 # wrapped message may go on with "[slots, ...]" or "(expected 4, got 3)".
 _BRACKETED = r"\[[^\]\n]*(?:\d{2}:\d{2}|\b[TDPE]P\d+)[^\]\n]*\]|\([^)\n]*\bpid=\d+[^)\n]*\)"
 _LOG_PREFIX = _linear(rf"^\s*(?:(?:{_BRACKETED}|{_TIMESTAMP}|{_LEVEL})[\s:|\-]*)+")
-# The anchored patterns below are Python's `re` (none backtracks more than linearly from its
-# one start); the log prefix above (its bracketed field scans twice for a time) and the
-# searches over a whole line are RE2's.
+# The patterns below are Python's `re` (Unicode `\w` and `\b`, as the rules' texts are read):
+# each is anchored or starts at a word boundary and backtracks at most over one word, linear in
+# the line; the log prefix above (its bracketed field scans twice for a time) is RE2's.
 # An exception line: "ValueError: ...", "torch.OutOfMemoryError: ...", "SystemExit: 2".
 _EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning|Interrupt)(?::|$)")
 # Everything up to the last exception class (or "Traceback ...:") of a line.
 # Found in two linear searches (`strip_exception_prefix`): the one pattern
 # `^.*?\b(?:...|Traceback[^:]*):` scans to the end of the line from each "Traceback" when no
 # colon follows, quadratic in a line of them.
-_EXCEPTION_CLASS = _linear(r"\b[A-Z]\w*(?:Error|Exception|Exit):\s?")
-_TRACEBACK = _linear(r"\bTraceback")
+_EXCEPTION_CLASS = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Exit):\s?")
+_TRACEBACK = re.compile(r"\bTraceback")
 _SPACE = re.compile(r"\s")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _CHAINING = re.compile(r"^\s*(?:Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct cause)")
@@ -113,6 +113,10 @@ def records(text: str) -> list[tuple[int, list[str]]]:
     line, or after a blank line; other lines continue it (a wrapped message)."""
     out: list[_Record] = []
     current: _Record | None = None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (bytes that were not UTF-8): RE2 reads UTF-8 only
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             current = None
@@ -478,7 +482,7 @@ def read_text(argument: str, stdin: Any) -> str:
     return text
 
 
-_CLASS_IN_TEXT = _linear(r"\b([A-Z]\w*(?:Error|Exception))\b")
+_CLASS_IN_TEXT = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
 
 
 def _error_class(declared: str, text: str) -> str:
