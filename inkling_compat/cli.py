@@ -129,6 +129,7 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
         from inkling_compat.fix.command import run_fix_launch
 
         selection = _selection(args, load_rules())
+        _refuse_output_over_inputs(args)
         _started()
         return run_fix_launch(args, list(words or []), selection, load_rules(), _emit, unknown_text), None
     load_rules()  # (the rules `check` uses, loaded once per process) before the collector resumes
@@ -263,9 +264,14 @@ def _emit(text: str, output: str | None, fmt: str = "text") -> None:
 def _refuse_output_over_inputs(args: argparse.Namespace) -> None:
     from inkling_compat.output_stream import refuse_inputs_as_output
 
+    if args.output is None:
+        return
+    from inkling_compat.output_stream import read_through
+
     config = args.config if isinstance(args.config, str) else args.launch  # (a launch command's own file)
-    files = [config, args.model, args.platform, *args.adapter, getattr(args, "settings_used", None)]
-    refuse_inputs_as_output(args.output, files, folders=[args.model, *args.adapter, *args.adapter_dir])
+    named_files, named_folders = read_through(args.config)  # what the config leads the check to read
+    files = [config, args.launch, args.model, args.platform, *args.adapter, getattr(args, "settings_used", None), *named_files]
+    refuse_inputs_as_output(args.output, files, folders=[args.model, *args.adapter, *args.adapter_dir, *named_folders])
 
 
 class _VersionAction(argparse.Action):

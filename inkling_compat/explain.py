@@ -28,6 +28,25 @@ except ImportError:  # pragma: no cover - older layouts
 
 from inkling_compat.errors import InputError
 
+
+def _linear(pattern: str, ignore_case: bool = False) -> Any:
+    """`pattern` compiled by RE2 (google-re2): its search time is linear in the text whatever
+    the pattern, where Python's backtracking `re` is quadratic or worse for `.*x.*y` on a
+    crafted line (a pasted log is anyone's text). Python's `re` only where RE2 lacks a construct
+    the pattern uses (every shipped pattern compiles under RE2: tests/hostile/test_explain_linear.py)."""
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - google-re2 is a dependency
+        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    options.max_mem = 64 << 20  # the prefilter's alternation of every literal is large
+    try:
+        return re2.compile(pattern, options)
+    except re2.error:
+        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+
 # A log record's prefix: timestamps, bracketed fields ("[2026-01-01 12:00:00 TP0]"), a Ray
 # actor's "(Scheduler pid=12)", a level word ("ERROR", "WARNING:") and separators.
 _TIMESTAMP = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
@@ -35,7 +54,10 @@ _LEVEL = r"(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\b"
 # Bracketed and parenthesized fields count only with a time, a rank or a pid in them: a
 # wrapped message may go on with "[slots, ...]" or "(expected 4, got 3)".
 _BRACKETED = r"\[[^\]\n]*(?:\d{2}:\d{2}|\b[TDPE]P\d+)[^\]\n]*\]|\([^)\n]*\bpid=\d+[^)\n]*\)"
-_LOG_PREFIX = re.compile(rf"^\s*(?:(?:{_BRACKETED}|{_TIMESTAMP}|{_LEVEL})[\s:|\-]*)+")
+_LOG_PREFIX = _linear(rf"^\s*(?:(?:{_BRACKETED}|{_TIMESTAMP}|{_LEVEL})[\s:|\-]*)+")
+# The patterns below are Python's `re` (Unicode `\w` and `\b`, as the rules' texts are read):
+# each is anchored or starts at a word boundary and backtracks at most over one word, linear in
+# the line; the log prefix above (its bracketed field scans twice for a time) is RE2's.
 # An exception line: "ValueError: ...", "torch.OutOfMemoryError: ...", "SystemExit: 2".
 _EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning|Interrupt)(?::|$)")
 # Everything up to the last exception class (or "Traceback ...:") of a line.
@@ -48,6 +70,7 @@ _SPACE = re.compile(r"\s")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _CHAINING = re.compile(r"^\s*(?:Traceback \(most recent call last\)|During handling of the above exception|The above exception was the direct cause)")
 _SPACES = re.compile(r"\s+")
+_SQUEEZE = re.compile(r"\s\s|[^\S ]")  # a whitespace run that is not one space
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # a log excerpt, not a whole log
 # A message wrapped over more lines than this is not one message: the record ends and the
@@ -90,6 +113,10 @@ def records(text: str) -> list[tuple[int, list[str]]]:
     line, or after a blank line; other lines continue it (a wrapped message)."""
     out: list[_Record] = []
     current: _Record | None = None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (bytes that were not UTF-8): RE2 reads UTF-8 only
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             current = None
@@ -124,7 +151,8 @@ def candidates(lines: list[str]) -> list[str]:
         texts.extend(lines)
     out: list[str] = []
     for text in texts:
-        for spaced in (text, _SPACES.sub(" ", text).strip()):
+        squeezed = _SPACES.sub(" ", text).strip() if _SQUEEZE.search(text) else text.strip()
+        for spaced in (text, squeezed):
             for variant in (spaced, strip_exception_prefix(spaced)):
                 if variant.strip() and variant not in out:
                     out.append(variant)
@@ -240,18 +268,18 @@ def _atom(op: Any, av: Any) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def instrumented(pattern: str) -> re.Pattern[str] | None:
+def instrumented(pattern: str) -> Any:
     """`pattern` with its literal runs as groups (see `_emit`), case-insensitive; None for a
     construct `_emit` does not rewrite (back-references, inline flags)."""
     try:
-        return re.compile(_emit(_sre_parse.parse(pattern)), re.IGNORECASE)
+        return _linear(_emit(_sre_parse.parse(pattern)), ignore_case=True)
     except (_Unsupported, KeyError, re.error, RecursionError):
         return None
 
 
 @functools.lru_cache(maxsize=1024)
-def _plain(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+def _plain(pattern: str) -> Any:
+    return _linear(pattern, ignore_case=True)
 
 
 def literal_score(pattern: str, text: str) -> int | None:
@@ -310,7 +338,7 @@ def _required(items: Any) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _prefilter() -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+def _prefilter() -> tuple[Any, Any]:
     """A text can match a pattern only if it holds one of the literals every match of one of
     the pattern's alternatives holds: one search over those literals (lower case) skips most
     log lines. Patterns with an alternative without such a literal (a bare `AssertionError:`)
@@ -327,9 +355,51 @@ def _prefilter() -> tuple[re.Pattern[str], re.Pattern[str] | None]:
                 keys.update(k.lower() for k in found)
             else:
                 unkeyed.append(pattern)
-    keyed = re.compile("|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)))
-    rest = re.compile("|".join(f"(?:{p})" for p in unkeyed), re.IGNORECASE) if unkeyed else None
+    keyed = _linear("|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)))
+    rest = _linear("|".join(f"(?:{p})" for p in unkeyed), ignore_case=True) if unkeyed else None
     return keyed, rest
+
+
+@functools.lru_cache(maxsize=1)
+def _needs() -> dict[str, tuple[str, ...] | None]:
+    """Per pattern, the literals (lower case) one of which every match holds (one per
+    alternative); None where an alternative has none to go by."""
+    out: dict[str, tuple[str, ...] | None] = {}
+    for _, patterns in _rules():
+        for pattern in patterns:
+            try:
+                found = [_required(alt) for alt in _alternatives(_sre_parse.parse(pattern))]
+            except (re.error, RecursionError):
+                found = [""]
+            out[pattern] = tuple(k.lower() for k in found) if all(len(k.strip()) >= 4 and k.isascii() for k in found) else None
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _literal_set() -> tuple[Any, tuple[str, ...]] | None:
+    """Every pattern's required literals as one RE2 set: which occur in a text, in one pass."""
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - google-re2 is a dependency
+        return None
+    keys = tuple(sorted({k for need in _needs().values() if need for k in need}))
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    found = re2.Set.SearchSet(options)
+    for key in keys:
+        found.Add(re.escape(key))
+    found.Compile()
+    return found, keys
+
+
+def _literals_in(lowered: str) -> set[str] | None:
+    """The required literals that occur in `lowered` (None: every pattern is to be searched)."""
+    literal_set = _literal_set()
+    if literal_set is None:
+        return None
+    found, keys = literal_set
+    return {keys[i] for i in found.Match(lowered) or ()}  # (None when none occurs)
 
 
 def _may_match(text: str) -> bool:
@@ -348,9 +418,14 @@ def match_record(texts: list[str]) -> tuple[Match, ...]:
     if not texts:
         return ()
     best: dict[str, tuple[int, int, Any]] = {}
+    needs = _needs()
+    present = [_literals_in(t.lower()) for t in texts]
     for rule, patterns in _rules():
         for pattern in patterns:
-            for text in texts:
+            need = needs.get(pattern)
+            for text, found in zip(texts, present):
+                if need is not None and found is not None and not any(k in found for k in need):
+                    continue  # a literal every match holds is not there: no search of the text
                 score = literal_score(pattern, text)
                 if score is None:
                     continue

@@ -4,9 +4,9 @@ Any encoding works: what the stream cannot encode is escaped as the format reads
 in JSON and SARIF, `&#233;` in JUnit XML, `\\xe9` in text and GitHub annotations). A full disk, a
 closed stream or a reader gone away (`| head`) is an `OutputError`: exit 2 with one line on
 stderr while stderr can still take one; a line that cannot be written is dropped, never a
-traceback. `--output FILE` is written to a temporary file in the same folder and renamed over
-FILE, so a reader (or a second run) never sees half a report; an `--output` that is one of the
-inputs is refused before anything is written.
+traceback. `--output FILE` is written by inkling_compat/write_file.py (the one writer of every
+file the tool writes); an `--output` that is one of the inputs, or a file the check reads
+because an input names it, is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import codecs
 import errno
 import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any, Iterable
 
 from inkling_compat.errors import InputError
@@ -172,40 +170,60 @@ def refuse_inputs_as_output(output: str | None, inputs: Iterable[str | None], fo
             same = False
         if same:
             raise InputError(output, "--output", f"is the input {item}: the report would overwrite it")
+    named = {target, os.path.abspath(output)}  # (a file reached through a linked folder, too)
     for folder in folders:
         if folder is None or not os.path.isdir(folder):
             continue
-        root = os.path.realpath(folder)
-        if os.path.commonpath([root, target]) == root:
+        roots = {os.path.realpath(folder), os.path.abspath(folder)}
+        inside = any(os.path.commonpath([root, name]) == root for root in roots for name in named)
+        if inside or target in _linked_from(folder):
             raise InputError(output, "--output", f"is inside the input folder {folder}: the report would change what it checks")
 
 
-def write_file(path: str, text: str) -> None:
-    """`text` (and a newline) in `path`, atomically: a temporary file beside it, renamed over it."""
-    target = Path(path)
-    tmp = None
+def _linked_from(folder: str, limit: int = 10_000) -> set[str]:
+    """Where the symlinks directly in `folder` lead (a model folder's config.json may be a link
+    to a file elsewhere: writing there changes what the check reads)."""
+    out: set[str] = set()
     try:
-        if target.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "Is a directory")
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
-        try:
-            mask = os.umask(0)
-            os.umask(mask)
-            os.fchmod(fd, 0o666 & ~mask)  # as open(path, "w") would create it
-        except OSError:
-            pass
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n" if text else "")
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise OutputError(path, "--output", f"cannot write: {exc.strerror or type(exc).__name__}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries):
+                if count >= limit:
+                    break
+                if entry.is_symlink():
+                    out.add(os.path.realpath(entry.path))
+    except OSError:
+        pass
+    return out
+
+
+def read_through(config: Any) -> tuple[list[str], list[str]]:
+    """(files, folders) the check reads because the server config names them: a launch
+    command's `--config` file, the `--model-path` folder, the `--lora-paths` folders. A config
+    that does not load names none (the check refuses it on its own)."""
+    from inkling_compat.errors import InputError as _Unusable
+
+    files = [f for f in [getattr(config, "config_file", None)] if isinstance(f, str)]
+    try:
+        from inkling_compat.facts.inputs import lora_path_entries
+        from inkling_compat.inputs.loading import load_server_config
+        from inkling_compat.inputs.read_by_sglang import model_path
+
+        server, _ = load_server_config(config)
+        folders = [model_path(server), *(entry.path for entry in lora_path_entries(server))]
+    except (_Unusable, OSError, ValueError, TypeError):
+        return files, []
+    return files, [f for f in folders if isinstance(f, str)]
+
+
+def write_file(path: str, text: str) -> None:
+    """`text` (and a newline) in the file `path` names (inkling_compat/write_file.py: through a
+    symlink, in place for a hard link, owner and mode kept, never a device or a FIFO)."""
+    from inkling_compat.write_file import WriteRefused, write_text
+
+    try:
+        write_text(path, text + "\n" if text else "", "--output")
+    except WriteRefused as exc:
+        raise OutputError(exc.file, exc.field, exc.reason) from None
 
 
 def emit(text: str, output: str | None, fmt: str = "text") -> None:

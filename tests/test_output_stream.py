@@ -85,16 +85,31 @@ def test_any_output_encoding_escapes_what_it_cannot_encode(tmp_path, env, fmt):
         assert any(form in out for form in (b"m\\xe1x_l\\u014dras\\U0001f600", b"m\xe1x_l\\u014dras\\U0001f600", "máx_lōras😀".encode()))
 
 
-def test_output_is_written_by_rename_never_in_place(tmp_path):
+def test_output_with_a_hard_link_is_edited_in_place(tmp_path):
+    """The file the user named is edited: every name of it (a hard link) shows the report."""
     out = tmp_path / "report.json"
     out.write_text("old", encoding="utf-8")
     link = tmp_path / "hardlink.json"
-    os.link(out, link)  # the same inode: written in place, the link would change too
+    os.link(out, link)
     done = _run([*BROKEN, "--format", "json", "--output", str(out)])
     assert done.returncode == 1, done.stderr
     assert json.loads(out.read_text(encoding="utf-8"))["ok"] is False
-    assert link.read_text(encoding="utf-8") == "old"
+    assert link.read_text(encoding="utf-8") == out.read_text(encoding="utf-8") and os.path.samefile(out, link)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hardlink.json", "report.json"]  # no temporary file left
+
+
+def test_output_is_written_by_rename_for_a_file_of_one_name(tmp_path):
+    """A reader never sees half a report: a new inode takes the old one's place."""
+    out = tmp_path / "report.json"
+    out.write_text("old", encoding="utf-8")
+    reader = open(out, encoding="utf-8")  # a reader that opened the old report keeps reading it
+    try:
+        done = _run([*BROKEN, "--format", "json", "--output", str(out)])
+        assert done.returncode == 1, done.stderr
+        assert reader.read() == "old"
+    finally:
+        reader.close()
+    assert json.loads(out.read_text(encoding="utf-8"))["ok"] is False
 
 
 @pytest.mark.parametrize("which", ["config", "model", "adapter", "settings", "inside_adapter_folder"])

@@ -112,7 +112,7 @@ def _json(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-_PLAIN = (str, int, bool)
+_PLAIN = (str, int, bool, float)  # (a float as it is: JSON mode would make NaN and infinities null)
 
 
 def pick(value: Any, tree: dict[Any, Any]) -> Any:

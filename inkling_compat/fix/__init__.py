@@ -1,6 +1,7 @@
 """Machine-applicable fixes (`check --fix`, `--diff`, `--unsafe-fixes`): `Report.fixes()` plans
 them (engine/fixes.py), `apply_fixes` applies them to the server config and re-checks (fix/apply.py);
-fix/yaml_edit.py, json_edit.py and argv_edit.py edit the user's text in place."""
+fix/yaml_edit.py, json_edit.py and argv_edit.py edit the user's text in place, finding each
+argument in any spelling (fix/keys.py); inkling_compat/write_file.py writes the file."""
 
 from __future__ import annotations
 

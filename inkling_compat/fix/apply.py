@@ -6,8 +6,9 @@ and re-checks after each. A fix after which an error appears that the first chec
 found nor reached is kept only while that error has an allowed fix of its own (the next pass
 makes it); an error without one takes the fix back, and one still left when the passes end
 takes the config back to the last state without it: a fix never introduces a new error.
-A file is written only at the end, atomically (a temporary file in its folder, then
-os.replace, keeping its mode), and only with `write`;
+A file is written only at the end, by inkling_compat/write_file.py (through a symlink, in place
+for a hard link, owner and mode kept; not when it changed since it was read), and only with
+`write`; a config read from standard input is never written (the CLI prints it fixed);
 `check --diff` shows the same change without writing. A config given as a dict comes back
 edited (`FixResult.config`); adapter files are never touched.
 """
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import stat
 import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
 from inkling_compat.fix.diff import unified_diff
 from inkling_compat.engine.fixes import Fix
+from inkling_compat.errors import InputError
 from inkling_compat.fix.target import CannotEdit, Conflict, edit_dict, edit_text, is_json_file
 
 MAX_PASSES = 5
@@ -84,16 +85,24 @@ def apply_fixes(
 
     if isinstance(config, dict):
         return _fix_dict(config, run, unsafe, max_passes)
+    from inkling_compat.inputs import stdin
+
     path = os.fspath(config)
     first = run(path)  # an unusable file is refused here, as `check` refuses it (exit 2)
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            original = handle.read()
+        if stdin.is_stdin(path):  # `--config -`: the document read once; never a file to write
+            from inkling_compat.inputs.loading import MAX_INPUT_BYTES
+
+            raw, write = stdin.read_bytes(MAX_INPUT_BYTES), False
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        original = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         from inkling_compat.errors import InputError
 
         raise InputError(path, "(file)", f"cannot read it to fix: {getattr(exc, 'strerror', None) or exc}") from None
-    return _fix_file(path, original, first, run, unsafe, write, max_passes)
+    return _fix_file(path, original, first, run, unsafe, write, max_passes, raw)
 
 
 def _fix_dict(config: dict[str, Any], run: Callable[[Any], Any], unsafe: bool, max_passes: int) -> FixResult:
@@ -132,13 +141,25 @@ def apply_fixes_argv(
     return FixResult(state.report, state.all_fixes(), before, after, diff, False, final, state.passes)
 
 
-def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int) -> FixResult:
+def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], unsafe: bool, write: bool, max_passes: int, raw: bytes) -> FixResult:
+    from inkling_compat.inputs import stdin
+
     is_json = is_json_file(path, original)
     layout_refused: list[Fix] = []
 
+    refused_before = None if is_json else _merger_refusals(original)
+
     def edit(text: str, fix: Fix) -> str:
         try:
-            return edit_text(text, fix.edits, is_json)
+            edited = edit_text(text, fix.edits, is_json)
+            if refused_before == set() and edited != text:
+                # A file sglang's own --config reads as it is stays one it reads: a key its
+                # ConfigArgumentMerger refuses (a BooleanOptionalAction flag, --lora-paths) goes
+                # on the command line instead.
+                refused = _merger_refusals(edited)
+                if refused:
+                    raise Conflict(f"not machine-applicable in sglang's --config file: {sorted(refused)[0]}; give that flag on the command line")
+            return edited
         except Conflict:
             raise
         except CannotEdit as exc:
@@ -146,22 +167,36 @@ def _fix_file(path: str, original: str, first: Any, run: Callable[[Any], Any], u
             raise CannotEdit(f"not applied: {exc}; --diff shows the change as a rewritten file") from None
 
     with tempfile.TemporaryDirectory(prefix="inkling-compat-fix-") as folder:
-        scratch = os.path.join(folder, os.path.basename(path))
+        # The scratch copy keeps the file's name (its suffix says JSON or YAML); a name too
+        # long for the scratch folder, or standard input, gets a short one.
+        name = os.path.basename(path)
+        if stdin.is_stdin(path) or len(os.fsencode(name)) > 200:
+            name = "config.json" if is_json else "config.yaml"
+        scratch = os.path.join(folder, name)
 
         def check_text(text: str) -> Any:
             if text == original:
                 return first
             with open(scratch, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
-            return run(scratch)
+            try:
+                return run(scratch)
+            except InputError as exc:  # the edited text does not load: the fix is not made
+                reason = exc.reason if exc.file == scratch else str(exc).replace(scratch, path)
+                raise CannotEdit(f"not applied: the fixed file would not load ({exc.field}: {reason})") from None
 
         state = _Loop(check_text, original, first, unsafe, label=path, line_of=_line)
         text = _drive(state, original, edit, max_passes)
         written = False
         if write and text != original:
-            replace_atomically(path, text)
+            from inkling_compat.write_file import write_text
+
+            write_text(path, text, "--fix", expected=raw)  # not over an edit made while fixing
             written = True
             report = run(path)  # the real file, as the user's next check will read it
+        elif stdin.is_stdin(path) and text != original:  # the fixed document, checked as standard input
+            stdin.reset(text.encode("utf-8"))
+            report = run(path)
         else:  # nothing written: the report is the file's as it is (the edited text was a scratch copy)
             report = state.first
     rewritten = _rewritten(text, layout_refused, is_json)
@@ -189,7 +224,13 @@ def _drive(state: "_Loop", start: Any, edit: Callable[[Any, Fix], Any], max_pass
                 continue
             if candidate == current or candidate in seen:
                 continue
-            if state.accept(fix, current, candidate):
+            try:
+                accepted = state.accept(fix, current, candidate)
+            except CannotEdit as exc:
+                state.refuse(fix, str(exc))
+                refused = True
+                continue
+            if accepted:
                 seen.append(candidate)
                 current, changed = candidate, True
             else:
@@ -315,6 +356,31 @@ def _rewritten(text: str, fixes: list[Fix], is_json: bool) -> str | None:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
 
 
+def _merger_refusals(text: str) -> set[str] | None:
+    """The messages sglang's ConfigArgumentMerger refuses this YAML's top-level keys with
+    ("Unsupported config option ..."); None when the text is not a mapping it could read."""
+    import yaml
+
+    from inkling_compat.inputs.loading import load_yaml
+    from inkling_compat.inputs.sglang_config import ConfigRefused, config_to_args
+
+    try:
+        data, _ = load_yaml(text, 64)  # the loader's caps: no alias bomb is expanded here
+    except (yaml.YAMLError, RecursionError, ValueError, InputError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = set()
+    for key, value in data.items():
+        try:
+            config_to_args({key: value})
+        except ConfigRefused as exc:
+            out.add(str(exc))
+        except (TypeError, ValueError, AttributeError, RecursionError):
+            return None
+    return out
+
+
 def _errors(report: Any) -> set[tuple[str, str | None]]:
     return {(p.rule_id, p.adapter) for p in report.errors}
 
@@ -338,22 +404,3 @@ def _line(text: Any, key: str) -> int | None:
     except Exception:  # noqa: BLE001 - a line is a courtesy
         return None
     return None if found is None else found[0].start_mark.line + 1
-
-
-def replace_atomically(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and os.replace, so a
-    reader sees the old file or the new one, never half of it; the file's mode is kept."""
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise

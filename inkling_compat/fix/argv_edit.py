@@ -87,7 +87,7 @@ def _find(tokens: list[str], key: str, kind: str | None) -> list[tuple[int, int]
         token = tokens[index]
         if token == "--":
             break
-        if token.startswith("--") and _normal(token.partition("=")[0]) == key:
+        if token.startswith("--") and _same(_normal(token.partition("=")[0]), key):
             end = index + 1
             if "=" not in token:
                 if kind == MANY or (kind is None and _takes_many(tokens, index)):
@@ -102,6 +102,12 @@ def _find(tokens: list[str], key: str, kind: str | None) -> list[tuple[int, int]
     return spans
 
 
+def _same(flag: str, key: str) -> bool:
+    from inkling_compat.fix.keys import same
+
+    return flag == key or same(flag, key)
+
+
 def _takes_many(tokens: list[str], index: int) -> bool:
     """Without the argument table: a flag followed by more than one non-flag token reads them all."""
     following = 0
@@ -114,9 +120,11 @@ def _takes_many(tokens: list[str], index: int) -> bool:
 
 def _spell(key: str, like: str | None) -> str:
     """`--key` spelt as the flag it replaces was (underscores if that one used them)."""
+    from inkling_compat.fix.keys import new_name
+
     if like is not None and "_" in like.lstrip("-") and "-" not in like.lstrip("-"):
-        return "--" + key
-    return "--" + _dash(key)
+        return "--" + new_name(key, False)
+    return "--" + new_name(key, True)
 
 
 def _tokens(key: str, value: Any, kind: str, old: str | None) -> list[str]:

@@ -28,18 +28,18 @@ def apply_edit(text: str, edit: Any) -> str:
     parts = edit.key.split(".")
     parent = root
     for depth, part in enumerate(parts[:-1]):
-        found = _find(parent, part)
+        found = _find(parent, part, parent is root)
         if found is None:
             if edit.kind != "set":
                 return text
-            return _add(text, parent, parts[depth:], edit.value)
+            return _add(text, parent, parts[depth:], edit.value, parent is root)
         parent = found[1]
         if not isinstance(parent, yaml.MappingNode):
             raise CannotEdit(f"{part} is not an object")
-    found = _find(parent, parts[-1])
+    found = _find(parent, parts[-1], parent is root)
     if edit.kind == "set":
         if found is None:
-            return _add(text, parent, parts[-1:], edit.value)
+            return _add(text, parent, parts[-1:], edit.value, parent is root)
         node = found[1]
         return text[: node.start_mark.index] + _dumps(value=edit.value, old=text[node.start_mark.index : node.end_mark.index]) + text[node.end_mark.index :]
     if found is None:
@@ -51,15 +51,18 @@ def apply_edit(text: str, edit: Any) -> str:
         return text  # the same key in another spelling (dashes or underscores)
     if new[:-1] != parts[:-1]:
         raise Conflict(f"{edit.key} -> {edit.to} moves the key to another object")
-    if _find(parent, new[-1]) is not None:
+    if _find(parent, new[-1], parent is root) is not None:
         raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
     key_node = found[0]
     name = json.dumps(spelled(new[-1], "-" in str(key_node.value)))
     return text[: key_node.start_mark.index] + name + text[key_node.end_mark.index :]
 
 
-def _find(mapping: Any, key: str) -> tuple[Any, Any] | None:
-    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and normal(str(k.value)) == normal(key)]
+def _find(mapping: Any, key: str, top: bool = False) -> tuple[Any, Any] | None:
+    """The key of `mapping` that is `key`: at the top, the same sglang argument in any spelling."""
+    from inkling_compat.fix.keys import same
+
+    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and (same(str(k.value), key) if top else normal(str(k.value)) == normal(key))]
     if len(hits) > 1:
         raise CannotEdit(f"{key} is given twice ({', '.join(str(k.value) for k, _ in hits)})")
     return hits[0] if hits else None
@@ -83,9 +86,11 @@ def _remove(text: str, parent: Any, found: tuple[Any, Any]) -> str:
     return text[:previous_end] + text[found[1].end_mark.index :]
 
 
-def _add(text: str, parent: Any, parts: list[str], value: Any) -> str:
+def _add(text: str, parent: Any, parts: list[str], value: Any, top: bool = False) -> str:
+    from inkling_compat.fix.keys import new_name
+
     dashes = uses_dashes([str(k.value) for k, _ in parent.value if isinstance(k, yaml.ScalarNode)])
-    names = [p if i > 0 and parts[0] == "env" or p == "env" else spelled(p, dashes) for i, p in enumerate(parts)]
+    names = [p if i > 0 and parts[0] == "env" or p == "env" else new_name(p, dashes) if i == 0 and top else spelled(p, dashes) for i, p in enumerate(parts)]
     entry: Any = value
     for name in reversed(names[1:]):
         entry = {name: entry}
@@ -95,11 +100,12 @@ def _add(text: str, parent: Any, parts: list[str], value: Any) -> str:
     last_key, last_value = parent.value[-1]
     lines = len({k.start_mark.line for k, _ in parent.value}) == len(parent.value) and len(parent.value) > 1 or last_key.start_mark.line != parent.start_mark.line
     if lines:
-        indent = " " * last_key.start_mark.column
+        indent = _line_prefix(text, last_key.start_mark.index)  # spaces or tabs, as written
+        outer = _line_prefix(text, parent.start_mark.index)
         sep = ",\n" + indent
-        step = len(indent) - _line_indent(text, parent.start_mark.index)
-        rendered = json.dumps(entry, indent=step if step > 0 else None)
-        if step > 0:
+        step = indent[len(outer) :] if indent.startswith(outer) and len(indent) > len(outer) else None
+        rendered = json.dumps(entry, indent=step)
+        if step:
             rendered = rendered.replace("\n", "\n" + indent)
     else:
         sep, rendered = ", ", json.dumps(entry)
@@ -107,7 +113,8 @@ def _add(text: str, parent: Any, parts: list[str], value: Any) -> str:
     return text[:end] + sep + json.dumps(names[0]) + ": " + rendered + text[end:]
 
 
-def _line_indent(text: str, index: int) -> int:
+def _line_prefix(text: str, index: int) -> str:
+    """The whitespace (spaces and tabs) that starts the line holding `index`."""
     start = text.rfind("\n", 0, index) + 1
     line = text[start:index]
-    return len(line) - len(line.lstrip(" "))
+    return line[: len(line) - len(line.lstrip(" \t"))]

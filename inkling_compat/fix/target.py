@@ -20,9 +20,26 @@ def edit_text(text: str, edits: Iterable[Any], is_json: bool) -> str:
         from inkling_compat.fix.json_edit import apply_edit
     else:
         from inkling_compat.fix.yaml_edit import apply_edit
+    # The editors work on LF text without a byte-order mark (libyaml's marks count neither):
+    # both are taken off and put back, so a CRLF file stays CRLF and a BOM stays.
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    body = text[len(bom) :]
+    crlf = "\r\n" in body and "\n" not in body.replace("\r\n", "")
+    if crlf:
+        body = body.replace("\r\n", "\n")
     for edit in edits:
-        text = apply_edit(text, edit)
-    return text
+        body = apply_edit(body, edit)
+    if crlf:
+        body = body.replace("\n", "\r\n")
+    return bom + body
+
+
+def _find_key(data: dict[str, Any], key: str, top: bool) -> str | None:
+    if not top:
+        return find_in_dict(data, key)
+    from inkling_compat.fix.keys import same
+
+    return next((k for k in data if isinstance(k, str) and same(k, key)), None)
 
 
 def edit_dict(data: dict[str, Any], edits: Iterable[Any]) -> dict[str, Any]:
@@ -32,7 +49,7 @@ def edit_dict(data: dict[str, Any], edits: Iterable[Any]) -> dict[str, Any]:
         parts = edit.key.split(".")
         parent: Any = out
         for part in parts[:-1]:
-            found = find_in_dict(parent, part)
+            found = _find_key(parent, part, parent is out)
             if found is None:
                 if edit.kind != "set":
                     parent = None
@@ -44,7 +61,7 @@ def edit_dict(data: dict[str, Any], edits: Iterable[Any]) -> dict[str, Any]:
             parent = parent[found]
         if parent is None:
             continue
-        found = find_in_dict(parent, parts[-1])
+        found = _find_key(parent, parts[-1], parent is out)
         if edit.kind == "set":
             parent[found if found is not None else parts[-1]] = copy.deepcopy(edit.value)
         elif edit.kind == "remove":

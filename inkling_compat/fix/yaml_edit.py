@@ -31,7 +31,7 @@ def apply_edit(text: str, edit: Any) -> str:
     parts = edit.key.split(".")
     parent = root
     for depth, part in enumerate(parts[:-1]):
-        found = _find(parent, part)
+        found = _find(parent, part, parent is root)
         if found is None:
             if edit.kind != "set":
                 return text
@@ -39,7 +39,7 @@ def apply_edit(text: str, edit: Any) -> str:
         parent = found[1]
         if not isinstance(parent, yaml.MappingNode):
             raise CannotEdit(f"{part} is not a mapping")
-    found = _find(parent, parts[-1])
+    found = _find(parent, parts[-1], parent is root)
     if edit.kind == "set":
         if found is None:
             return _add(text, parent, parts[-1:], edit.value, root)
@@ -53,7 +53,7 @@ def apply_edit(text: str, edit: Any) -> str:
         return text  # the same key in another spelling (dashes or underscores)
     if new[:-1] != parts[:-1]:
         raise Conflict(f"{edit.key} -> {edit.to} moves the key to another mapping")
-    if _find(parent, new[-1]) is not None:
+    if _find(parent, new[-1], parent is root) is not None:
         raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
     return _rename(text, found[0], new[-1])
 
@@ -71,8 +71,11 @@ def _compose(text: str) -> Any:
         raise CannotEdit(f"the file does not parse as YAML: {str(exc).splitlines()[0]}") from None
 
 
-def _find(mapping: Any, key: str) -> tuple[Any, Any] | None:
-    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and normal(str(k.value)) == normal(key)]
+def _find(mapping: Any, key: str, top: bool = False) -> tuple[Any, Any] | None:
+    """The key of `mapping` that is `key`: at the top, the same sglang argument in any spelling."""
+    from inkling_compat.fix.keys import same
+
+    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and (same(str(k.value), key) if top else normal(str(k.value)) == normal(key))]
     if len(hits) > 1:
         raise CannotEdit(f"{key} is given twice ({', '.join(str(k.value) for k, _ in hits)})")
     return hits[0] if hits else None
@@ -91,8 +94,11 @@ def _set(text: str, found: tuple[Any, Any], value: Any) -> str:
             indent = " " * (key_node.start_mark.column + 2)
             return text[: colon + 1] + "".join(f"\n{indent}- {_scalar(v, None)}" for v in value) + text[colon + 1 :]
         return text[: colon + 1] + " " + rendered + text[colon + 1 :]
-    old = text[node.start_mark.index : node.end_mark.index]
-    return text[: node.start_mark.index] + _flow(value, node, old) + text[node.end_mark.index :]
+    end = _scalar_end(text, node)
+    old = text[node.start_mark.index : end]
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):  # a block scalar becomes a plain one: written as a new value
+        return text[: node.start_mark.index] + _flow(value, None) + text[end:]
+    return text[: node.start_mark.index] + _flow(value, node, old) + text[end:]
 
 
 def _set_block_list(text: str, key_node: Any, node: Any, value: Any) -> str:
@@ -118,7 +124,7 @@ def _remove(text: str, parent: Any, found: tuple[Any, Any], root: Any) -> str:
     line_start = text.rfind("\n", 0, key_node.start_mark.index) + 1
     if text[line_start : key_node.start_mark.index].strip():
         raise CannotEdit(f"{key_node.value} does not start its own line")
-    end = _line_end(text, _last_index(node))
+    end = _line_end(text, _last_index(node, text))
     out = text[:line_start] + text[end:]
     if len(parent.value) == 1 and parent is not root:
         # An emptied nested mapping would read as null: remove its key too.
@@ -164,7 +170,11 @@ def _add(text: str, parent: Any, parts: list[str], value: Any, root: Any) -> str
         raise CannotEdit("the mapping is empty: no layout to follow")
     column = parent.value[0][0].start_mark.column
     dashes = uses_dashes([str(k.value) for k, _ in parent.value if isinstance(k, yaml.ScalarNode)])
-    end = _line_end(text, _last_index(parent.value[-1][1]))
+    end = _line_end(text, _last_index(parent.value[-1][1], text))
+    if parent is root and parts[0] != "env":
+        from inkling_compat.fix.keys import new_name
+
+        parts = [new_name(parts[0], dashes), *parts[1:]]  # the argument's flag, not its dest
     entry = _new_entry(parts, value, column, _indent_unit(root), dashes, _has_block_list(text))
     if end == len(text) and not text.endswith("\n"):
         return text + "\n" + entry.rstrip("\n")
@@ -199,11 +209,38 @@ def _has_block_list(text: str) -> bool:
     return any(line.lstrip().startswith("- ") for line in text.splitlines())
 
 
-def _last_index(node: Any) -> int:
+def _last_index(node: Any, text: str) -> int:
     """The end of the last character `node` spans (block collections: of their last item)."""
     while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style and node.value:
         node = node.value[-1][1] if isinstance(node, yaml.MappingNode) else node.value[-1]
-    return node.end_mark.index
+    return _scalar_end(text, node)
+
+
+def _scalar_end(text: str, node: Any) -> int:
+    """Where `node`'s own text ends. libyaml ends a block scalar (`|`, `>-`) where the next
+    token starts, past the blank lines and comments that follow it: those are the user's,
+    kept. The scalar's text ends with its last line indented as its content is."""
+    end = node.end_mark.index
+    if not isinstance(node, yaml.ScalarNode) or node.style not in ("|", ">"):
+        return end
+    header_end = text.find("\n", node.start_mark.index, end)
+    if header_end < 0:
+        return end
+    last, indent = header_end, None
+    position = header_end + 1
+    while position < end:
+        newline = text.find("\n", position, end)
+        line_end = end if newline < 0 else newline
+        line = text[position:line_end]
+        if line.strip():
+            width = len(line) - len(line.lstrip(" "))
+            if indent is None:
+                indent = width
+            if width < indent:
+                break
+            last = line_end
+        position = line_end + 1
+    return last
 
 
 def _line_end(text: str, index: int) -> int:

@@ -4,7 +4,9 @@
 line's own (command line over config file over defaults): a key is `--<key>` as written (dash
 or underscore); a bool of a store_true flag is the flag (false leaves it out), any other bool
 `--key true|false`; a list is the flag and each item (an empty list is left out); a mapping is
-its JSON; anything else its str(). The words are then parsed by argparse
+its JSON (a date, binary value or set inside it is json's TypeError, as sglang stops on it);
+anything else its str() (a date `2020-01-01`, a timestamp `2020-01-01 10:00:00`, binary
+`b'...'`, a set `{'a'}`, NaN `nan`: what sglang passes to argparse). The words are then parsed by argparse
 (`argument_table.parse`), so an unknown key is argparse's "unrecognized arguments".
 
 Refusals, with sglang's messages: a file that is not .yaml/.yml, a missing file, two `--config`
@@ -85,11 +87,21 @@ def config_to_args(config: dict[str, Any]) -> list[tuple[str, list[str]]]:
                 words.append(f"--{key}")
                 words += [str(item) for item in value]
         elif isinstance(value, dict):
-            words += [f"--{key}", json.dumps(value)]
+            words += [f"--{key}", _dumps(value, str(key))]
         else:
             words += [f"--{key}", str(value)]
         out.append((str(key), words))
     return out
+
+
+def _dumps(value: dict[str, Any], key: str) -> str:
+    """`json.dumps(value)` as sglang calls it: a YAML date, timestamp, binary value or set inside
+    the mapping is its TypeError (sglang stops there), NaN and infinities are written as Python's
+    json writes them (`NaN`, `Infinity`)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ConfigRefused(f"{type(exc).__name__}: {exc}", key) from None
 
 
 def config_file_path(argv: list[str]) -> str | None:

@@ -145,7 +145,7 @@ def _scalar_json(value: Any, ascii_only: bool) -> str:
     raise TypeError(type(value))
 
 
-def write_json(value: Any, ascii_only: bool = True, indent: str | None = None) -> str:
+def write_json(value: Any, ascii_only: bool = True, indent: str | None = None, raw_yaml: bool = False) -> str:
     """JSON text of `value`, sentinels included; iterative, so any nesting depth is written."""
     out: list[str] = []
     stack: list[Any] = [("v", value, 0)]
@@ -157,6 +157,8 @@ def write_json(value: Any, ascii_only: bool = True, indent: str | None = None) -
         _, v, level = item
         if isinstance(v, dict) and "$digits" in v:
             out.append(v["$digits"])
+        elif isinstance(v, dict) and "$yaml" in v:  # YAML's own text (a date, !!binary, !!set): a string in JSON
+            out.append(v["$yaml"] if raw_yaml else json.dumps(v["$yaml"]))
         elif isinstance(v, dict) and "$nest" in v:
             opener, closer = ("[", "]") if v["$nest"] == "list" else ('{"a":', "}")
             out.append(opener * v["depth"])
@@ -186,7 +188,7 @@ def _yaml_flow(value: Any) -> str:
     """A YAML flow value: JSON text, with YAML's spelling of infinities and NaN."""
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
-    return write_json(value, ascii_only=False)
+    return write_json(value, ascii_only=False, raw_yaml=True)
 
 
 def write_yaml(doc: Any) -> str:
@@ -315,8 +317,18 @@ FIELDS_BY_KIND = {"config": SERVER_FIELDS, "model": MODEL_FIELDS, "platform": PL
 
 # ---------------------------------------------------------------- recipes
 
-FAMILIES = ["bytes", "type", "keys", "nesting", "sizes", "unicode", "fs", "fleet", "caps"]
-WEIGHTS = [12, 30, 8, 9, 13, 9, 11, 8, 6]
+FAMILIES = ["bytes", "type", "keys", "nesting", "sizes", "unicode", "fs", "fleet", "caps", "values"]
+WEIGHTS = [12, 30, 8, 9, 13, 9, 11, 8, 6, 12]
+# Values that are not plain text, as sglang reads them: in any int/float argument of its table
+# (or any argument), NaN, infinities, -0, integers past 64 bits, and YAML's dates, timestamps,
+# binary values and sets (`$yaml`: written as YAML text, a string in JSON).
+HOSTILE_VALUES: list[Any] = [
+    math.nan, math.inf, -math.inf, -0.0, 2**63, 2**64, 10**100, -(2**63) - 1,
+    {"$yaml": "2020-01-01"}, {"$yaml": "2020-01-01 10:00:00"}, {"$yaml": "2020-01-01T10:00:00Z"},
+    {"$yaml": "!!binary aGVsbG8="}, {"$yaml": "!!set {a, b}"}, {"$yaml": "{a: 2020-01-01}"},
+    {"$yaml": "{a: !!binary aGVsbG8=}"}, {"$yaml": "{a: !!set {b}}"}, {"$yaml": "[.nan, .inf, 2020-01-01]"},
+    {"$yaml": "!!float nan"}, {"$yaml": "0x10"}, {"$yaml": "1_000"}, {"$yaml": "0o17"}, {"$yaml": "1e400"},
+]
 # The worst cases under the documented caps (docs/fuzz.md): long lists, many unknown keys or
 # env entries, a pool re-bound with an axis no int64 product holds, NUL and control names.
 CAPS_OPS = ["long_list", "many_unknown", "many_env", "rebind_huge", "control_key"]
@@ -373,6 +385,9 @@ def _mutation(rng: random.Random, family: str, r: dict[str, Any], targets: list[
         return _mutation(rng, sub, r, adapter_targets)
     if family == "caps":
         return _caps_mutation(rng, r, targets)
+    if family == "values":
+        key = rng.choice(_numeric_keys() if rng.random() < 0.8 else _all_keys())
+        return {"target": "config", "op": "set", "path": [key], "value": rng.choice(HOSTILE_VALUES)}
     target = rng.choice(targets)
     kind = _kind(target)
     if family == "sizes" and kind not in ("safetensors",) and rng.random() < 0.6:
@@ -402,6 +417,20 @@ def _mutation(rng: random.Random, family: str, r: dict[str, Any], targets: list[
         return {"target": target, "op": "set", "path": _some_path(rng, r, target, leaves=True, fields=True), "value": rng.choice(INTS[6:] + [digits(5000), digits(4301), digits(20), -(10**20), 10**6, 2**31, 0, -1])}
     # type swaps: any path of the document, or a field the example leaves out
     return {"target": target, "op": "set", "path": _some_path(rng, r, target, fields=True), "value": pick_value(rng)}
+
+
+def _numeric_keys() -> list[str]:
+    """sglang's int and float arguments, each as a config key (dest, or the flag's dash spelling)."""
+    from inkling_compat.inputs.argument_table import table
+
+    rows = [r for r in table()["arguments"] if r["type"] in ("int", "float", "human_readable_int") and r["options"]]
+    return sorted({k for r in rows for k in (r["dest"], r["options"][0][2:])})
+
+
+def _all_keys() -> list[str]:
+    from inkling_compat.inputs.argument_table import table
+
+    return sorted({r["dest"] for r in table()["arguments"] if r["options"] and r["action"] != "help"})
 
 
 def _caps_mutation(rng: random.Random, r: dict[str, Any], targets: list[str]) -> dict[str, Any]:

@@ -9,7 +9,9 @@ the case it was on. Outcome kinds:
   ok          a report without problems        warnings   a report with warnings only
   errors      a report with errors             input-error  InputError (exit 2)
   failure     anything else: an exception, exit 3, a mismatch between the CLI and the API,
-              more than one stderr line, over the time or memory bound, a hang, a crash
+              more than one stderr line, over the time or memory bound, a hang, a crash;
+              `--fix` (every FIX_EVERY-th case and every `values` case, on a copy of the
+              config) raising, writing a file the check refuses, or not idempotent
 
     python tests/hostile/runner.py --examples 100000 --jobs 2 --out build/fuzz-hostile
 
@@ -43,6 +45,8 @@ sys.path.insert(0, str(HERE.parent))
 from hostile import cases  # noqa: E402
 
 CPU_LIMIT_S = 2.0  # per case: CPU seconds of the check (wall time on 2 shared cores is noise)
+FIX_CPU_LIMIT_S = 3 * CPU_LIMIT_S  # the --fix step, timed apart: it checks the config three times or more
+_limit = [CPU_LIMIT_S]  # the bound of what runs now (the check, or the fix step)
 # A hang is told from a slow case on a loaded machine (or a niced run) by the CPU it gets: from
 # FIRST_LOOK_S of wall time on the case is looked at every LOOK_S; one that used less than
 # BLOCKED_CPU_S of CPU since the last look (a blocking open uses none) is stopped, and so is one
@@ -54,6 +58,7 @@ WALL_CAP_S = 30.0
 MEMORY_LIMIT_MB = 500  # per worker: peak RSS above the warmed-up worker's
 ADDRESS_SPACE_MB = 1536  # RLIMIT_AS headroom above the warmed-up worker's size
 CLI_EVERY = 7  # every 7th case also runs through cli.main (text, or JSON on odd cases)
+FIX_EVERY = 3  # every 3rd case (and every `values` case) also runs --fix on a copy of its config
 RESTART_OVER_MB = 100  # a worker whose peak grew this much is replaced (peak RSS never goes down)
 SILENT_KILL_S = 40.0  # the parent kills a worker that writes nothing for this long
 
@@ -69,8 +74,8 @@ def _alarm(signum: int, frame: Any) -> None:
     now = _cpu()
     wall, cpu, since = time.perf_counter() - _case_start[0], now - _case_start[1], now - _case_start[2]
     _case_start[2] = now
-    if cpu > CPU_LIMIT_S:
-        raise CaseTimeout(f"over {CPU_LIMIT_S:g} s CPU ({wall:.1f} s wall)")
+    if cpu > _limit[0]:
+        raise CaseTimeout(f"over {_limit[0]:g} s CPU ({wall:.1f} s wall)")
     if since < BLOCKED_CPU_S or wall > WALL_CAP_S:
         raise CaseTimeout(f"hang: {wall:.1f} s wall, {cpu:.3f} s CPU, {since:.4f} s since the last look")
     signal.setitimer(signal.ITIMER_REAL, LOOK_S)  # working, on a loaded machine: look again
@@ -168,6 +173,53 @@ def check_cli(inv: dict[str, Any], outcome: dict[str, Any], as_json: bool) -> di
     return None
 
 
+def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
+    """`--fix --unsafe-fixes` on a copy of the case's server config: a failure when the fix
+    raises anything but InputError, writes a file the check then refuses, or is not idempotent
+    (a second --fix on its result changes the file again)."""
+    from inkling_compat.api import check
+    from inkling_compat.errors import InputError
+    from inkling_compat.fix import apply_fixes
+    from inkling_compat.fleet import check_fleet
+
+    config = inv["config"]
+    if not isinstance(config, str) or not os.path.isfile(config):
+        return None
+    copy = os.path.join(os.path.dirname(config), "fixed-copy" + (Path(config).suffix if Path(config).suffix.isascii() else ""))
+    try:
+        shutil.copyfile(config, copy)
+    except OSError:
+        return None
+
+    def run(source: Any) -> Any:
+        if inv["folders"]:
+            return check_fleet(source, inv["folders"], inv["adapters"], model=inv["model"], platform=inv["platform"])
+        return check(source, inv["adapters"] or None, model=inv["model"], platform=inv["platform"])
+
+    step = "fix"
+    try:
+        first = apply_fixes(copy, run=run, unsafe=True)
+        step = "re-check after fix"
+        try:
+            run(copy)
+        except InputError as exc:
+            if first.written:
+                return {"kind": "failure", "detail": f"--fix wrote a file the check refuses: {_short(str(exc))}", "sig": "fix-unusable"}
+            return None
+        step = "second fix"
+        second = apply_fixes(copy, run=run, unsafe=True)
+        if second.written:
+            return {"kind": "failure", "detail": f"--fix is not idempotent: a second run changed the file again ({_short(second.diff)})", "sig": "fix-not-idempotent"}
+    except InputError:
+        return None
+    except CaseTimeout:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - classifying is the point
+        where = _frame(exc)
+        return {"kind": "failure", "detail": f"{step}: {type(exc).__name__}: {_short(str(exc))}", "sig": f"fix:{type(exc).__name__}:{':'.join(where.split(':')[:2])}", "where": where}
+    return None
+
+
 def _short(text: str, limit: int = 240) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
@@ -183,15 +235,23 @@ def run_case(seed: int, index: int, work: Path) -> dict[str, Any]:
         rss0, cpu0, t0 = _rss_mb(), _cpu(), time.perf_counter()
         _case_start[:] = [t0, cpu0, cpu0]
         signal.setitimer(signal.ITIMER_REAL, FIRST_LOOK_S)
+        check_cpu: float | None = None  # the check's CPU (the --fix step after it is bounded apart)
         try:
             outcome = run_inprocess(inv)
             if index % CLI_EVERY == 0 and outcome["kind"] != "failure":
                 outcome = check_cli(inv, outcome, as_json=index % 2 == 1) or outcome
+            check_cpu = _cpu() - cpu0
+            if (index % FIX_EVERY == 0 or r["family"] == "values") and outcome["kind"] != "failure":
+                fix_cpu0 = _cpu()
+                _case_start[:] = [time.perf_counter(), fix_cpu0, fix_cpu0]  # the fix step's own bound
+                _limit[0] = FIX_CPU_LIMIT_S
+                outcome = check_fix(inv) or outcome
         except CaseTimeout as exc:
             outcome = {"kind": "failure", "detail": str(exc), "sig": "timeout" if str(exc).startswith("hang") else "slow"}
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        cpu, wall = _cpu() - cpu0, time.perf_counter() - t0
+            _limit[0] = CPU_LIMIT_S
+        cpu, wall = (_cpu() - cpu0 if check_cpu is None else check_cpu), time.perf_counter() - t0
         result.update(outcome, cpu=round(cpu, 4), wall=round(wall, 4), rss=round(_rss_mb(), 1), rss_up=round(_rss_mb() - rss0, 1))
         if outcome["kind"] != "failure" and cpu > CPU_LIMIT_S:
             result.update(kind="failure", detail=f"{cpu:.2f} s CPU (limit {CPU_LIMIT_S:g} s); outcome {outcome['kind']}", sig="slow")
