@@ -83,11 +83,13 @@ def render_text(report: Report, color: bool = False) -> str:
     lines.extend(_ignored(report, color))
     errors, warnings = len(report.errors), len(report.warnings)
     if report.ok:
-        summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}"
+        summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}{_from(report)}"
         lines.append(_paint(summary, "ok", color))
     else:
         lines.append(_paint(f"{errors} error(s), {warnings} warning(s){_coverage(report)}; {report.headline_label()}:", "error", color))
         lines.append(f"  {_said(report.headline)}")
+        if report.sglang_version_from:
+            lines.append(f"  checked against sglang {report.sglang_version}{_from(report)}")
     lines.extend(_first_ignored(report))
     lines.extend(_strict(report, color))
     return "\n".join(lines)
@@ -206,3 +208,8 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
     lines.extend(_first_ignored(report))
     lines.extend(_strict(report, color))
     return "\n".join(lines)
+
+
+def _from(report: Report) -> str:
+    """Why this release (inputs/release.py), as the summary says it."""
+    return f" ({report.sglang_version_from})" if report.sglang_version_from else ""
