@@ -67,7 +67,13 @@ def _known(release: Release) -> Release:
         version = version[1:]
     if version not in SGLANG_VERSIONS:
         where = release.reason.removeprefix("from ")
-        raise InputError(where if where.startswith("the ") else f"<{where}>", "sglang_version", f"sglang {release.version!r} is not supported: supported are {supported_text()}")
+        if where.startswith("--"):
+            file, field = "(command line)", where
+        elif where.startswith("the "):
+            file, field = where, "sglang"
+        else:
+            file, field = "<sglang_version>", "sglang_version"
+        raise InputError(file, field, f"sglang {release.version!r} is not supported: supported are {supported_text()}")
     return Release(version, release.reason)
 
 

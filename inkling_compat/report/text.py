@@ -61,6 +61,8 @@ def _prefix(problem) -> str:
 
 def render_text(report: Report, color: bool = False) -> str:
     lines = []
+    if not report.ok and report.sglang_version_from:  # (an ok summary says it on its own line)
+        lines.append(_paint(f"note: checked against sglang {report.sglang_version}{_from(report)}", "dim", color))
     lines.extend(_notes(report, color))
     seen_messages: set[tuple[str | None, str]] = set()
     for number, problem in enumerate(report.problems, 1):
@@ -88,8 +90,6 @@ def render_text(report: Report, color: bool = False) -> str:
     else:
         lines.append(_paint(f"{errors} error(s), {warnings} warning(s){_coverage(report)}; {report.headline_label()}:", "error", color))
         lines.append(f"  {_said(report.headline)}")
-        if report.sglang_version_from:
-            lines.append(f"  checked against sglang {report.sglang_version}{_from(report)}")
     lines.extend(_first_ignored(report))
     lines.extend(_strict(report, color))
     return "\n".join(lines)
