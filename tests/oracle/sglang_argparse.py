@@ -267,6 +267,13 @@ def action_row(action: argparse.Action) -> dict[str, Any]:
     for extra in ("new_flag", "const_value", "error_message"):
         if hasattr(action, extra):
             row[extra] = _plain(getattr(action, extra))
+    if row["type"] == "parse_cuda_graph_config_arg":
+        # the module constants the type function checks each phase against
+        names = action.type.__globals__
+        row["type_constants"] = {
+            "phases": list(names["Phase"].ALL),
+            "allowed_keys": {str(k): list(v) for k, v in names["ALLOWED_KEYS_PER_PHASE"].items()},
+        }
     return row
 
 
