@@ -6,8 +6,8 @@ In this order (the first that says a release wins):
 2. the `sglang` distribution installed in this environment (its metadata, read with
    importlib.metadata: sglang itself is never imported);
 3. a pinned requirement (`sglang==X`, `sglang[all]==X`) in a `requirements*.txt` or
-   `pyproject.toml` beside the deployment file or in a folder above it (up to the repository's
-   root: the first folder holding `.git`);
+   `pyproject.toml` beside the deployment file or in a folder above it up to the repository's
+   root (the first folder holding `.git`; outside a repository, beside it only);
 4. an sglang image tag in the deployment file itself (`lmsysorg/sglang:v0.5.22`,
    `lmsysorg/sglang:v0.5.22-cu126`);
 5. else the newest supported release.
@@ -95,8 +95,7 @@ def _from_files(deployment: Any) -> list[Release | None]:
 
 
 def _pinned(deployment: Path) -> Release | None:
-    folder = deployment.resolve().parent if deployment.exists() else deployment.parent
-    for _ in range(MAX_LEVELS):
+    for folder in _folders(deployment):
         try:
             names = sorted(p.name for p in folder.iterdir() if p.is_file())
         except OSError:
@@ -106,10 +105,25 @@ def _pinned(deployment: Path) -> Release | None:
                 found = _search(folder / name, _PIN, "the pinned requirement in")
                 if found is not None:
                     return found
-        if (folder / ".git").exists() or folder.parent == folder:
-            return None
-        folder = folder.parent
     return None
+
+
+def _folders(deployment: Path) -> list[Path]:
+    """The deployment file's folder, then the folders above it up to its repository's root
+    (the first holding `.git`); outside a repository its own folder only (a pin in /tmp or a
+    home folder says nothing about this deployment)."""
+    try:
+        folder = deployment.resolve().parent
+    except (OSError, RuntimeError):
+        folder = deployment.parent
+    chain = [folder]
+    for _ in range(MAX_LEVELS):
+        if (chain[-1] / ".git").exists():
+            return chain
+        if chain[-1].parent == chain[-1]:
+            break
+        chain.append(chain[-1].parent)
+    return chain[:1]
 
 
 def _image_tag(deployment: Path) -> Release | None:
