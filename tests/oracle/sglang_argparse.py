@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
@@ -183,6 +184,8 @@ def load(wheel: Path | None = None) -> SglangArgparse:
         return _LOADED[wheel]
     before = set(sys.modules)
     saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SGLANG_")}
+    # (asked before the stand-in finder is on sys.meta_path: it would answer for orjson)
+    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     finder = _MissingOnly()
     sys.path.insert(0, str(wheel))
     sys.meta_path.append(finder)
@@ -190,7 +193,6 @@ def load(wheel: Path | None = None) -> SglangArgparse:
     orjson.loads = json.loads  # type: ignore[attr-defined]
     orjson.dumps = lambda value, *a, **k: json.dumps(value).encode()  # type: ignore[attr-defined]
     orjson.JSONDecodeError = json.JSONDecodeError  # type: ignore[attr-defined]
-    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     if not real_orjson:
         sys.modules["orjson"] = orjson
     for package in ("sglang", "sglang.srt"):
