@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from inkling_compat import api
-from inkling_compat.argument_history import choice_note, flag_history, notes, rule_releases_note
+from inkling_compat.argument_history import (
+    choice_note,
+    flag_history,
+    notes,
+    rule_releases_note,
+)
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import argument_table
 from inkling_compat.inputs.release import NEWEST, find_release
@@ -36,7 +41,7 @@ WITHOUT_SGLANG = pytest.mark.skipif(_installed(), reason="sglang is installed he
 
 
 def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inkling_compat.cli", *map(str, args)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "inkling_compat.cli", *map(str, args)], check=False, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture(autouse=True)

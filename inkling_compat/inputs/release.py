@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS, supported_text
+from inkling_compat.inputs.versions import (
+    SGLANG_DEFAULT_VERSION,
+    SGLANG_VERSIONS,
+    supported_text,
+)
 
 # A pinned requirement: PEP 508 name `sglang`, optional extras, `==` (or `===`) and a version.
 _PIN = re.compile(r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""", re.IGNORECASE)
