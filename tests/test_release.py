@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from inkling_compat.argument_history import (
     rule_releases_note,
 )
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import argument_table
+from inkling_compat.inputs import argument_table, release
 from inkling_compat.inputs.release import NEWEST, find_release
 from inkling_compat.inputs.versions import SGLANG_RELEASES, SGLANG_VERSIONS
 
@@ -45,7 +46,7 @@ def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_installed_sglang(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_installed_sglang(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     real = metadata.version
 
     def version(name: str) -> str:
@@ -54,6 +55,9 @@ def _no_installed_sglang(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(name)
 
     monkeypatch.setattr(metadata, "version", version)
+    release._installed.cache_clear()  # (read once per process)
+    yield
+    release._installed.cache_clear()
 
 
 def _project(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -66,8 +70,8 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_every_release_has_its_table_and_the_revision_reads_0_5_23s() -> None:
-    for release in SGLANG_RELEASES:
-        assert argument_table.table(release)["sglang"] == release
+    for version in SGLANG_RELEASES:
+        assert argument_table.table(version)["sglang"] == version
     assert argument_table.table("53ccafdf") is argument_table.table("0.5.23")
     assert set(SGLANG_VERSIONS) == {*SGLANG_RELEASES, "53ccafdf"}
 
@@ -118,6 +122,7 @@ def test_an_unsupported_release_found_in_a_file_is_named_with_where(tmp_path: Pa
 
 def test_the_installed_distribution_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(metadata, "version", lambda name: "0.5.21" if name == "sglang" else "0")
+    release._installed.cache_clear()
     deploy = _project(tmp_path, {"deploy.yaml": "image: lmsysorg/sglang:v0.5.22\n"}) / "deploy.yaml"
     assert find_release(None, deploy).text() == "sglang 0.5.21 (from the installed sglang distribution)"
 

@@ -20,6 +20,7 @@ deploy.yaml:14)".
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -81,7 +82,10 @@ def _known(release: Release) -> Release:
     return Release(version, release.reason)
 
 
+@functools.lru_cache(maxsize=1)
 def _installed() -> Release | None:
+    """(Once per process: importlib.metadata scans every folder of sys.path, about a
+    millisecond, and a check does not install packages.)"""
     from importlib import metadata
 
     try:
@@ -100,16 +104,40 @@ def _from_files(deployment: Any) -> list[Release | None]:
 
 def _pinned(deployment: Path) -> Release | None:
     for folder in _folders(deployment):
+        for name in _candidates(folder):
+            found = _search(folder / name, _PIN, "the pinned requirement in")
+            if found is not None:
+                return found
+    return None
+
+
+def _candidates(folder: Path) -> tuple[str, ...]:
+    """The requirements files and pyproject.toml of a folder (its listing remembered while the
+    folder's modification time stays: a file added or removed changes it)."""
+    try:
+        key = (str(folder), folder.stat().st_mtime_ns)
+    except OSError:
+        return ()
+    hit = _LISTINGS.get(key)
+    if hit is None:
         try:
-            names = sorted(p.name for p in folder.iterdir() if p.is_file())
+            names = sorted(e.name for e in os.scandir(folder) if e.is_file())
         except OSError:
             names = []
-        for name in names:
-            if name == "pyproject.toml" or (name.startswith("requirements") and name.endswith(".txt")):
-                found = _search(folder / name, _PIN, "the pinned requirement in")
-                if found is not None:
-                    return found
-    return None
+        hit = tuple(n for n in names if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
+        _remember(_LISTINGS, key, hit)
+    return hit
+
+
+_LISTINGS: dict[tuple[str, int], tuple[str, ...]] = {}
+_SEARCHES: dict[tuple[str, str, int, int], Release | None] = {}
+MAX_REMEMBERED = 1024
+
+
+def _remember(memo: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+    if len(memo) >= MAX_REMEMBERED:
+        memo.clear()
+    memo[key] = value
 
 
 def _folders(deployment: Path) -> list[Path]:
@@ -135,6 +163,21 @@ def _image_tag(deployment: Path) -> Release | None:
 
 
 def _search(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
+    """The first uncommented line of the file `pattern` matches (remembered per file version:
+    path, modification time and size)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    key = (str(path), pattern.pattern, stat.st_mtime_ns, stat.st_size)
+    if key in _SEARCHES:
+        return _SEARCHES[key]
+    found = _search_text(path, pattern, what)
+    _remember(_SEARCHES, key, found)
+    return found
+
+
+def _search_text(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
     try:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")
