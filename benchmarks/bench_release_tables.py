@@ -29,7 +29,12 @@ LAUNCH = ["sglang", "serve", "--model-path", "/m", "--enable-lora", "--max-lora-
 
 
 def side(runs: int) -> dict[str, float]:
-    """One process's figures (ms) for the tree on PYTHONPATH."""
+    """One process's figures (ms) for the tree on PYTHONPATH, with the cyclic collector paused
+    during start-up as the `inkling-compat` command pauses it (cli.main): otherwise a collection
+    that the imports before it happen to trigger lands in whichever step allocates next."""
+    import gc
+
+    gc.disable()
     started = time.perf_counter()
     from inkling_compat.inputs import argument_table
 
@@ -41,6 +46,8 @@ def side(runs: int) -> dict[str, float]:
     parse_launch(list(LAUNCH))
     parse_ms = (time.perf_counter() - started) * 1e3
     from inkling_compat.engine.evaluate import check
+
+    gc.enable()
 
     args = {"config": str(EXAMPLES / "serve.yaml"), "adapter": str(EXAMPLES / "adapter_pool.yaml"), "model": str(EXAMPLES / "config.json")}
     check(**args)  # warm

@@ -24,7 +24,6 @@ import functools
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from inkling_compat.inputs.versions import (
@@ -96,26 +95,44 @@ def _installed() -> Release | None:
 
 
 def _from_files(deployment: Any) -> list[Release | None]:
-    if not isinstance(deployment, (str, os.PathLike)) or os.fspath(deployment) in ("", "-"):
+    if not isinstance(deployment, (str, os.PathLike)):
         return []
-    path = Path(os.fspath(deployment))
-    return [_pinned(path), _image_tag(path)]
+    path = os.fspath(deployment)
+    if isinstance(path, bytes) or path in ("", "-") or "\0" in path:
+        return []
+    return [_pinned(path), _search(path, _IMAGE, "the image tag in")]
 
 
-def _pinned(deployment: Path) -> Release | None:
+def _pinned(deployment: str) -> Release | None:
     for folder in _folders(deployment):
         for name in _candidates(folder):
-            found = _search(folder / name, _PIN, "the pinned requirement in")
+            found = _search(os.path.join(folder, name), _PIN, "the pinned requirement in")
             if found is not None:
                 return found
     return None
 
 
-def _candidates(folder: Path) -> tuple[str, ...]:
+def _folders(deployment: str) -> list[str]:
+    """The deployment file's folder, then the folders above it up to its repository's root
+    (the first holding `.git`); outside a repository its own folder only (a pin in /tmp or a
+    home folder says nothing about this deployment). (Plain strings and os.path: this runs on
+    every check.)"""
+    chain = [os.path.dirname(os.path.abspath(deployment))]
+    for _ in range(MAX_LEVELS):
+        if os.path.exists(os.path.join(chain[-1], ".git")):
+            return chain
+        parent = os.path.dirname(chain[-1])
+        if parent == chain[-1]:
+            break
+        chain.append(parent)
+    return chain[:1]
+
+
+def _candidates(folder: str) -> tuple[str, ...]:
     """The requirements files and pyproject.toml of a folder (its listing remembered while the
     folder's modification time stays: a file added or removed changes it)."""
     try:
-        key = (str(folder), folder.stat().st_mtime_ns)
+        key = (folder, os.stat(folder).st_mtime_ns)
     except OSError:
         return ()
     hit = _LISTINGS.get(key)
@@ -140,36 +157,14 @@ def _remember(memo: dict, key: object, value: object) -> None:  # type: ignore[t
     memo[key] = value
 
 
-def _folders(deployment: Path) -> list[Path]:
-    """The deployment file's folder, then the folders above it up to its repository's root
-    (the first holding `.git`); outside a repository its own folder only (a pin in /tmp or a
-    home folder says nothing about this deployment)."""
-    try:
-        folder = deployment.resolve().parent
-    except (OSError, RuntimeError):
-        folder = deployment.parent
-    chain = [folder]
-    for _ in range(MAX_LEVELS):
-        if (chain[-1] / ".git").exists():
-            return chain
-        if chain[-1].parent == chain[-1]:
-            break
-        chain.append(chain[-1].parent)
-    return chain[:1]
-
-
-def _image_tag(deployment: Path) -> Release | None:
-    return _search(deployment, _IMAGE, "the image tag in")
-
-
-def _search(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
+def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
     """The first uncommented line of the file `pattern` matches (remembered per file version:
     path, modification time and size)."""
     try:
-        stat = path.stat()
-    except OSError:
+        stat = os.stat(path)
+    except (OSError, ValueError):
         return None
-    key = (str(path), pattern.pattern, stat.st_mtime_ns, stat.st_size)
+    key = (path, pattern.pattern, stat.st_mtime_ns, stat.st_size)
     if key in _SEARCHES:
         return _SEARCHES[key]
     found = _search_text(path, pattern, what)
@@ -177,7 +172,7 @@ def _search(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
     return found
 
 
-def _search_text(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
+def _search_text(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
     try:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")
@@ -189,5 +184,5 @@ def _search_text(path: Path, pattern: re.Pattern[str], what: str) -> Release | N
             continue
         match = pattern.search(line)
         if match:
-            return Release(match.group(1), f"from {what} {path.name}:{number}")
+            return Release(match.group(1), f"from {what} {os.path.basename(path)}:{number}")
     return None
