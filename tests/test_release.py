@@ -149,6 +149,11 @@ def test_a_launch_command_is_read_with_the_release_table() -> None:
     assert not report.errors
     report = api.check(argv=argv, sglang_version="0.5.23")
     assert [p.rule_id for p in report.errors] == ["unknown-config-key"]
+    assert report.errors[0].message.endswith(
+        "unrecognized arguments: --speculative-skip-dp-mlp-sync (--speculative-skip-dp-mlp-sync is an argument of sglang 0.5.16 to 0.5.22 only; removed in 0.5.23 (no replacement in its arguments))"
+    )
+    typo = api.check(argv=["sglang", "serve", "--model-path", "/m", "--max-lora-rnk", "8"], sglang_version="0.5.22")
+    assert typo.errors[0].message.endswith("unrecognized arguments: --max-lora-rnk 8 (did you mean --max-lora-rank?)")
     with pytest.raises(InputError) as caught:
         api.check(argv=["sglang", "serve", "--model-path", "/m", "--lora-backend", "triton_v2"], sglang_version="0.5.22")
     assert "invalid choice: 'triton_v2' (choose from 'triton', 'csgmv', 'ascend', 'torch_native')" in caught.value.reason
