@@ -3,7 +3,8 @@ random launch commands parse as that wheel's own argparse parses them.
 
 Per release R (0.5.16-0.5.23): tests/oracle/sglang_argparse.py loads R's wheel (stand-ins for
 what its argument code imports) and builds `prepare_server_args`' parser; the checker parses the
-same words with `inputs.launch.parse_launch` under `argument_table.using(R)`. The commands are
+same words with `inputs.launch.parse_launch` under `argument_table.using(R)`; with a `--config`
+file (dash keys drawn the same way) the wheel's own `ConfigArgumentMerger` merges it first. The commands are
 drawn from the union of every release's arguments, so a flag that R lacks (added later, or
 removed) is drawn too and must be R's own "unrecognized arguments"; values are good and bad ones
 for each argument's type and choices.
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import sglang_argparse, sglang_sink
@@ -110,10 +112,30 @@ def _words(draw: Any, row: dict[str, Any]) -> list[str]:
 
 
 @st.composite
-def _commands(draw: Any) -> list[str]:
+def _config_value(draw: Any, row: dict[str, Any]) -> Any:
+    if row["action"] in ("store_true", "store_false", "DeprecatedStoreTrueAction", "boolean_optional") or row["nargs"] == 0:
+        return draw(st.sampled_from([True, False, "yes"]))
+    words = draw(_words(row))
+    values = [w.split("=", 1)[1] for w in words[:1] if "=" in w] or words[1:]
+    if row["nargs"] in ("+", "*") or (isinstance(row["nargs"], int) and row["nargs"] > 1):
+        return values
+    value = values[0] if values else "x"
+    return int(value) if value.isdigit() and draw(st.booleans()) else value
+
+
+@st.composite
+def _commands(draw: Any, config_dir: Path | None = None) -> list[str]:
     argv = ["--model-path", "/m"]
     for row in draw(st.lists(st.sampled_from(_union()), max_size=4)):
         argv += draw(_words(row))
+    if config_dir is not None and draw(st.booleans()):
+        # sglang's own --config file: dash keys (its merger passes `--<key>` as written)
+        rows = draw(st.lists(st.sampled_from(_union()), max_size=3, unique_by=lambda r: r["options"][0]))
+        data = {row["options"][0][2:]: draw(_config_value(row)) for row in rows if row["options"][0].startswith("--")}
+        path = config_dir / "c.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        at = draw(st.integers(0, len(argv)))
+        argv[at:at] = ["--config", str(path)]
     return argv
 
 
@@ -121,6 +143,8 @@ def _theirs(oracle: Any, argv: list[str]) -> tuple[str, Any]:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            if "--config" in argv:
+                argv = oracle.merger().merge_config_with_args(argv)
             namespace = oracle.parser.parse_args(argv)
     except SystemExit:
         return "refused", err.getvalue().strip().splitlines()[-1].split("sglang serve: error: ", 1)[1]
@@ -147,14 +171,14 @@ def _plain(value: Any) -> Any:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_random_commands_parse_as_the_release_parses_them(release: str) -> None:
+def test_random_commands_parse_as_the_release_parses_them(release: str, tmp_path: Path) -> None:
     oracle = _load(release)
     # what argparse leaves in the namespace when nothing is given (a dest's first default that
     # is not SUPPRESS: a deprecated alias shares its dest with the real flag)
     defaults = _theirs(oracle, ["--model-path", "/m"])[1]
 
     @settings(max_examples=150 if ALL else 60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(_commands())
+    @given(_commands(tmp_path))
     def prop(argv: list[str]) -> None:
         theirs = _theirs(oracle, list(argv))
         ours = _ours(release, list(argv))

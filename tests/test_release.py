@@ -91,6 +91,21 @@ def test_image_tag_with_its_line(tmp_path: Path) -> None:
     assert find_release(None, deploy).text() == "sglang 0.5.22 (from the image tag in deploy.yaml:4)"
 
 
+def test_image_tags_as_public_launch_scripts_write_them(tmp_path: Path) -> None:
+    # the shape of a public ROCm launch script (a `docker pull` comment, then `docker run`)
+    script = (
+        "#!/bin/bash\n\n# docker pull lmsysorg/sglang:v0.5.21-rocm700-mi30x\n\n"
+        "docker run -it --rm --ipc=host \\\n    -p 8000:8000 \\\n    lmsysorg/sglang:v0.5.20-rocm700-mi30x \\\n"
+        "    python3 -m sglang.launch_server --model-path org/model --tp 8\n"
+    )
+    root = _project(tmp_path, {"run.sh": script, "latest.sh": "docker run lmsysorg/sglang:latest python3 -m sglang.launch_server\n"})
+    assert find_release(None, root / "run.sh").text() == "sglang 0.5.20 (from the image tag in run.sh:7)"
+    assert find_release(None, root / "latest.sh").reason == NEWEST  # `latest` names no release
+    (root / "old.sh").write_text("docker run lmsysorg/sglang:v0.5.3.post3-rocm700-mi30x\n")
+    with pytest.raises(InputError, match=r"sglang '0.5.3.post3' is not supported"):
+        find_release(None, root / "old.sh")
+
+
 def test_a_pin_beside_or_above_wins_over_the_image_tag(tmp_path: Path) -> None:
     root = _project(tmp_path, {
         "pyproject.toml": '[project]\ndependencies = ["sglang[all]==0.5.19", "torch"]\n',
