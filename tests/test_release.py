@@ -85,6 +85,13 @@ def test_given_release_wins_and_an_unknown_one_is_named_with_the_range(tmp_path:
     assert caught.value.reason == "sglang '0.5.15' is not supported: supported are 0.5.16 to 0.5.23, and revision 53ccafdf"
 
 
+def test_a_hostile_given_version_is_named_briefly() -> None:
+    for given in ("x" * 1_000_000, "0.5.23\x00", "", "../../etc/passwd"):
+        with pytest.raises(InputError) as caught:
+            find_release(given)
+        assert len(caught.value.reason) < 200 and "supported are 0.5.16 to 0.5.23" in caught.value.reason
+
+
 def test_image_tag_with_its_line(tmp_path: Path) -> None:
     text = "# image: lmsysorg/sglang:v0.5.16 (old)\nservices:\n  s:\n    image: docker.io/lmsysorg/sglang:v0.5.22-cu126\n"
     deploy = _project(tmp_path, {"deploy.yaml": text}) / "deploy.yaml"

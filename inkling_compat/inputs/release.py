@@ -77,7 +77,8 @@ def _known(release: Release) -> Release:
             file, field = where, "sglang"
         else:
             file, field = "<sglang_version>", "sglang_version"
-        raise InputError(file, field, f"sglang {release.version!r} is not supported: supported are {supported_text()}")
+        shown = release.version if len(release.version) <= 60 else release.version[:60] + "..."
+        raise InputError(file, field, f"sglang {shown!r} is not supported: supported are {supported_text()}")
     return Release(version, release.reason)
 
 
