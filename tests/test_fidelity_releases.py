@@ -211,3 +211,13 @@ def test_a_flag_of_one_release_only_is_refused_by_the_others_in_their_words() ->
     assert refused == "argument --lora-backend: invalid choice: 'triton_v2' (choose from 'triton', 'csgmv', 'ascend', 'torch_native')"
     # the revision reads 0.5.23's table
     assert _ours("53ccafdf", ["--model-path", "/m", "--lora-backend", "triton_v2"])[0] == "ok"
+
+
+def test_each_release_merges_a_config_file_as_its_own_merger_does(tmp_path: Path) -> None:
+    """0.5.16-0.5.22's ConfigArgumentMerger names keys by dest and supports store and store_true
+    only: a dest a deprecated alias shares is refused; 0.5.23's takes any spelling."""
+    config = tmp_path / "c.yaml"
+    config.write_text("dsa-prefill-backend: flashmla_sparse\n")
+    argv = ["--model-path", "/m", "--config", str(config)]
+    assert _ours("0.5.19", argv) == ("refused", "Unsupported config option 'dsa_prefill_backend' with action 'DeprecatedAliasStoreAction'")
+    assert _ours("0.5.23", argv)[0] == "ok"

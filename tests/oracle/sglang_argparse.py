@@ -291,10 +291,18 @@ def release(wheel: Path) -> str:
     raise KeyError(f"{wheel}: no Version in its METADATA")
 
 
+def merger_keys(loaded: SglangArgparse) -> str:
+    """How the release's ConfigArgumentMerger names a config key: "spellings" (0.5.23: a dest or
+    any long option, `_config_keys`) or "dests" (0.5.16-0.5.22: the dest only, and only
+    `_StoreTrueAction` / `_StoreAction` supported)."""
+    return "spellings" if "_config_keys" in loaded.merger_class.__init__.__globals__ else "dests"
+
+
 def table(loaded: SglangArgparse) -> dict[str, Any]:
     parser = loaded.parser
     return {
         "sglang": release(loaded.wheel),
+        "config_merger_keys": merger_keys(loaded),
         "prog": parser.prog,
         "generated_by": "tests/oracle/sglang_argparse.py (python -m oracle.sglang_argparse --wheel PATH)",
         "stood_in": list(loaded.stood_in),
