@@ -9,7 +9,9 @@ its JSON; anything else its str(). The words are then parsed by argparse
 
 Refusals, with sglang's messages: a file that is not .yaml/.yml, a missing file, two `--config`
 or none after the flag, a root that is not a mapping, a key whose action is neither store_true
-nor single-valued ("Unsupported config option ...").
+nor single-valued ("Unsupported config option ..."). Which keys a release's merger knows is in
+its table (`config_merger_keys`): 0.5.23 any long spelling of a flag, 0.5.16-0.5.22 its dest
+only, with only store and store_true actions supported.
 """
 
 from __future__ import annotations
