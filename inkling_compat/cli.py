@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--ignore", action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")
     chk.add_argument("--settings", metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")
     chk.add_argument("--isolated", action="store_true", help="use no settings file")
-    chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
+    chk.add_argument("--sglang-version", metavar="VERSION", default=None, help=f"the sglang release to check against: {', '.join(SGLANG_VERSIONS)} (53ccafdf = the public revision 53ccafdf023b); default: the installed sglang, a pin (sglang==X) in a requirements*.txt or pyproject.toml beside or above the config, the image tag in it (lmsysorg/sglang:vX), else {SGLANG_DEFAULT_VERSION}")
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="color the text output: auto (default: on a terminal, unless NO_COLOR is set), always, never")
     chk.add_argument("--fix", action="store_true", help="apply the safe machine-applicable fixes to the server config in place, re-check, repeat; report what was fixed and what remains")
     chk.add_argument("--diff", action="store_true", help="print the unified diff of what --fix would change; write nothing")
@@ -80,7 +80,19 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     """(the report, the rules) of `check` for parsed arguments, before any output: the
-    GitHub Action renders one check several ways (inkling_compat/ci/action.py)."""
+    GitHub Action renders one check several ways (inkling_compat/ci/action.py). The release is
+    found first (inputs/release.py): a launch command is parsed with that release's table."""
+    from inkling_compat.inputs import argument_table
+    from inkling_compat.inputs.release import Release, find_release
+
+    if not isinstance(args.sglang_version, Release):
+        deployment = args.launch if args.launch not in (None, "-") else args.config
+        args.sglang_version = find_release(args.sglang_version, deployment, given_by="--sglang-version")
+    with argument_table.using(args.sglang_version.version):
+        return _check_report(args)
+
+
+def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
     from inkling_compat.inputs.launch import cli_config

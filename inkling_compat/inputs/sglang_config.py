@@ -48,10 +48,14 @@ _KINDS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
 def _merger_keys() -> tuple[frozenset[str], dict[str, str]]:
+    return _release_merger_keys(argument_table.selected())
+
+
+@functools.lru_cache(maxsize=None)
+def _release_merger_keys(release: str) -> tuple[frozenset[str], dict[str, str]]:
     """(store_true keys, unsupported key -> action class name), as ConfigArgumentMerger builds them."""
-    rows = [r for r in argument_table.table()["arguments"]]
+    rows = [r for r in argument_table.table(release)["arguments"]]
     store_true = {k for r in rows if r["action"] == "store_true" for k in _config_keys(r)}
     supported = [r for r in rows if r["action"] == "store_true" or _takes_one_value(r)]
     supported_keys = {k for r in supported for k in _config_keys(r)}
