@@ -271,11 +271,14 @@ def _release_notes(text: str, found: list) -> list[str]:  # type: ignore[type-ar
     an argument or choice some releases lack, a rule raised by some releases only."""
     from inkling_compat.argument_history import notes, rule_releases_note
 
+    from inkling_compat.engine import sites
+
     out = notes(text)
     for finding in found:
         rule = finding.matches[0].rule
         versions = list(rule.sglang_versions or []) + [v for variant in rule.variants for v in variant.sglang_versions]
-        note = rule_releases_note(versions)
+        # (a release whose code lacks the rule's site does not raise it: engine/sites.py)
+        note = rule_releases_note([v for v in versions if rule.id not in sites.absent(v)])
         if note:
             out.append(f"{rule.id}: {note}")
     return out

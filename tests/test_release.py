@@ -217,3 +217,12 @@ def test_explain_command_prints_the_notes() -> None:
     assert "sglang releases\n  - --no-enable-tf32-matmul is an argument of sglang 0.5.23 only" in done.stdout
     document = json.loads(run_cli("explain", "unrecognized arguments: --stream-output", "--format", "json").stdout)
     assert document["releases"] == [flag_history("--stream-output").note()]
+
+
+def test_explain_names_the_releases_that_raise_a_message() -> None:
+    """A rule whose sglang site older releases lack (engine/sites.py, from the audit)."""
+    done = run_cli("explain", "ValueError: --lora-backend triton_v2 does not yet support two-batch overlap")
+    assert done.returncode == 0
+    assert "  - lora-triton-v2-no-two-batch-overlap: this error is raised by sglang 0.5.23 only (not by 0.5.16 to 0.5.22)" in done.stdout
+    done = run_cli("explain", "ValueError: InklingBatchDenseMLPWithLoRA is ineligible: multi-slot dense LoRA requires the Triton backend")
+    assert done.returncode == 0 and "sglang releases" not in done.stdout  # raised by every release
