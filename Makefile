@@ -3,7 +3,7 @@ PY ?= .venv/bin/python
 FUZZ_EXAMPLES ?= 100000
 FUZZ_JOBS ?= 2
 
-.PHONY: test generate fidelity fuzz fuzz-hostile audit
+.PHONY: test generate fidelity fidelity-all fuzz fuzz-hostile audit
 
 test:
 	$(PY) -m pytest -q
@@ -17,6 +17,12 @@ generate:
 # memory pool) at their default size.
 fidelity:
 	$(PY) -m pytest -q tests/test_fidelity.py tests/test_fidelity_server_args.py tests/test_fidelity_adapter.py tests/test_fidelity_pool.py
+
+# Every supported sglang release (0.5.16-0.5.23), not only the three newest the suite runs: each
+# release's argument table regenerated from its wheel, and random launch commands through its own
+# parser (tests/test_fidelity_releases.py; wheels downloaded into the cache; docs/fidelity.md).
+fidelity-all:
+	INKLING_COMPAT_ALL_RELEASES=1 INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) -m pytest -q tests/test_fidelity_releases.py
 
 # The same properties with FUZZ_EXAMPLES examples each, in FUZZ_JOBS processes; prints the
 # summary table (also in build/fuzz/summary.md). Needs the sglang 0.5.23 wheel (see docs/fidelity.md).

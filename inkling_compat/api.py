@@ -29,13 +29,31 @@ def _config(config: Any, argv: Any) -> Any:
     return parse_launch([str(word) for word in argv])
 
 
+def _release(config: Any, argv: Any, kwargs: dict[str, Any]) -> Any:
+    """The release of the check (inputs/release.py), found before a launch command is parsed:
+    its arguments are read with that release's table."""
+    from inkling_compat.inputs.release import Release, find_release
+
+    given = kwargs.get("sglang_version")
+    release = given if isinstance(given, Release) else find_release(given, config if argv is None else None)
+    kwargs["sglang_version"] = release
+    return release
+
+
 def check(config: Any = None, adapter: Any = None, *, argv: Any = None, **kwargs: Any) -> Any:
-    """`engine.evaluate.check`, with `argv=` for a launch command."""
-    return _check(_config(config, argv), adapter, **kwargs)
+    """`engine.evaluate.check`, with `argv=` for a launch command; `sglang_version=` a release
+    0.5.16..0.5.23 or "53ccafdf" (None: found, inputs/release.py)."""
+    from inkling_compat.inputs import argument_table
+
+    with argument_table.using(_release(config, argv, kwargs).version):
+        return _check(_config(config, argv), adapter, **kwargs)
 
 
 def evaluate(config: Any = None, adapter: Any = None, *, argv: Any = None, **kwargs: Any) -> Checked:
-    return _evaluate(_config(config, argv), adapter, **kwargs)
+    from inkling_compat.inputs import argument_table
+
+    with argument_table.using(_release(config, argv, kwargs).version):
+        return _evaluate(_config(config, argv), adapter, **kwargs)
 
 
 def check_deployment(path: Any, adapter: Any = None, *, env: Any = None, **kwargs: Any) -> list[tuple[Any, Any]]:

@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--ignore", action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")
     chk.add_argument("--settings", metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")
     chk.add_argument("--isolated", action="store_true", help="use no settings file")
-    chk.add_argument("--sglang-version", default=SGLANG_DEFAULT_VERSION, choices=SGLANG_VERSIONS, help="whose wording to use (default %(default)s; 53ccafdf = the public revision 53ccafdf023b)")
+    chk.add_argument("--sglang-version", metavar="VERSION", default=None, help=f"the sglang release to check against: {', '.join(SGLANG_VERSIONS)} (53ccafdf = the public revision 53ccafdf023b); default: the installed sglang, a pin (sglang==X) in a requirements*.txt or pyproject.toml beside or above the config, the image tag in it (lmsysorg/sglang:vX), else {SGLANG_DEFAULT_VERSION}")
     chk.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="color the text output: auto (default: on a terminal, unless NO_COLOR is set), always, never")
     chk.add_argument("--fix", action="store_true", help="apply the safe machine-applicable fixes to the server config in place, re-check, repeat; report what was fixed and what remains")
     chk.add_argument("--diff", action="store_true", help="print the unified diff of what --fix would change; write nothing")
@@ -88,7 +88,19 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     """(the report, the rules) of `check` for parsed arguments, before any output: the
-    GitHub Action renders one check several ways (inkling_compat/ci/action.py)."""
+    GitHub Action renders one check several ways (inkling_compat/ci/action.py). The release is
+    found first (inputs/release.py): a launch command is parsed with that release's table."""
+    from inkling_compat.inputs import argument_table
+    from inkling_compat.inputs.release import Release, find_release
+
+    if not isinstance(args.sglang_version, Release):
+        deployment = args.launch if args.launch not in (None, "-") else args.config
+        args.sglang_version = find_release(args.sglang_version, deployment, given_by="--sglang-version")
+    with argument_table.using(args.sglang_version.version):
+        return _check_report(args)
+
+
+def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rules import load_rules
     from inkling_compat.inputs.launch import cli_config
@@ -350,16 +362,38 @@ def _run_explain(args: argparse.Namespace) -> int:
 
     text = read_text(args.text, sys.stdin)
     found = findings(text)
+    releases = _release_notes(text, found)
     if args.format == "json":
         from inkling_compat.report.explain_json import explain_document
 
-        print(json.dumps({"ok": bool(found), "findings": explain_document(found)}, indent=2))
-        return EXIT_OK if found else EXIT_PROBLEMS
-    if not found:
+        print(json.dumps({"ok": bool(found or releases), "findings": explain_document(found), "releases": releases}, indent=2))
+        return EXIT_OK if found or releases else EXIT_PROBLEMS
+    if not found and not releases:
         print("no rule matches this text; `inkling-compat rules` lists what is covered")
         return EXIT_PROBLEMS
-    print(render(found, several_lines=len(text.strip().splitlines()) > 1))
+    blocks = [render(found, several_lines=len(text.strip().splitlines()) > 1)] if found else []
+    if releases:
+        blocks.append("sglang releases\n" + "\n".join(f"  - {note}" for note in releases))
+    print("\n\n".join(blocks))
     return EXIT_OK
+
+
+def _release_notes(text: str, found: list) -> list[str]:  # type: ignore[type-arg]
+    """What the releases' tables and rules say about the text (inkling_compat/argument_history.py):
+    an argument or choice some releases lack, a rule raised by some releases only."""
+    from inkling_compat.argument_history import notes, rule_releases_note
+
+    from inkling_compat.engine import sites
+
+    out = notes(text)
+    for finding in found:
+        rule = finding.matches[0].rule
+        versions = list(rule.sglang_versions or []) + [v for variant in rule.variants for v in variant.sglang_versions]
+        # (a release whose code lacks the rule's site does not raise it: engine/sites.py)
+        note = rule_releases_note([v for v in versions if rule.id not in sites.absent(v)])
+        if note:
+            out.append(f"{rule.id}: {note}")
+    return out
 
 
 def _run_run(args: argparse.Namespace) -> int:

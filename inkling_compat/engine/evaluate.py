@@ -23,7 +23,9 @@ from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
 from inkling_compat.facts.types import Facts
-from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
+from inkling_compat.inputs import argument_table
+from inkling_compat.inputs.models import SGLANG_VERSIONS
+from inkling_compat.inputs.release import Release, find_release
 from inkling_compat.report.model import Coverage, Problem, Report
 from inkling_compat.report.values import FORMATTER
 
@@ -47,7 +49,7 @@ def check(
     *,
     model: Any = None,
     platform: Any = None,
-    sglang_version: str = SGLANG_DEFAULT_VERSION,
+    sglang_version: "str | Release | None" = None,
     rules: Iterable[CompiledRule] | None = None,
     select: str | Iterable[str] = (),
     ignore: str | Iterable[str] = (),
@@ -96,16 +98,18 @@ def evaluate(
     *,
     model: Any = None,
     platform: Any = None,
-    sglang_version: str = SGLANG_DEFAULT_VERSION,
+    sglang_version: "str | Release | None" = None,
     rules: Iterable[CompiledRule] | None = None,
     evaluator: Evaluator = FAST,
 ) -> Checked:
     """`check()`, returning the loaded inputs and the derived facts with the report.
+    `sglang_version`: the release (or revision) to check against; None finds it
+    (inputs/release.py: installed, pinned beside the config file, its image tag, else the newest).
     `evaluator`: how the rules run (engine/evaluator.py; REFERENCE gives the same report)."""
-    if sglang_version not in SUPPORTED_VERSIONS:
-        raise InputError("<sglang_version>", "sglang_version", f"unsupported {sglang_version!r}; known: {SUPPORTED_VERSIONS}")
-    with collector_paused():
-        checked = _evaluate(config, adapter, model, platform, sglang_version, rules, evaluator)
+    release = sglang_version if isinstance(sglang_version, Release) else find_release(sglang_version, config)
+    with collector_paused(), argument_table.using(release.version):
+        checked = _evaluate(config, adapter, model, platform, release.version, rules, evaluator)
+    checked.report.sglang_version_from = release.reason
     return checked  # (the check's temporaries are freed before the collector runs again)
 
 

@@ -1,13 +1,15 @@
-"""The evaluation plan of one rule set and sglang version: rules split by scope, each scope's
-programs in evaluation order, and the variable paths they read (the CEL context holds only
-those: converting values into CEL costs more than evaluating them)."""
+"""The evaluation plan of one rule set and sglang version: the rules that apply to the version
+(its variant of each; none whose sglang site the release lacks: engine/sites.py), split by
+scope, each scope's programs in evaluation order, and the variable paths they read (the CEL
+context holds only those: converting values into CEL costs more than evaluating them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.engine import coverage
+from inkling_compat.engine import coverage, sites
 from inkling_compat.engine.rules import CompiledRule
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
 _ADAPTER_VARS = ("adapter", "adapter_facts")
 
@@ -26,7 +28,9 @@ def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
 class Plan:
     def __init__(self, compiled: tuple[CompiledRule, ...], version: str):
         versioned = (c.for_version(version) for c in compiled)
-        self.ordered = tuple(c for c in versioned if c is not None)
+        # The rules' sites are the default release's: only another release's data is read.
+        lacking = frozenset() if version == SGLANG_DEFAULT_VERSION else sites.absent(version)
+        self.ordered = tuple(c for c in versioned if c is not None and c.rule.id not in lacking)
         self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
         self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
         global_paths = set().union(*(c.cel_paths for c in self.global_rules))

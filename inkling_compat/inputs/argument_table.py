@@ -1,8 +1,14 @@
-"""sglang 0.5.23's server arguments as data: lookup, conversion, and sglang's argparse parser.
+"""sglang's server arguments as data, per release: lookup, conversion, and its argparse parser.
 
-The table (inkling_compat/data/sglang-0.5.23-arguments.json) is generated from the wheel's own
-parser by tests/oracle/sglang_argparse.py, and a fidelity test regenerates it. It is read on
-first use only (a check whose config holds only the typed fields never reads it).
+Each release's table (inkling_compat/data/sglang-X-arguments.json, gzipped for every release
+but the default one) is generated from that release's own wheel by
+tests/oracle/sglang_argparse.py, and a fidelity test regenerates it. A table is read on first
+use only (a check whose config holds only the typed fields never reads one), and the default
+release's reading is what it was with one table.
+
+The release read is the one selected for the check in progress (`using(version)`, a context
+variable the check sets once: the loaders below it are called from many places that do not
+otherwise know the release); every function also takes it explicitly.
 
 * `lookup(key)`: the argument a config key names, as sglang's ConfigArgumentMerger accepts keys
   (its dest, or any long option with dashes as underscores: `_config_keys`);
@@ -16,28 +22,75 @@ first use only (a check whose config holds only the typed fields never reads it)
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import functools
 import json
 import re
 from decimal import Decimal
 from importlib import resources
-from typing import Any
+from typing import Any, Iterator
 
-TABLE_FILE = "sglang-0.5.23-arguments.json"
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
+
 PROG = "sglang serve"
 
-
-@functools.lru_cache(maxsize=1)
-def table() -> dict[str, Any]:
-    return json.loads(resources.files("inkling_compat").joinpath("data", TABLE_FILE).read_text())
+_SELECTED: contextvars.ContextVar[str] = contextvars.ContextVar("sglang_release", default=SGLANG_DEFAULT_VERSION)
 
 
-@functools.lru_cache(maxsize=1)
-def _by_key() -> dict[str, dict[str, Any]]:
+def table_release(version: str) -> str:
+    """The release whose table a version reads (a revision reads its release's)."""
+    return TABLE_RELEASE.get(version, version)
+
+
+def table_file(version: str) -> str:
+    release = table_release(version)
+    if release not in SGLANG_RELEASES:
+        raise KeyError(f"no argument table for sglang {version!r}")
+    return f"sglang-{release}-arguments.json" + ("" if release == SGLANG_DEFAULT_VERSION else ".gz")
+
+
+TABLE_FILE = table_file(SGLANG_DEFAULT_VERSION)
+
+
+@contextlib.contextmanager
+def using(version: str) -> Iterator[None]:
+    """Read `version`'s table in this context (the check's release)."""
+    token = _SELECTED.set(table_release(version))
+    try:
+        yield
+    finally:
+        _SELECTED.reset(token)
+
+
+def selected() -> str:
+    return _SELECTED.get()
+
+
+def table(version: str | None = None) -> dict[str, Any]:
+    return _table(table_release(version or _SELECTED.get()))
+
+
+@functools.lru_cache(maxsize=None)
+def _table(release: str) -> dict[str, Any]:
+    path = resources.files("inkling_compat").joinpath("data", table_file(release))
+    if path.name.endswith(".gz"):
+        import gzip
+
+        return json.loads(gzip.decompress(path.read_bytes()))
+    return json.loads(path.read_text())
+
+
+def _by_key(version: str | None = None) -> dict[str, dict[str, Any]]:
+    return _keys(table_release(version or _SELECTED.get()))
+
+
+@functools.lru_cache(maxsize=None)
+def _keys(release: str) -> dict[str, dict[str, Any]]:
     """ConfigArgumentMerger's `_config_keys`: dest, and every `--long` option with `-` -> `_`
     (a later registration of a key wins, as its dict comprehensions do)."""
     out: dict[str, dict[str, Any]] = {}
-    for row in table()["arguments"]:
+    for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue
         out[row["dest"]] = row
@@ -47,12 +100,12 @@ def _by_key() -> dict[str, dict[str, Any]]:
     return out
 
 
-def lookup(key: str) -> dict[str, Any] | None:
-    return _by_key().get(str(key).replace("-", "_"))
+def lookup(key: str, version: str | None = None) -> dict[str, Any] | None:
+    return _by_key(version).get(str(key).replace("-", "_"))
 
 
-def known_keys() -> list[str]:
-    return list(_by_key())
+def known_keys(version: str | None = None) -> list[str]:
+    return list(_by_key(version))
 
 
 def flag(row: dict[str, Any]) -> str:
@@ -79,7 +132,12 @@ def human_readable_int(value: str) -> int:
                 )
             return int(number) * iec[suffix]
         return int(Decimal(number) * si[suffix])
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"Invalid integer value: '{value}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
+        ) from None
 
 
 def json_list_type(value: str) -> Any:
@@ -108,16 +166,49 @@ def parse_cuda_graph_backend_arg(raw: str) -> str:
     return raw
 
 
-def parse_cuda_graph_config_arg(raw: str) -> Any:
-    """cuda_graph_config.py `parse_cuda_graph_config_arg`, its JSON and object checks (the
-    per-phase key lists are sglang's runtime constants: not checked here)."""
+def parse_cuda_graph_config_arg(raw: str, constants: dict[str, Any] | None = None) -> Any:
+    """cuda_graph_config.py `parse_cuda_graph_config_arg`: JSON, an object, each phase one of
+    `Phase.ALL` holding an object whose keys are its `ALLOWED_KEYS_PER_PHASE` (the release's
+    constants, recorded in its table: `type_constants`), a retired backend refused."""
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError as e:
         raise argparse.ArgumentTypeError(f"--cuda-graph-config must be JSON: {e}") from None
     if not isinstance(parsed, dict):
         raise argparse.ArgumentTypeError(f"--cuda-graph-config must be a JSON object, got {type(parsed).__name__}")
-    return parsed
+    if constants is None:
+        return parsed
+    phases = tuple(constants["phases"])
+    result: dict[str, Any] = {}
+    for phase, settings in parsed.items():
+        phase = str(phase)
+        if phase not in phases:
+            raise argparse.ArgumentTypeError(f"--cuda-graph-config: unknown phase '{phase}', expected one of {phases}")
+        if not isinstance(settings, dict):
+            raise argparse.ArgumentTypeError(f"--cuda-graph-config['{phase}'] must be a JSON object, got {type(settings).__name__}")
+        if "backend" in settings:
+            parse_cuda_graph_backend_arg(settings["backend"])
+        allowed = tuple(constants["allowed_keys"][phase])
+        result[phase] = {}
+        for key, value in settings.items():
+            if key not in allowed:
+                raise argparse.ArgumentTypeError(f"--cuda-graph-config['{phase}']: unknown key '{key}', expected one of {allowed}")
+            result[phase][key] = value
+    return result
+
+
+def _type(row: dict[str, Any]) -> Any:
+    """The row's type function; one that checks against module constants gets its release's."""
+    function = TYPES[row["type"]]
+    constants = row.get("type_constants")
+    if constants is None:
+        return function
+
+    def bound(raw: str) -> Any:
+        return function(raw, constants)
+
+    bound.__name__ = function.__name__  # (argparse names the function in "invalid X value")
+    return bound
 
 
 TYPES: dict[str, Any] = {
@@ -180,6 +271,19 @@ class _StoreValue(argparse.Action):
         setattr(namespace, self.dest, values if self.use_values else self.stored)
 
 
+class _Deprecated(argparse.Action):
+    """argparse_actions.py `DeprecatedAction` (0.5.16-0.5.22): a retired flag that sets nothing;
+    with an `error_message` (0.5.19 on) argparse's error with that message."""
+
+    def __init__(self, option_strings: Any, dest: str, error_message: str | None = None, **kwargs: Any) -> None:
+        self.error_message = error_message
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        if self.error_message is not None:
+            parser.error(self.error_message)
+
+
 class ArgumentsRefused(Exception):
     """What sglang's argparse says and where: `message` is its text after "sglang serve: error: "."""
 
@@ -200,13 +304,15 @@ def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
         choices = choices["set"]
     kwargs: dict[str, Any] = {"dest": row["dest"], "default": argparse.SUPPRESS}
     if kind in ("store", "LoRAPathAction"):
-        kwargs.update(type=TYPES[row["type"]] if row["type"] else None, nargs=row["nargs"], choices=choices)
+        kwargs.update(type=_type(row) if row["type"] else None, nargs=row["nargs"], choices=choices)
         if row["const"] is not None:
             kwargs["const"] = row["const"]
         if kind == "LoRAPathAction":
             kwargs["action"] = LoRAPathAction
     elif kind in ("store_true", "store_false", "boolean_optional"):
         kwargs["action"] = {"store_true": "store_true", "store_false": "store_false", "boolean_optional": argparse.BooleanOptionalAction}[kind]
+    elif kind == "DeprecatedAction":
+        kwargs.update(action=_Deprecated, nargs=row["nargs"], error_message=row.get("error_message"))
     elif kind == "DeprecatedStoreTrueAction":
         kwargs.update(action=_StoreValue, stored=True, nargs=0, new_flag=row.get("new_flag"))
     elif kind == "DeprecatedStoreConstAction":
@@ -218,11 +324,15 @@ def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
     parser.add_argument(*row["options"], **kwargs)
 
 
-@functools.lru_cache(maxsize=2)
-def parser(require_model_path: bool = True) -> argparse.ArgumentParser:
-    """sglang's parser rebuilt from the table (built once per process, on first use)."""
+def parser(require_model_path: bool = True, version: str | None = None) -> argparse.ArgumentParser:
+    """sglang's parser rebuilt from the release's table (built once per process, on first use)."""
+    return _parser(require_model_path, table_release(version or _SELECTED.get()))
+
+
+@functools.lru_cache(maxsize=None)
+def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    for row in table()["arguments"]:
+    for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue
         _add(built, row)
@@ -231,10 +341,10 @@ def parser(require_model_path: bool = True) -> argparse.ArgumentParser:
     return built
 
 
-def parse(argv: list[str], require_model_path: bool = True) -> dict[str, Any]:
+def parse(argv: list[str], require_model_path: bool = True, version: str | None = None) -> dict[str, Any]:
     """The dests the arguments set (argparse's values), or ArgumentsRefused with its text."""
     try:
-        namespace = parser(require_model_path).parse_args(argv)
+        namespace = parser(require_model_path, version).parse_args(argv)
     except argparse.ArgumentError as exc:
         raise ArgumentsRefused(str(exc), exc.argument_name) from None
     values = vars(namespace)
@@ -242,5 +352,5 @@ def parse(argv: list[str], require_model_path: bool = True) -> dict[str, Any]:
     return values
 
 
-def defaults() -> dict[str, Any]:
-    return {row["dest"]: row["default"] for row in table()["arguments"] if row["action"] != "help"}
+def defaults(version: str | None = None) -> dict[str, Any]:
+    return {row["dest"]: row["default"] for row in table(version)["arguments"] if row["action"] != "help"}

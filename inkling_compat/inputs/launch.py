@@ -200,12 +200,13 @@ _LAUNCHES: dict[tuple[str, ...], Launch] = {}  # a command without --config -> i
 
 
 def parse_launch(words: list[str], label: str = COMMAND, *, env: dict[str, str] | None = None, unknown: dict[int, str] | None = None, more: int = 0) -> Launch:
-    """The launch as sglang parses it (a command that names no file is parsed once per process).
+    """The launch as sglang parses it (a command that names no file is parsed once per process and
+    release, with the selected release's table).
     `env`: the command's environment besides its `NAME=value` words; `unknown`: index of a word
     -> where its value comes from (inputs/shell.FoundCommand); `more`: commands found after it."""
     if len(words) > MAX_LAUNCH_WORDS:
         raise InputError(label, "(command)", f"more than {MAX_LAUNCH_WORDS:,} words")
-    key = (label, tuple(sorted((env or {}).items())), tuple(sorted((unknown or {}).items())), more, *words)
+    key = (argument_table.selected(), label, tuple(sorted((env or {}).items())), tuple(sorted((unknown or {}).items())), more, *words)
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit

@@ -40,14 +40,27 @@ MAX_SUGGESTIONS = 100
 
 
 def unknown_item(key: str, words: list[str], file: str, message: str | None = None, suggest: bool = True) -> dict[str, Any]:
-    suggestion = _suggestion(key) if suggest else ""
+    releases = _other_releases(words) if suggest else ""
+    suggestion = _suggestion(key) if suggest and not releases else ""
     return {
         "key": str(key),
         "suggestion": suggestion,
         "file": file,
         "message": message or "unrecognized arguments: " + " ".join(words),
         "flag": "--" + suggestion.replace("_", "-") if suggestion else "",
+        # a flag of other sglang releases: which, and what replaced it (argument_history.py)
+        "releases": releases,
     }
+
+
+def _other_releases(words: list[str]) -> str:
+    option = next((w.split("=", 1)[0] for w in words if isinstance(w, str) and w.startswith("--")), "")
+    if not option:
+        return ""
+    from inkling_compat.argument_history import flag_history
+
+    history = flag_history(option)
+    return history.note() if history.releases and argument_table.selected() not in history.releases else ""
 
 
 def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -84,12 +97,13 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
     return out, unknown
 
 
-_PARSED: dict[tuple[str, ...], dict[str, Any]] = {}  # one key's words -> argparse's values
+_PARSED: dict[tuple[str, ...], dict[str, Any]] = {}  # (release, *one key's words) -> argparse's values
 
 
 def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]) -> dict[str, Any]:
     """argparse's values of one key's words (remembered: a config's keys repeat across checks)."""
-    hit = _PARSED.get(tuple(words))
+    memo = (argument_table.selected(), *words)
+    hit = _PARSED.get(memo)
     if hit is not None:
         return hit
     if not _could_match(words[0]):  # no option has it as a prefix: argparse cannot take it
@@ -105,13 +119,17 @@ def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]
     if len(_PARSED) >= 4096:
         _PARSED.clear()
     if all(isinstance(v, (str, int, float, bool, type(None))) for v in parsed.values()):
-        _PARSED[tuple(words)] = parsed  # (mutable values are converted again each time)
+        _PARSED[memo] = parsed  # (mutable values are converted again each time)
     return parsed
 
 
-@lru_cache(maxsize=1)
 def _long_options() -> tuple[str, ...]:
-    return tuple(sorted(o for row in argument_table.table()["arguments"] for o in row["options"] if o.startswith("--")))
+    return _release_long_options(argument_table.selected())
+
+
+@lru_cache(maxsize=None)
+def _release_long_options(release: str) -> tuple[str, ...]:
+    return tuple(sorted(o for row in argument_table.table(release)["arguments"] for o in row["options"] if o.startswith("--")))
 
 
 def _could_match(word: str) -> bool:

@@ -240,6 +240,8 @@ class Report:
     # id for --model-path, a missing --lora-paths folder): what reads them is not checked.
     not_read: list[str] = field(default_factory=list)
     sglang_version: str = "0.5.23"
+    # Why that release (inputs/release.py): "from --sglang-version", "from the image tag in deploy.yaml:14", ...
+    sglang_version_from: str = ""
     rules_evaluated: int = 0
     # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
     # adapter directory that could not be read).
@@ -362,6 +364,7 @@ class Report:
             "strict": self.strict,
             **({"strict_failures": self.strict_failures()} if self.strict else {}),
             "sglang_version": self.sglang_version,
+            "sglang_version_from": self.sglang_version_from,
             "rules_evaluated": self.rules_evaluated,
             "coverage": self.coverage.to_dict(),
             "given_facts": self.given_facts,

@@ -61,6 +61,8 @@ def _prefix(problem) -> str:
 
 def render_text(report: Report, color: bool = False) -> str:
     lines = []
+    if not report.ok and report.sglang_version_from:  # (an ok summary says it on its own line)
+        lines.append(_paint(f"note: checked against sglang {report.sglang_version}{_from(report)}", "dim", color))
     lines.extend(_notes(report, color))
     seen_messages: set[tuple[str | None, str]] = set()
     for number, problem in enumerate(report.problems, 1):
@@ -83,7 +85,7 @@ def render_text(report: Report, color: bool = False) -> str:
     lines.extend(_ignored(report, color))
     errors, warnings = len(report.errors), len(report.warnings)
     if report.ok:
-        summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}"
+        summary = f"ok: no errors ({warnings} warning(s)){_coverage(report)}; sglang {report.sglang_version}{_from(report)}"
         lines.append(_paint(summary, "ok", color))
     else:
         lines.append(_paint(f"{errors} error(s), {warnings} warning(s){_coverage(report)}; {report.headline_label()}:", "error", color))
@@ -206,3 +208,8 @@ def render_by_adapter(report: Report, color: bool = False) -> str:
     lines.extend(_first_ignored(report))
     lines.extend(_strict(report, color))
     return "\n".join(lines)
+
+
+def _from(report: Report) -> str:
+    """Why this release (inputs/release.py), as the summary says it."""
+    return f" ({report.sglang_version_from})" if report.sglang_version_from else ""

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import sys
 import zipfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
@@ -66,10 +67,16 @@ class Site:
     function_lines: tuple[int, int]  # the function's first and last line ((0, 0) at module level)
     error_class: str  # AssertionError for an assert; "(re-raise)" for a bare `raise`
     template: str  # the message with {holes}; "" when there is none
+    condition: str = ""  # the tests of the `if`s around it, outermost first (" / " between)
 
     @property
     def file(self) -> str:
-        return self.path.split("/sglang/srt/", 1)[1]
+        return self.path.split("/sglang/srt/", 1)[-1].removeprefix("python/")
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What the site is across releases: its file, function, class and message (not its line)."""
+        return (self.path, self.function, self.error_class, self.template)
 
 
 # --- reading the sites --------------------------------------------------------------------
@@ -131,6 +138,17 @@ def _check_line(node: ast.stmt, parents: dict[ast.AST, ast.AST]) -> int:
     return line
 
 
+def _condition(node: ast.stmt, parents: dict[ast.AST, ast.AST]) -> str:
+    """The tests of the `if`/`while` statements around `node` up to its function, outermost first:
+    what decides whether the site is reached (a changed test is a changed condition)."""
+    tests = []
+    while (parent := parents.get(node)) is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(parent, (ast.If, ast.While)):
+            tests.append(("not " if isinstance(parent, ast.If) and node in parent.orelse else "") + ast.unparse(parent.test))
+        node = parent
+    return " / ".join(reversed(tests))
+
+
 def sites_of(source: str, path: str) -> list[Site]:
     """Every raise and assert of one file, in line order, with the function it is in."""
     found: list[Site] = []
@@ -153,7 +171,8 @@ def sites_of(source: str, path: str) -> list[Site]:
                 continue
             function = ".".join(scope) or "<module>"
             end = child.end_lineno or child.lineno
-            found.append(Site(path, child.lineno, end, _check_line(child, parents), function, lines, error_class, template))
+            found.append(Site(path, child.lineno, end, _check_line(child, parents), function, lines, error_class, template,
+                              _condition(child, parents)))
             visit(child, inner, inner_lines)
 
     visit(tree, (), (0, 0))
@@ -168,10 +187,10 @@ class Anchor:
     path: str
     first: int
     last: int
-    kind: str  # "log" | "function"
-    name: str  # the function's qualified name, or the log call
+    kind: str  # "log" | "function" | "class"
+    name: str  # the function's (class's) qualified name, or the log call
     template: str
-
+    function: str = "<module>"  # where a log call is
 
 _LOG_CALLS = ("warning", "warning_once", "warn", "error", "info", "info_once", "print_warning_once")
 
@@ -184,15 +203,16 @@ def anchors_of(source: str, path: str) -> list[Anchor]:
             inner = scope
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = scope + (child.name,)
-                if not isinstance(child, ast.ClassDef):
-                    found.append(Anchor(path, child.lineno, child.end_lineno or child.lineno, "function", ".".join(inner), ""))
+                kind = "class" if isinstance(child, ast.ClassDef) else "function"
+                found.append(Anchor(path, child.lineno, child.end_lineno or child.lineno, kind, ".".join(inner), ""))
             if (
                 isinstance(child, ast.Call)
                 and isinstance(child.func, ast.Attribute)
                 and child.func.attr in _LOG_CALLS
                 and child.args
             ):
-                found.append(Anchor(path, child.lineno, child.end_lineno or child.lineno, "log", ast.unparse(child.func), _template(child.args[0])))
+                found.append(Anchor(path, child.lineno, child.end_lineno or child.lineno, "log", ast.unparse(child.func),
+                                    _template(child.args[0]), ".".join(scope) or "<module>"))
             visit(child, inner)
 
     visit(ast.parse(source), ())
@@ -215,20 +235,66 @@ def audited_files(names: Iterable[str]) -> list[tuple[str, tuple[str, ...]]]:
 class Scan:
     sites: tuple[Site, ...]
     anchors: tuple[Anchor, ...]
+    lines: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)  # each read file's lines
+    release: str = ""
 
 
-def read_sites(wheel: Path) -> Scan:
-    """Every audited site of a wheel, and the other lines a rule may pin."""
+def wheel_release(wheel: Path) -> str:
+    """The release a wheel's file name says (sglang-0.5.22-cp311-...whl -> 0.5.22)."""
+    parts = wheel.name.split("-")
+    return parts[1] if len(parts) > 2 else wheel.stem
+
+
+def read_sites(wheel: Path, scope: Mapping[str, frozenset[str]] | None = None) -> Scan:
+    """Every audited site of a wheel, and the other lines a rule may pin. `scope`: files
+    outside `AUDITED` that rules pin (python/sglang/...), each with the functions (classes)
+    whose sites are audited: the ones the rules' pinned lines are in (`pinned_scope`)."""
     sites: list[Site] = []
     anchors: list[Anchor] = []
+    lines: dict[str, tuple[str, ...]] = {}
     with zipfile.ZipFile(wheel) as archive:
-        for name, words in audited_files(archive.namelist()):
+        names = set(archive.namelist())
+        chosen = [(name, words, None) for name, words in audited_files(names)]
+        chosen += [(path.removeprefix("python/"), (), functions) for path, functions in sorted((scope or {}).items())
+                   if path.removeprefix("python/") in names and not audited_files([path.removeprefix("python/")])]
+        for name, words, functions in chosen:
             source = archive.read(name).decode("utf-8")
-            for site in sites_of(source, "python/" + name):
+            path = "python/" + name
+            for site in sites_of(source, path):
+                if functions is not None and not any(_within(site.function, f) for f in functions):
+                    continue
                 if not words or any(w in site.template.lower() for w in words):
                     sites.append(site)
-            anchors.extend(anchors_of(source, "python/" + name))
-    return Scan(tuple(sites), tuple(anchors))
+            anchors.extend(anchors_of(source, path))
+            lines[path] = tuple(source.splitlines())
+    return Scan(tuple(sites), tuple(anchors), lines, wheel_release(wheel))
+
+
+def _within(function: str, scope: str) -> bool:
+    return function == scope or function.startswith(scope + ".")
+
+
+def enclosing(anchors: Sequence[Anchor], path: str, line: int) -> Anchor | None:
+    """The innermost function or class of `path` that holds `line`."""
+    holding = [a for a in anchors if a.kind in ("function", "class") and a.path == path and a.first <= line <= a.last]
+    return min(holding, key=lambda a: a.last - a.first, default=None)
+
+
+def pinned_scope(wheel: Path, all_pins: Sequence["Pin"]) -> dict[str, frozenset[str]]:
+    """The files outside `AUDITED` that rules pin, each with the functions their pinned lines
+    are in (read from `wheel`, the release the pins' lines are of)."""
+    paths = {p.path for p in all_pins if not audited_files([p.path.removeprefix("python/")])}
+    found: dict[str, set[str]] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        for path in sorted(paths):
+            if path.removeprefix("python/") not in names:
+                continue
+            anchors = anchors_of(archive.read(path.removeprefix("python/")).decode("utf-8"), path)
+            for pin in all_pins:
+                if pin.path == path and (where := enclosing(anchors, path, pin.line)) is not None:
+                    found.setdefault(path, set()).add(where.name)
+    return {path: frozenset(functions) for path, functions in found.items()}
 
 
 # --- covered by rules ---------------------------------------------------------------------
@@ -303,21 +369,53 @@ class Pin:
     derived: bool  # origin derived: the message is the checker's, the line what it foresees
 
 
-def pins(version: str = "0.5.23") -> list[Pin]:
-    """Every rule's pinned source for one sglang version (a variant's source where it has one)."""
+DEFAULT_RELEASE = "0.5.23"  # the release the rules' `source.line`s are of
+DATA = ROOT / "inkling_compat" / "data" / "sglang-sites.json"
+
+
+def load_data(path: Path = DATA) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"releases": [], "rules": {}}
+
+
+def rule_as_in(compiled: Any, release: str, as_release: str | None = None) -> Any:
+    """The rule as it reads in `release` (a variant where it has one), or None; a release no
+    rule names yet reads as `as_release` (default: the default release)."""
+    from inkling_compat.inputs.versions import SGLANG_VERSIONS
+
+    version = release if release in SGLANG_VERSIONS else (as_release or DEFAULT_RELEASE)
+    found = compiled.for_version(version)
+    return found.rule if found is not None else None
+
+
+def pins(version: str = DEFAULT_RELEASE, data: Mapping[str, Any] | None = None) -> list[Pin]:
+    """Every rule's pinned source in one sglang release (a variant's source where it has one):
+    the YAML's line in the default release, the site data's line in another (a rule whose site
+    the release lacks has no pin there)."""
     from inkling_compat.engine.rules import load_rules
 
+    lines = None
+    if version != DEFAULT_RELEASE:
+        data = data if data is not None else load_data()
+        if version in data["releases"]:
+            lines = data["rules"]
     found = []
     for compiled in load_rules():
         rule = compiled.for_version(version)
         if rule is None:
             continue
-        source = rule.rule.source
-        if source is not None and source.line is not None:
-            # A joined raise ("ineligible: {a}; {b}") reads as the join's prefix and the message.
-            message = (rule.rule.join.prefix if rule.rule.join else "") + rule.rule.message
-            found.append(Pin(rule.rule.id, source.path, source.line, message, source.function,
-                             rule.rule.error_class, rule.rule.origin == "derived"))
+        rule = rule.rule
+        source = rule.source
+        if source is None or source.line is None:
+            continue
+        line = source.line
+        if lines is not None:
+            entry = lines.get(rule.id, {}).get(version)
+            if entry is None:
+                continue
+            line = entry if isinstance(entry, int) else entry["line"]
+        # A joined raise ("ineligible: {a}; {b}") reads as the join's prefix and the message.
+        message = (rule.join.prefix if rule.join else "") + rule.message
+        found.append(Pin(rule.id, source.path, line, message, source.function, rule.error_class, rule.origin == "derived"))
     return found
 
 
@@ -348,12 +446,23 @@ def covering(site: Site, all_pins: Sequence[Pin]) -> list[Pin]:
 
 @dataclass(frozen=True)
 class Exclusion:
+    """A site no rule covers, by what it is across releases (file, function, class, message):
+    every site of that function with that class and message, wherever it sits."""
+
     path: str
-    line: int
+    function: str
     error_class: str
     message: str
     category: str
     reason: str
+    releases: tuple[str, ...] | None = None  # the releases that have the site (None: wherever it is)
+
+    def applies(self, release: str) -> bool:
+        return self.releases is None or release in self.releases
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.path, self.function, self.error_class, self.message)
 
 
 def load_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
@@ -361,19 +470,14 @@ def load_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
     found = []
     for file, entries in (data.get("files") or {}).items():
         for entry in entries:
-            found.append(
-                Exclusion(file, int(entry["line"]), entry["class"], entry.get("message", ""), entry["category"], entry["reason"])
-            )
+            releases = tuple(entry["releases"]) if entry.get("releases") else None
+            found.append(Exclusion(file, entry["function"], entry["class"], entry.get("message", ""), entry["category"],
+                                   entry["reason"], releases))
     return found
 
 
 def _excludes(exclusion: Exclusion, site: Site) -> bool:
-    return (
-        exclusion.path == site.path
-        and exclusion.line == site.line
-        and exclusion.error_class == site.error_class
-        and exclusion.message == site.template
-    )
+    return exclusion.key == site.key
 
 
 # --- the check ----------------------------------------------------------------------------
@@ -392,42 +496,49 @@ class Audit:
     problems: tuple[str, ...]  # what fails the test, one line each
 
 
-def check(scan: Scan, all_pins: Sequence[Pin], exclusions: Sequence[Exclusion], rule_ids: set[str]) -> Audit:
+def check(scan: Scan, all_pins: Sequence[Pin], exclusions: Sequence[Exclusion], rule_ids: set[str],
+          release: str | None = None) -> Audit:
+    """One release's sites against the rules pinned there and the exclusions that apply to it."""
+    release = release or scan.release or DEFAULT_RELEASE
     sites = scan.sites
     problems: list[str] = []
     verdicts = []
+    applying = [e for e in exclusions if e.applies(release)]
     used: set[Exclusion] = set()
+    for key, count in Counter(e.key for e in applying).items():
+        if count > 1:
+            problems.append(f"exclusion {key[0]} {key[1]} {key[2]} {key[3]!r}: listed {count} times")
     for site in sites:
         rules = tuple(sorted({p.rule_id for p in covering(site, all_pins)}))
-        matched = [e for e in exclusions if _excludes(e, site)]
+        # An exclusion names every site of its function with its class and message: those
+        # a rule covers are the rule's (an exclusion only they would use is reported unused).
+        matched = [] if rules else [e for e in applying if _excludes(e, site)]
         used.update(matched)
         where = f"{site.path}:{site.line} {site.error_class} {site.template!r}"
-        if rules and matched:
-            problems.append(f"{where}: covered by {', '.join(rules)} and also excluded ({matched[0].category})")
-        if len(matched) > 1:
-            problems.append(f"{where}: excluded {len(matched)} times")
         if not rules and not matched:
             problems.append(f"{where} ({site.function}): neither covered by a rule nor excluded")
         verdicts.append(Verdict(site, rules, matched[0].category if matched else None))
-    for exclusion in exclusions:
-        if exclusion not in used:
-            problems.append(
-                f"exclusion {exclusion.path}:{exclusion.line} {exclusion.error_class} {exclusion.message!r}: no such site"
-            )
+    for exclusion in applying:
+        where = f"exclusion {exclusion.path} {exclusion.function} {exclusion.error_class} {exclusion.message!r}"
+        # An exclusion of every release must name a site of the default release; one of
+        # named releases, a site of each (a site older releases lack is no problem).
+        if exclusion not in used and (exclusion.releases is not None or release == DEFAULT_RELEASE):
+            problems.append(f"{where}: no such site in {release} (or a rule covers every one)")
         category = exclusion.category
         if category.startswith(UNREACHABLE):
             if category[len(UNREACHABLE):] not in rule_ids:
-                problems.append(f"exclusion {exclusion.path}:{exclusion.line}: {category}: no such rule")
+                problems.append(f"{where}: {category}: no such rule")
         elif category not in CATEGORIES:
-            problems.append(f"exclusion {exclusion.path}:{exclusion.line}: unknown category {category!r}")
+            problems.append(f"{where}: unknown category {category!r}")
         if not exclusion.reason.strip():
-            problems.append(f"exclusion {exclusion.path}:{exclusion.line}: no reason")
-    # A pin into an audited file must still hold what the rule says: the raise with its message,
-    # the logged warning with its text, or (a Python or torch error inside a call) a line of
-    # the function the rule names.
+            problems.append(f"{where}: no reason")
+    # A pin into a file the audit read must still hold what the rule says: the raise with its
+    # message, the logged warning with its text, or (a Python or torch error inside a call)
+    # a line of the function the rule names.
     audited = {a.path for a in scan.anchors}
     for pin in all_pins:
         if pin.path not in audited:
+            problems.append(f"rule {pin.rule_id}: {pin.path} is not in sglang {release}")
             continue
         if any(pin.rule_id in v.rules for v in verdicts):
             continue
@@ -437,7 +548,7 @@ def check(scan: Scan, all_pins: Sequence[Pin], exclusions: Sequence[Exclusion], 
             if s.path == pin.path and s.check_line <= pin.line <= s.end_line and not pin.derived and _same_class(s, pin)
         ]
         logs = [a for a in scan.anchors if a.kind == "log" and a.path == pin.path and a.first <= pin.line <= a.last]
-        functions = [a for a in scan.anchors if a.kind == "function" and a.path == pin.path and a.first <= pin.line <= a.last]
+        functions = [a for a in scan.anchors if a.kind in ("function", "class") and a.path == pin.path and a.first <= pin.line <= a.last]
         if on_site:
             problems.append(f"{where} raises {on_site[0].template!r}, not the rule's message")
         elif logs:
@@ -484,7 +595,38 @@ def markdown_table(audit: Audit) -> str:
     return "\n".join(lines)
 
 
-# --- two wheels ---------------------------------------------------------------------------
+# --- two releases -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    same: tuple[tuple[Site, Site], ...]  # (old, new): same file, function, class and message (any line)
+    reworded: tuple[tuple[Site, Site], ...]  # (old, new): same file, function and class, another message
+    added: tuple[Site, ...]
+    removed: tuple[Site, ...]
+
+
+def match(old: Sequence[Site], new: Sequence[Site]) -> Match:
+    """Each site of one release paired with the same site of another, by what it is (file,
+    function, class, message), in line order; what stays unpaired in a function that raises
+    the same class is a rewording (the same condition preferred)."""
+    left, right = list(old), list(new)
+    same = []
+    for site in list(left):
+        other = next((n for n in right if n.key == site.key), None)
+        if other is not None:
+            left.remove(site)
+            right.remove(other)
+            same.append((site, other))
+    reworded = []
+    for site in list(left):
+        candidates = [n for n in right if n.key[:3] == site.key[:3]]
+        other = next((n for n in candidates if n.condition == site.condition), candidates[0] if candidates else None)
+        if other is not None:
+            left.remove(site)
+            right.remove(other)
+            reworded.append((site, other))
+    return Match(tuple(same), tuple(reworded), tuple(right), tuple(left))
 
 
 @dataclass(frozen=True)
@@ -496,30 +638,156 @@ class Diff:
 
 
 def diff(old: Sequence[Site], new: Sequence[Site]) -> Diff:
-    def key(s: Site) -> tuple[str, str, str, str]:
-        return (s.path, s.function, s.error_class, s.template)
+    m = match(old, new)
+    return Diff(m.added, m.removed, tuple((a, b) for a, b in m.same if a.line != b.line), m.reworded)
 
-    left, right = list(old), list(new)
-    moved = []
-    unchanged = 0
-    for site in list(left):
-        same = next((n for n in right if key(n) == key(site)), None)
-        if same is None:
-            continue
-        left.remove(site)
-        right.remove(same)
-        if same.line != site.line:
-            moved.append((site, same))
+
+def _line_like(text: str, lines: Sequence[str], first: int, last: int, near: int) -> int | None:
+    """The line of `lines` (1-based, within first..last) that reads as `text`, nearest `near`."""
+    want = text.strip()
+    found = [i for i in range(max(first, 1), min(last, len(lines)) + 1) if lines[i - 1].strip() == want]
+    return min(found, key=lambda i: abs(i - near), default=None)
+
+
+def _body(scan: Scan, anchor: Anchor) -> str:
+    return "\n".join(line.strip() for line in scan.lines[anchor.path][anchor.first - 1:anchor.last])
+
+
+def rule_sites(base: Scan, base_audit: Audit, base_pins: Sequence[Pin], other: Scan) -> dict[str, Any]:
+    """Where each pinned rule's site is in `other`: its line (an int), a dict when its message
+    or condition changed ({"line", "message", "condition": true}), or None where the release
+    lacks it. A raise is found by its file, function, class and message; a logged warning by
+    its function and text; a line in a function by the function's name and the line's text."""
+    m = match(base.sites, other.sites)
+    to_other = {id(a): b for a, b in m.same + m.reworded}
+    covered: dict[str, list[Site]] = {}
+    for verdict in base_audit.verdicts:
+        for rule in verdict.rules:
+            covered.setdefault(rule, []).append(verdict.site)
+    out: dict[str, Any] = {}
+    for pin in base_pins:
+        text = base.lines.get(pin.path, ())
+        pinned_text = text[pin.line - 1] if 0 < pin.line <= len(text) else ""
+        entry: Any = None
+        if pin.rule_id in covered:
+            site = min(covered[pin.rule_id], key=lambda s: abs(s.check_line - pin.line))
+            new = to_other.get(id(site))
+            if new is not None:
+                first, last = new.function_lines if new.function_lines != (0, 0) else (new.check_line, new.end_line)
+                near = new.check_line + (pin.line - site.check_line)
+                line = _line_like(pinned_text, other.lines[new.path], first, last, near) or new.check_line
+                changes = {}
+                if new.template != site.template:
+                    changes["message"] = new.template
+                if new.condition != site.condition:
+                    changes["condition"] = True
+                entry = dict(line=line, **changes) if changes else line
         else:
-            unchanged += 1
-    reworded = []
-    for site in list(left):
-        other = next((n for n in right if key(n)[:3] == key(site)[:3]), None)
-        if other is not None:
-            left.remove(site)
-            right.remove(other)
-            reworded.append((site, other))
-    return Diff(tuple(right), tuple(left), tuple(moved), tuple(reworded))
+            logs = [a for a in base.anchors if a.kind == "log" and a.path == pin.path and a.first <= pin.line <= a.last]
+            if logs:
+                log = logs[0]
+                new_log = next((a for a in other.anchors if a.kind == "log" and a.path == pin.path
+                                and a.function == log.function and a.template == log.template), None)
+                entry = None if new_log is None else new_log.first + (pin.line - log.first)
+            elif (where := enclosing(base.anchors, pin.path, pin.line)) is not None:
+                new_where = next((a for a in other.anchors if a.kind == where.kind and a.path == pin.path and a.name == where.name), None)
+                if new_where is not None:
+                    near = new_where.first + (pin.line - where.first)
+                    line = _line_like(pinned_text, other.lines[pin.path], new_where.first, new_where.last, near)
+                    entry = line if line is not None and _body(base, where) == _body(other, new_where) else {
+                        "line": line or new_where.first, "condition": True}
+        out[pin.rule_id] = entry
+    return out
+
+
+@dataclass(frozen=True)
+class Todo:
+    kind: str  # added | reworded | removed | condition | data
+    text: str
+    problem: bool  # False: to read, not to fix (a moved or conditional change to review)
+
+
+def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exclusion],
+            as_release: str | None = None, data: Mapping[str, Any] | None = None,
+            base_pins: Sequence[Pin] = ()) -> list[Todo]:
+    """What supporting `other`'s release takes, from `base`'s audit: each site it adds, rewords
+    or removes that no rule (as the rule reads in that release) or exclusion accounts for,
+    each covered site whose condition changed (to review), and site data that is not current.
+    `as_release`: treat the release as new (its rules and exclusions as of this release)."""
+    from inkling_compat.engine.rules import load_rules
+
+    release = other.release
+    rules = {c.rule.id: rule_as_in(c, release if as_release is None else as_release, as_release) for c in load_rules()}
+    if as_release is not None:
+        known = {e for e in exclusions if e.applies(as_release) and any(_excludes(e, v.site) for v in base_audit.verdicts)}
+        exclusions = [e for e in known]
+    applying = [e for e in exclusions if e.applies(release) if as_release is None or e in exclusions]
+    verdict_of = {id(v.site): v for v in base_audit.verdicts}
+    m = match(base.sites, other.sites)
+    todo: list[Todo] = []
+
+    def message(rule: Any) -> str:
+        return (rule.join.prefix if rule.join else "") + rule.message
+
+    for site in m.added:
+        if any(_excludes(e, site) for e in applying):
+            continue
+        if any(r is not None and r.source is not None and r.source.path == site.path and r.source.function
+               and _same_function(site.function, r.source.function) and template_matches(site.template, message(r))
+               for r in rules.values()):
+            continue
+        todo.append(Todo("added", f"{_show(site)}: write a rule (or a variant for {release}), or exclude it", True))
+    for old, new in m.reworded:
+        verdict = verdict_of[id(old)]
+        for rule_id in verdict.rules:
+            rule = rules.get(rule_id)
+            if rule is not None and not template_matches(new.template, message(rule)):
+                todo.append(Todo("reworded", f"rule {rule_id}: {_show(old)}\n    -> {release} line {new.line}: "
+                                 f"{new.template!r}: give the rule a variant for {release} with these words", True))
+        if verdict.category is not None and not any(_excludes(e, new) for e in applying):
+            todo.append(Todo("reworded", f"{_show(old)}\n    -> {release} line {new.line}: {new.template!r}: "
+                             f"excluded ({verdict.category}); exclude the new words too (releases: [{release}])", True))
+    data_rules = (data or {}).get("rules", {}) if data is not None and release in data.get("releases", ()) else None
+    for old in m.removed:
+        for rule_id in verdict_of[id(old)].rules:
+            if rules.get(rule_id) is None:
+                continue
+            if data_rules is not None and rule_id in data_rules and data_rules[rule_id].get(release, 0) is None:
+                continue  # the site data says the release lacks it: the rule is not evaluated there
+            todo.append(Todo("removed", f"rule {rule_id}: {_show(old)} is not in {release}: record it in the site "
+                             f"data (tests/oracle/audit.py --write-data) so the rule is not evaluated there", True))
+    for old, new in m.same + m.reworded:
+        if old.condition != new.condition and verdict_of[id(old)].rules:
+            todo.append(Todo("condition", f"{', '.join(verdict_of[id(old)].rules)}: {_show(old)}: checked when "
+                             f"{old.condition!r}, in {release} when {new.condition!r}: review the rule's condition", False))
+    if data_rules is not None and base_pins:
+        fresh = rule_sites(base, base_audit, base_pins, other)
+        stale = sorted(r for r, entry in fresh.items() if data_rules.get(r, {}).get(release, "missing") != entry)
+        if stale:
+            todo.append(Todo("data", f"the site data of {release} is not current for {len(stale)} rules "
+                             f"({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''}): tests/oracle/audit.py --write-data", True))
+    return todo
+
+
+def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> dict[str, Any]:
+    """The site data of each release (inkling_compat/data/sglang-sites.json): per rule and
+    release, its site's line, changed message or condition, or null where the release lacks it."""
+    base_pins = pins(DEFAULT_RELEASE)
+    scope = pinned_scope(base_wheel, base_pins)
+    base = read_sites(base_wheel, scope)
+    base_audit = check(base, base_pins, load_exclusions(), {p.rule_id for p in base_pins})
+    by_release = {}
+    for wheel in wheels:
+        other = read_sites(wheel, scope)
+        if other.release != DEFAULT_RELEASE:
+            by_release[other.release] = rule_sites(base, base_audit, base_pins, other)
+    releases = sorted(by_release, key=lambda r: tuple(int(x) if x.isdigit() else x for x in r.split(".")))
+    rules = {p.rule_id: {r: by_release[r][p.rule_id] for r in releases} for p in sorted(base_pins, key=lambda p: p.rule_id)}
+    data = {"baseline": DEFAULT_RELEASE, "releases": releases, "rules": rules}
+    text = "{\n" + f'"baseline": {json.dumps(DEFAULT_RELEASE)},\n"releases": {json.dumps(releases)},\n"rules": {{\n'
+    text += ",\n".join(f"{json.dumps(r)}: {json.dumps(v, separators=(',', ':'))}" for r, v in rules.items()) + "\n}\n}\n"
+    path.write_text(text, encoding="utf-8")
+    return data
 
 
 DOCS = ROOT / "docs" / "fidelity.md"
@@ -537,21 +805,88 @@ def _show(site: Site) -> str:
     return f"{site.path}:{site.line} {site.function} {site.error_class} {site.template!r}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheel", type=Path, nargs="?", help="the sglang wheel to compare with 0.5.23's")
-    parser.add_argument("--table", action="store_true", help="print docs/fidelity.md's table for the 0.5.23 wheel")
-    parser.add_argument("--write-docs", action="store_true", help="write that table into docs/fidelity.md")
-    parser.add_argument("--against", type=Path, help="the sglang 0.5.23 wheel (default: the one the tests use)")
-    args = parser.parse_args(argv)
+def audit_release(wheel: Path, base_wheel: Path, as_new: bool = False, out: Any = sys.stdout) -> int:
+    """`make audit`: the to-do list for `wheel`'s release, from `base_wheel`'s (0.5.23 unless
+    given). Returns the number of problems (the to-do items to fix)."""
+    exclusions = load_exclusions()
+    data = load_data()
+    base_release = wheel_release(base_wheel)
+    default_pins = pins(DEFAULT_RELEASE)
+    base_pins = pins(base_release, data)
+    scope = pinned_scope(find_default_wheel(), default_pins) if base_release != DEFAULT_RELEASE else pinned_scope(base_wheel, default_pins)
+    base, other = read_sites(base_wheel, scope), read_sites(wheel, scope)
+    base_audit = check(base, base_pins, exclusions, {p.rule_id for p in default_pins}, base_release)
+    d = diff(base.sites, other.sites)
+    print(f"sglang {other.release} ({wheel.name}) against {base_release}: {len(other.sites)} sites ({len(base.sites)} in "
+          f"{base_release}): {len(d.added)} added, {len(d.removed)} removed, {len(d.reworded)} reworded, "
+          f"{len(d.moved)} only moved (no problem)", file=out)
+    problems = [f"{base_release} itself: {p}" for p in base_audit.problems]
+    todo = compare(base, base_audit, other, exclusions, base_release if as_new else None,
+                   data, base_pins if base_release == DEFAULT_RELEASE else ())
+    from inkling_compat.inputs.versions import SGLANG_VERSIONS
+
+    if not as_new and other.release in SGLANG_VERSIONS and other.release in data["releases"] + [DEFAULT_RELEASE]:
+        own = check(other, pins(other.release, data), exclusions, {p.rule_id for p in default_pins}, other.release)
+        # (a site the to-do list names already is not counted twice)
+        listed = {f"{s.path}:{s.line} " for s in d.added} | {f"{b.path}:{b.line} " for _, b in d.reworded}
+        problems += [f"{other.release} on its own: {p}" for p in own.problems if not any(p.startswith(x) for x in listed)]
+    elif not as_new:
+        todo.insert(0, Todo("release", f"{other.release} is not a supported release: add it to "
+                            "inkling_compat/inputs/versions.py, then tests/oracle/audit.py --write-data", True))
+    problems += [t.text for t in todo if t.problem]
+    for kind in ("release", "added", "reworded", "removed", "data", "condition"):
+        items = [t for t in todo if t.kind == kind]
+        if items:
+            print(f"\n{kind} ({len(items)}){'' if items[0].problem else ': to review, not counted'}:", file=out)
+            for t in items:
+                print("  " + t.text, file=out)
+    for problem in problems[:len(problems) - len([t for t in todo if t.problem])]:
+        print("  " + problem, file=out)
+    print(f"\n{len(problems)} problems", file=out)
+    return len(problems)
+
+
+def find_default_wheel() -> Path:
     sys.path.insert(0, str(ROOT / "tests"))
-    sys.path.insert(0, str(ROOT))
     from oracle import sglang_sink
 
-    baseline = args.against or sglang_sink.find_wheel(download=False)
+    return sglang_sink.find_wheel(download=False)
+
+
+def cached_wheels() -> list[Path]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from oracle import sglang_sink
+
+    return sorted(sglang_sink.cache_dir().glob("sglang-*.whl"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("wheel", type=Path, nargs="?", help="the sglang wheel of the release to audit")
+    parser.add_argument("--table", action="store_true", help="print docs/fidelity.md's table for the 0.5.23 wheel")
+    parser.add_argument("--write-docs", action="store_true", help="write that table into docs/fidelity.md")
+    parser.add_argument("--against", type=Path, help="the release to compare with (default: the 0.5.23 wheel)")
+    parser.add_argument("--as-new", action="store_true", help="treat the wheel's release as new: rules and exclusions as of --against's")
+    parser.add_argument("--write-data", action="store_true", help="regenerate inkling_compat/data/sglang-sites.json from the cached wheels")
+    parser.add_argument("--all", action="store_true", help="audit every cached release; print the problem count of each")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    baseline = find_default_wheel()
+    if args.write_data:
+        data = write_data(cached_wheels(), baseline)
+        print(f"{DATA.relative_to(ROOT)}: {len(data['rules'])} rules in {', '.join(data['releases'])}")
+        return 0
+    if args.all:
+        failed = 0
+        for wheel in cached_wheels():
+            with open("/dev/null", "w") as sink:
+                count = audit_release(wheel, baseline, out=sink)
+            print(f"sglang {wheel_release(wheel)}: {count} problems")
+            failed += count
+        return 1 if failed else 0
     if args.table or args.write_docs or args.wheel is None:
-        scan = read_sites(baseline)
         all_pins = pins()
+        scan = read_sites(baseline, pinned_scope(baseline, all_pins))
         audit = check(scan, all_pins, load_exclusions(), {p.rule_id for p in all_pins})
         if args.write_docs:
             write_docs(markdown_table(audit))
@@ -560,23 +895,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in audit.problems:
             print("  " + problem, file=sys.stderr)
         return 1 if audit.problems else 0
-    old_scan, new_scan = read_sites(baseline), read_sites(args.wheel)
-    old, new = old_scan.sites, new_scan.sites
-    d = diff(old, new)
-    print(f"{args.wheel.name} against {baseline.name}: {len(new)} sites ({len(old)} before)")
-    for title, items in (("added", d.added), ("removed", d.removed)):
-        print(f"\n{title} ({len(items)}):")
-        for site in items:
-            print("  " + _show(site))
-    for title, pairs in (("moved", d.moved), ("reworded", d.reworded)):
-        print(f"\n{title} ({len(pairs)}):")
-        for before, after in pairs:
-            print(f"  {_show(before)}\n    -> line {after.line}: {after.template!r}")
-    audit = check(new_scan, pins(), load_exclusions(), {p.rule_id for p in pins()})
-    print(f"\nagainst the rules and exclusions (pinned to 0.5.23): {len(audit.problems)} problems")
-    for problem in audit.problems:
-        print("  " + problem)
-    return 0
+    return 1 if audit_release(args.wheel, args.against or baseline, args.as_new) else 0
 
 
 if __name__ == "__main__":

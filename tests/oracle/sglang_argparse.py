@@ -24,8 +24,14 @@ What is stood in, and why it cannot change the table:
 * SGLANG_* environment variables are removed while the parser is built, so env-dependent
   choices (`--sampling-backend`'s token_oracle) are what the wheel gives with default env.
 
-The modules imported are removed from sys.modules afterwards (the parser keeps what it
-references), so other oracles that execute sglang files under their own names are unaffected.
+sglang's modules and the stand-ins are removed from sys.modules afterwards (the parser keeps
+what it references), so other oracles that execute sglang files under their own names, and the
+next release's load, are unaffected.
+
+Releases 0.5.16-0.5.23 all load this way (with `msgspec` and `dill` installed: their argument
+definitions are msgspec Structs, and 0.5.16-0.5.18 pickle a logit processor with dill at import);
+classes derived from a stood-in class get `_InertBase` (class keywords such as a TypedDict's
+`total=False`, pydantic fields typed with 0.5.19/0.5.20's stood-in openai types).
 
 `python -m oracle.sglang_argparse --wheel PATH [--out FILE]` (from tests/) writes the argument
 table the checker ships (inkling_compat/data/sglang-0.5.23-arguments.json).
@@ -36,6 +42,7 @@ from __future__ import annotations
 import argparse
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
@@ -45,7 +52,25 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-TABLE_PATH = REPO / "inkling_compat" / "data" / "sglang-0.5.23-arguments.json"
+DATA = REPO / "inkling_compat" / "data"
+TABLE_PATH = DATA / "sglang-0.5.23-arguments.json"
+
+
+class _InertBase:
+    """The base a class gets in place of a stood-in one: takes any class keywords (a
+    TypedDict's `total=False`) and any constructor arguments."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.any_schema()
 
 
 class _Inert:
@@ -63,7 +88,13 @@ class _Inert:
         return _Inert(f"{self._name}.{name}")
 
     def __mro_entries__(self, bases: tuple) -> tuple:
-        return (object,)
+        return (_InertBase,)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        # a pydantic field typed with a stood-in class (0.5.19's openai types): any value
+        from pydantic_core import core_schema
+
+        return core_schema.any_schema()
 
     def __iter__(self) -> Any:
         return iter(())
@@ -78,6 +109,9 @@ class _Inert:
 
     def __getitem__(self, key: Any) -> "_Inert":
         return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
 
 
 class _InertModule(types.ModuleType):
@@ -132,6 +166,16 @@ class SglangArgparse:
 _LOADED: dict[Path, SglangArgparse] = {}
 
 
+def _merger_module(wheel: Path) -> str:
+    """ConfigArgumentMerger's module: sglang/srt/utils/ from 0.5.19, sglang/srt/ before."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    new = "sglang.srt.utils.server_args_config_parser"
+    return new if new.replace(".", "/") + ".py" in names else "sglang.srt.server_args_config_parser"
+
+
 def load(wheel: Path | None = None) -> SglangArgparse:
     from oracle.sglang_sink import find_wheel
 
@@ -140,6 +184,8 @@ def load(wheel: Path | None = None) -> SglangArgparse:
         return _LOADED[wheel]
     before = set(sys.modules)
     saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SGLANG_")}
+    # (asked before the stand-in finder is on sys.meta_path: it would answer for orjson)
+    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     finder = _MissingOnly()
     sys.path.insert(0, str(wheel))
     sys.meta_path.append(finder)
@@ -147,7 +193,6 @@ def load(wheel: Path | None = None) -> SglangArgparse:
     orjson.loads = json.loads  # type: ignore[attr-defined]
     orjson.dumps = lambda value, *a, **k: json.dumps(value).encode()  # type: ignore[attr-defined]
     orjson.JSONDecodeError = json.JSONDecodeError  # type: ignore[attr-defined]
-    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     if not real_orjson:
         sys.modules["orjson"] = orjson
     for package in ("sglang", "sglang.srt"):
@@ -156,7 +201,7 @@ def load(wheel: Path | None = None) -> SglangArgparse:
         sys.modules[package] = module
     try:
         server_args = importlib.import_module("sglang.srt.server_args")
-        merger_module = importlib.import_module("sglang.srt.utils.server_args_config_parser")
+        merger_module = importlib.import_module(_merger_module(wheel))
         parser = argparse.ArgumentParser(prog="sglang serve")
         server_args.ServerArgs.add_cli_args(parser)
     finally:
@@ -164,7 +209,11 @@ def load(wheel: Path | None = None) -> SglangArgparse:
         sys.path.remove(str(wheel))
         os.environ.update(saved_env)
         for name in set(sys.modules) - before:
-            del sys.modules[name]
+            # sglang's modules and the stand-ins go; a real package imported meanwhile (torch)
+            # stays, as a C extension cannot be imported twice in one process
+            module = sys.modules[name]
+            if name.split(".")[0] in ("sglang", "orjson") or isinstance(module, _InertModule) or name in finder.stood_in:
+                del sys.modules[name]
     loaded = SglangArgparse(parser, merger_module.ConfigArgumentMerger, tuple(sorted(finder.stood_in)), wheel, server_args)
     _LOADED[wheel] = loaded
     return loaded
@@ -220,13 +269,40 @@ def action_row(action: argparse.Action) -> dict[str, Any]:
     for extra in ("new_flag", "const_value", "error_message"):
         if hasattr(action, extra):
             row[extra] = _plain(getattr(action, extra))
+    if row["type"] == "parse_cuda_graph_config_arg":
+        # the module constants the type function checks each phase against
+        names = action.type.__globals__
+        row["type_constants"] = {
+            "phases": list(names["Phase"].ALL),
+            "allowed_keys": {str(k): list(v) for k, v in names["ALLOWED_KEYS_PER_PHASE"].items()},
+        }
     return row
+
+
+def release(wheel: Path) -> str:
+    """The wheel's own version (its dist-info METADATA `Version:`)."""
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        for line in archive.read(name).decode("utf-8").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    raise KeyError(f"{wheel}: no Version in its METADATA")
+
+
+def merger_keys(loaded: SglangArgparse) -> str:
+    """How the release's ConfigArgumentMerger names a config key: "spellings" (0.5.23: a dest or
+    any long option, `_config_keys`) or "dests" (0.5.16-0.5.22: the dest only, and only
+    `_StoreTrueAction` / `_StoreAction` supported)."""
+    return "spellings" if "_config_keys" in loaded.merger_class.__init__.__globals__ else "dests"
 
 
 def table(loaded: SglangArgparse) -> dict[str, Any]:
     parser = loaded.parser
     return {
-        "sglang": "0.5.23",
+        "sglang": release(loaded.wheel),
+        "config_merger_keys": merger_keys(loaded),
         "prog": parser.prog,
         "generated_by": "tests/oracle/sglang_argparse.py (python -m oracle.sglang_argparse --wheel PATH)",
         "stood_in": list(loaded.stood_in),
@@ -244,14 +320,42 @@ def dumps(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table_path(version: str) -> Path:
+    """Where the checker reads a release's table (inkling_compat/inputs/argument_table.py):
+    the default release as plain JSON, every other one gzipped (the package stays small)."""
+    from inkling_compat.inputs.argument_table import table_file
+
+    return DATA / table_file(version)
+
+
+def write(data: dict[str, Any], out: Path) -> str:
+    text = dumps(data)
+    if out.suffix == ".gz":
+        import gzip
+
+        # mtime 0 and no file name: the same table gives the same bytes
+        out.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+    else:
+        out.write_text(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
-    cli = argparse.ArgumentParser(prog="python -m oracle.sglang_argparse", description="Write sglang's argument table from its wheel.")
-    cli.add_argument("--wheel", type=Path, default=None, help="the sglang 0.5.23 wheel (default: the tests' cache)")
-    cli.add_argument("--out", type=Path, default=TABLE_PATH)
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    cli = argparse.ArgumentParser(prog="python -m oracle.sglang_argparse", description="Write sglang's argument tables from its wheels.")
+    cli.add_argument("--wheel", type=Path, action="append", default=[], help="an sglang wheel (repeatable; default: every supported release's wheel in the tests' cache)")
+    cli.add_argument("--out", type=Path, default=None, help="with one --wheel: write here instead of the package's data")
     args = cli.parse_args(argv)
-    text = dumps(table(load(args.wheel)))
-    args.out.write_text(text)
-    print(f"{args.out}: {text.count(chr(10)) - 2} arguments")
+    if not args.wheel:
+        from oracle.sglang_sink import find_wheel
+
+        args.wheel = [Path(find_wheel(version=version)) for version in SGLANG_RELEASES]
+    for wheel in args.wheel:
+        data = table(load(wheel))
+        out = args.out if args.out and len(args.wheel) == 1 else table_path(data["sglang"])
+        text = write(data, out)
+        print(f"{out}: sglang {data['sglang']}, {text.count(chr(10)) - 2} arguments")
     return 0
 
 

@@ -56,16 +56,17 @@ def cache_dir() -> Path:
     return Path(os.environ.get("INKLING_COMPAT_CACHE") or Path.home() / ".cache" / "inkling-compat")
 
 
-def find_wheel(download: bool = True, timeout: float = 600.0) -> Path:
-    """The sglang 0.5.23 wheel: env var, cache, or a pip download into the cache."""
-    given = os.environ.get("INKLING_COMPAT_SGLANG_WHEEL")
+def find_wheel(download: bool = True, timeout: float = 600.0, version: str = SGLANG_VERSION) -> Path:
+    """The wheel of an sglang release (0.5.23 unless said): env var (0.5.23 only), cache, or a
+    pip download into the cache."""
+    given = os.environ.get("INKLING_COMPAT_SGLANG_WHEEL") if version == SGLANG_VERSION else None
     if given:
         path = Path(given).expanduser()
         if not path.is_file():
             raise WheelUnavailable(f"INKLING_COMPAT_SGLANG_WHEEL={given} is not a file")
         return path
     cache = cache_dir()
-    pattern = f"sglang-{SGLANG_VERSION}-*.whl"
+    pattern = f"sglang-{version}-*.whl"
     found = sorted(glob.glob(str(cache / pattern)))
     if found:
         return Path(found[0])
@@ -73,7 +74,7 @@ def find_wheel(download: bool = True, timeout: float = 600.0) -> Path:
         raise WheelUnavailable(f"no {pattern} in {cache} and downloading is off")
     cache.mkdir(parents=True, exist_ok=True)
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-            f"sglang=={SGLANG_VERSION}", "-d", str(cache)]
+            f"sglang=={version}", "-d", str(cache)]
     # The wheel for this interpreter; else the cp311 one (only lora.py is read, any wheel does).
     fallback = ["--python-version", "3.11", "--platform", "manylinux_2_34_x86_64", "--only-binary=:all:"]
     failure = ""

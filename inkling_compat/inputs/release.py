@@ -1,0 +1,189 @@
+"""Which sglang release a check is for, and why: given, installed, pinned, in an image tag, or the newest.
+
+In this order (the first that says a release wins):
+
+1. given (`--sglang-version`, `check(..., sglang_version=)`);
+2. the `sglang` distribution installed in this environment (its metadata, read with
+   importlib.metadata: sglang itself is never imported);
+3. a pinned requirement (`sglang==X`, `sglang[all]==X`) in a `requirements*.txt` or
+   `pyproject.toml` beside the deployment file or in a folder above it up to the repository's
+   root (the first folder holding `.git`; outside a repository, beside it only);
+4. an sglang image tag in the deployment file itself (`lmsysorg/sglang:v0.5.22`,
+   `lmsysorg/sglang:v0.5.22-cu126`);
+5. else the newest supported release.
+
+A release found or given that the checker does not know is an InputError naming it, where it
+was found, and the supported range (exit 2). `Release.reason` is what the report prints:
+"from the image tag in deploy.yaml:14"; `Release.text()`: "sglang 0.5.22 (from the image tag in
+deploy.yaml:14)".
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from inkling_compat.inputs.versions import (
+    SGLANG_DEFAULT_VERSION,
+    SGLANG_VERSIONS,
+    supported_text,
+)
+
+# A pinned requirement: PEP 508 name `sglang`, optional extras, `==` (or `===`) and a version.
+_PIN = re.compile(r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""", re.IGNORECASE)
+# An sglang image: `lmsysorg/sglang:v0.5.22` (optionally a registry in front, a suffix after).
+_IMAGE = re.compile(r"""(?<![\w.-])(?:[\w.-]+(?::\d+)?/)?lmsysorg/sglang:v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)""", re.IGNORECASE)
+
+MAX_READ = 1 << 20  # a requirements file or deployment file read for a pin or a tag (bytes)
+MAX_LEVELS = 16  # folders above the deployment file looked in
+
+
+NEWEST = "the newest supported: none installed, pinned or in an image tag"
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    reason: str  # "from --sglang-version", "from the image tag in deploy.yaml:14", NEWEST, ...
+
+    def text(self) -> str:
+        return f"sglang {self.version} ({self.reason})"
+
+
+def find_release(given: str | None = None, deployment: Any = None, given_by: str = "sglang_version=") -> Release:
+    """The release a check of `deployment` (a path, or anything else: then no file is read) is for."""
+    if given is not None:
+        return _known(Release(str(given), f"from {given_by}"))
+    for found in (_installed(), *_from_files(deployment)):
+        if found is not None:
+            return _known(found)
+    return Release(SGLANG_DEFAULT_VERSION, NEWEST)
+
+
+def _known(release: Release) -> Release:
+    from inkling_compat.errors import InputError
+
+    version = release.version
+    if version.startswith("v") and version[1:] in SGLANG_VERSIONS:
+        version = version[1:]
+    if version not in SGLANG_VERSIONS:
+        where = release.reason.removeprefix("from ")
+        if where.startswith("--"):
+            file, field = "(command line)", where
+        elif where.startswith("the "):
+            file, field = where, "sglang"
+        else:
+            file, field = "<sglang_version>", "sglang_version"
+        shown = release.version if len(release.version) <= 60 else release.version[:60] + "..."
+        raise InputError(file, field, f"sglang {shown!r} is not supported: supported are {supported_text()}")
+    return Release(version, release.reason)
+
+
+@functools.lru_cache(maxsize=1)
+def _installed() -> Release | None:
+    """(Once per process: importlib.metadata scans every folder of sys.path, about a
+    millisecond, and a check does not install packages.)"""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("sglang")
+    except (metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    return Release(version, "from the installed sglang distribution") if version else None
+
+
+def _from_files(deployment: Any) -> list[Release | None]:
+    if not isinstance(deployment, (str, os.PathLike)):
+        return []
+    path = os.fspath(deployment)
+    if isinstance(path, bytes) or path in ("", "-") or "\0" in path:
+        return []
+    return [_pinned(path), _search(path, _IMAGE, "the image tag in")]
+
+
+def _pinned(deployment: str) -> Release | None:
+    for folder in _folders(deployment):
+        for name in _candidates(folder):
+            found = _search(os.path.join(folder, name), _PIN, "the pinned requirement in")
+            if found is not None:
+                return found
+    return None
+
+
+def _folders(deployment: str) -> list[str]:
+    """The deployment file's folder, then the folders above it up to its repository's root
+    (the first holding `.git`); outside a repository its own folder only (a pin in /tmp or a
+    home folder says nothing about this deployment). (Plain strings and os.path: this runs on
+    every check.)"""
+    chain = [os.path.dirname(os.path.abspath(deployment))]
+    for _ in range(MAX_LEVELS):
+        if os.path.exists(os.path.join(chain[-1], ".git")):
+            return chain
+        parent = os.path.dirname(chain[-1])
+        if parent == chain[-1]:
+            break
+        chain.append(parent)
+    return chain[:1]
+
+
+def _candidates(folder: str) -> tuple[str, ...]:
+    """The requirements files and pyproject.toml of a folder (its listing remembered while the
+    folder's modification time stays: a file added or removed changes it)."""
+    try:
+        key = (folder, os.stat(folder).st_mtime_ns)
+    except OSError:
+        return ()
+    hit = _LISTINGS.get(key)
+    if hit is None:
+        try:
+            names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+        except OSError:
+            names = []
+        hit = tuple(n for n in names if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
+        _remember(_LISTINGS, key, hit)
+    return hit
+
+
+_LISTINGS: dict[tuple[str, int], tuple[str, ...]] = {}
+_SEARCHES: dict[tuple[str, str, int, int], Release | None] = {}
+MAX_REMEMBERED = 1024
+
+
+def _remember(memo: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+    if len(memo) >= MAX_REMEMBERED:
+        memo.clear()
+    memo[key] = value
+
+
+def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+    """The first uncommented line of the file `pattern` matches (remembered per file version:
+    path, modification time and size)."""
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (path, pattern.pattern, stat.st_mtime_ns, stat.st_size)
+    if key in _SEARCHES:
+        return _SEARCHES[key]
+    found = _search_text(path, pattern, what)
+    _remember(_SEARCHES, key, found)
+    return found
+
+
+def _search_text(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_READ).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if stripped.startswith("#"):
+            continue
+        match = pattern.search(line)
+        if match:
+            return Release(match.group(1), f"from {what} {os.path.basename(path)}:{number}")
+    return None
