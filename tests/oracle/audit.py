@@ -822,6 +822,9 @@ def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exc
     release = other.release
     if rules is None:  # each rule as it reads in the release (None: not there)
         rules = {c.rule.id: rule_as_in(c, release if as_release is None else as_release, as_release) for c in load_rules()}
+        if as_release is not None:  # only the rules the earlier release has a site for were written then
+            lacking = {r for r, entry in (data or load_data())["rules"].items() if entry.get(as_release, 0) is None}
+            rules = {r: (None if r in lacking else rule) for r, rule in rules.items()}
     if as_release is not None:
         known = {e for e in exclusions if e.applies(as_release) and any(_excludes(e, v.site) for v in base_audit.verdicts)}
         exclusions = [e for e in known]
