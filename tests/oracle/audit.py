@@ -1,20 +1,28 @@
 """The raise-site audit: every `raise` and `assert` sglang has on an Inkling LoRA deployment's path.
 
 It reads the audited files' source out of an sglang wheel (`AUDITED`: models/inkling.py,
-models/inkling_common/**, lora/**, the LoRA argument hooks under arg_groups/) and lists, with
-`ast`, every raise statement and every assert (`Site`: path, line, function, exception class,
-message template; an f-string becomes a template with `{expression}` holes). Each site must be
-either covered by a rule (the rule's pinned `source.path` and `source.line` fall on the site's
+models/inkling_common/**, lora/**, the LoRA argument hooks under arg_groups/; and, in every other
+file a rule is pinned to, the functions the rules are pinned in) and lists, with `ast`, every
+raise statement and every assert (`Site`: path, line, function, exception class, message
+template; an f-string becomes a template with `{expression}` holes). Each site must be either
+covered by a rule (the rule's pinned `source.path` and `source.line` fall on the site's
 statement, and the site's message template reads in the rule's message) or listed in the
-exclusions file (tests/data/audit_exclusions.yaml) with a category and a one-line reason.
-`check` says what does not hold; `diff` compares two wheels' sites (what `make audit` prints:
-the first step of supporting another sglang release).
+exclusions file (tests/data/audit_exclusions.yaml: by file, function, class and message, with a
+category and a one-line reason). `check` says what does not hold for one release.
+
+Across releases a site is what its file, function, class and message are, not its line (`match`):
+`rule_sites` follows each rule's site into another release (the site data,
+inkling_compat/data/sglang-sites.json, `--write-data`), and `compare` lists what another release
+adds, rewords or removes that no rule, variant, exclusion or site data accounts for (what
+`make audit` prints: the to-do list for supporting that release).
 
 The code lives with the test oracles, not in the package: it reads sglang's wheel, which the
 checker itself never needs, and the package must not depend on a wheel being present.
 
-    python tests/oracle/audit.py WHEEL [--against WHEEL_0.5.23]   # what changed (make audit)
-    python tests/oracle/audit.py --table                          # docs/fidelity.md's table
+    python tests/oracle/audit.py WHEEL [--against WHEEL] [--as-new]   # the to-do list (make audit)
+    python tests/oracle/audit.py --all                                # each cached release's count
+    python tests/oracle/audit.py --write-data                         # the site data
+    python tests/oracle/audit.py --table                              # docs/fidelity.md's table
 """
 
 from __future__ import annotations
