@@ -45,6 +45,11 @@ expect 0 "$work/venv/bin/python" -c "import inkling_compat.runtime.tp, inkling_c
 expect 0 "${cli[@]}" --version
 expect 0 "${cli[@]}" check --config examples/serve.yaml --model examples/config.json --adapter examples/adapter_pool.yaml
 expect 1 "${cli[@]}" check --config examples/broken/serve.yaml --model examples/config.json --adapter examples/broken/adapter_pool.yaml
+# every release's argument table is in the wheel (all but the default one gzipped)
+for release in 0.5.16 0.5.22; do
+  expect 0 "${cli[@]}" check --sglang-version $release --config examples/serve.yaml --model examples/config.json --adapter examples/adapter_pool.yaml
+done
+expect 0 "${cli[@]}" explain "sglang serve: error: unrecognized arguments: --stream-output"
 expect 0 "${cli[@]}" rules sink-pool-rank-mismatch
 expect 0 "${cli[@]}" explain "ValueError: Inkling shared-sink LoRA rank dimensions do not match"
 expect 0 "${cli[@]}" run --device cpu --tokens 8 --config examples/serve.yaml --model examples/config.json --adapter examples/adapter_pool.yaml

@@ -250,16 +250,39 @@ def _run_explain(args: argparse.Namespace) -> int:
 
     text = read_text(args.text, sys.stdin)
     found = findings(text)
+    releases = _release_notes(text, found)
     if args.format == "json":
         from inkling_compat.report.explain_json import explain_document
 
-        print(json.dumps({"ok": bool(found), "findings": explain_document(found)}, indent=2))
-        return EXIT_OK if found else EXIT_PROBLEMS
-    if not found:
+        print(json.dumps({"ok": bool(found or releases), "findings": explain_document(found), "releases": releases}, indent=2))
+        return EXIT_OK if found or releases else EXIT_PROBLEMS
+    if not found and not releases:
         print("no rule matches this text; `inkling-compat rules` lists what is covered")
         return EXIT_PROBLEMS
-    print(render(found, several_lines=len(text.strip().splitlines()) > 1))
+    blocks = [render(found, several_lines=len(text.strip().splitlines()) > 1)] if found else []
+    if releases:
+        blocks.append("sglang releases\n" + "\n".join(f"  - {note}" for note in releases))
+    print("\n\n".join(blocks))
     return EXIT_OK
+
+
+def _release_notes(text: str, found: list) -> list[str]:  # type: ignore[type-arg]
+    """What the releases' tables and rules say about the text (inkling_compat/argument_history.py):
+    an argument or choice some releases lack, a rule raised by some releases only."""
+    from inkling_compat.argument_history import notes, rule_releases_note
+
+    from inkling_compat.engine import sites
+
+    out = notes(text)
+    for finding in found:
+        rule = finding.matches[0].rule
+        # (a release whose code lacks the rule's site does not raise it: engine/sites.py; a
+        # variant was written for its releases' code)
+        versions = [v for v in rule.sglang_versions or [] if rule.id not in sites.absent(v)]
+        note = rule_releases_note(versions + [v for variant in rule.variants for v in variant.sglang_versions])
+        if note:
+            out.append(f"{rule.id}: {note}")
+    return out
 
 
 def _run_run(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from inkling_compat.inputs.adapter_dir import list_adapter_dirs, read_fleet
 from inkling_compat.engine.evaluate import check, collector_paused
 from inkling_compat.errors import InputError, RuleFileError
 from inkling_compat.facts.inputs import lora_path_entries
-from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, AdapterSource, PeftManifest
+from inkling_compat.inputs.models import AdapterSource, PeftManifest
 from inkling_compat.inputs.loading import load_server_config
 from inkling_compat.report.model import Report
 
@@ -69,17 +69,22 @@ def check_fleet(
     *,
     model: Any = None,
     platform: Any = None,
-    sglang_version: str = SGLANG_DEFAULT_VERSION,
+    sglang_version: Any = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """`check()` over `adapters` (paths, dicts, models, adapter directories) plus every
-    adapter directory found in `folders`."""
+    adapter directory found in `folders`; `sglang_version` as `check()` takes it (None: found
+    once, inputs/release.py)."""
+    from inkling_compat.inputs.release import Release, find_release
+
+    if not isinstance(sglang_version, Release):
+        sglang_version = find_release(sglang_version, config)
     with collector_paused():  # reading the headers allocates as much as the check (see there)
         report = _check_fleet(config, folders, adapters, model, platform, sglang_version, progress)
     return report  # (the manifests are freed before the collector runs again)
 
 
-def _check_fleet(config: Any, folders: Any, adapters: Any, model: Any, platform: Any, sglang_version: str, progress: Any) -> Report:
+def _check_fleet(config: Any, folders: Any, adapters: Any, model: Any, platform: Any, sglang_version: Any, progress: Any) -> Report:
     manifests = list(adapters) + fleet_manifests(folders, config, progress)
     try:
         return check(config, manifests, model=model, platform=platform, sglang_version=sglang_version)

@@ -158,7 +158,7 @@ def test_explain_json_names_the_rules_best_first(capsys):
     assert finding["matches"][0]["rule_id"] == "sink-pool-rank-mismatch"
     assert finding["matches"][0]["fixes"] and finding["matches"][0]["url"].endswith("sink-pool-rank-mismatch.md")
     code, out, _ = _run(capsys, "explain", "--format", "json", "nothing sglang says")
-    assert code == 1 and json.loads(out) == {"ok": False, "findings": []}
+    assert code == 1 and json.loads(out) == {"ok": False, "findings": [], "releases": []}
 
 
 # --help, --platform, --adapter

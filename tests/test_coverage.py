@@ -260,7 +260,7 @@ def test_text_summary_says_what_was_not_checked():
     cov = check(SERVE, PEFT).coverage
     assert line == (
         f"ok: no errors (0 warning(s)); {cov.checked} checked, {cov.not_applicable} not applicable, "
-        f"{cov.not_checked} not checked (no --model); sglang 0.5.23"
+        f"{cov.not_checked} not checked (no --model); sglang 0.5.23 (the newest supported: none installed, pinned or in an image tag)"
     )
 
 

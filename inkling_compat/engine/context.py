@@ -46,7 +46,8 @@ def unknown_keys_text(keys: list[Any]) -> str:
     for k in keys:
         suggestion = k.get("suggestion") or ""
         said = k.get("message") or f"unknown key {k.get('key', '')}"  # (argparse's words where sglang reads the key)
-        parts.append(f"{k.get('file', '')}: {said}" + (f" (did you mean {suggestion}?)" if suggestion else ""))
+        hint = f" ({k['releases']})" if k.get("releases") else f" (did you mean {suggestion}?)" if suggestion else ""
+        parts.append(f"{k.get('file', '')}: {said}{hint}")
     return ", ".join(parts)
 
 

@@ -24,7 +24,7 @@ from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
 from inkling_compat.facts.types import Facts
 from inkling_compat.inputs import argument_table
-from inkling_compat.inputs.models import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS
+from inkling_compat.inputs.models import SGLANG_VERSIONS
 from inkling_compat.inputs.release import Release, find_release
 from inkling_compat.report.model import Coverage, Problem, Report
 from inkling_compat.report.values import FORMATTER

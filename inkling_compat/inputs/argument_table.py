@@ -132,7 +132,12 @@ def human_readable_int(value: str) -> int:
                 )
             return int(number) * iec[suffix]
         return int(Decimal(number) * si[suffix])
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"Invalid integer value: '{value}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
+        ) from None
 
 
 def json_list_type(value: str) -> Any:
@@ -161,16 +166,49 @@ def parse_cuda_graph_backend_arg(raw: str) -> str:
     return raw
 
 
-def parse_cuda_graph_config_arg(raw: str) -> Any:
-    """cuda_graph_config.py `parse_cuda_graph_config_arg`, its JSON and object checks (the
-    per-phase key lists are sglang's runtime constants: not checked here)."""
+def parse_cuda_graph_config_arg(raw: str, constants: dict[str, Any] | None = None) -> Any:
+    """cuda_graph_config.py `parse_cuda_graph_config_arg`: JSON, an object, each phase one of
+    `Phase.ALL` holding an object whose keys are its `ALLOWED_KEYS_PER_PHASE` (the release's
+    constants, recorded in its table: `type_constants`), a retired backend refused."""
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError as e:
         raise argparse.ArgumentTypeError(f"--cuda-graph-config must be JSON: {e}") from None
     if not isinstance(parsed, dict):
         raise argparse.ArgumentTypeError(f"--cuda-graph-config must be a JSON object, got {type(parsed).__name__}")
-    return parsed
+    if constants is None:
+        return parsed
+    phases = tuple(constants["phases"])
+    result: dict[str, Any] = {}
+    for phase, settings in parsed.items():
+        phase = str(phase)
+        if phase not in phases:
+            raise argparse.ArgumentTypeError(f"--cuda-graph-config: unknown phase '{phase}', expected one of {phases}")
+        if not isinstance(settings, dict):
+            raise argparse.ArgumentTypeError(f"--cuda-graph-config['{phase}'] must be a JSON object, got {type(settings).__name__}")
+        if "backend" in settings:
+            parse_cuda_graph_backend_arg(settings["backend"])
+        allowed = tuple(constants["allowed_keys"][phase])
+        result[phase] = {}
+        for key, value in settings.items():
+            if key not in allowed:
+                raise argparse.ArgumentTypeError(f"--cuda-graph-config['{phase}']: unknown key '{key}', expected one of {allowed}")
+            result[phase][key] = value
+    return result
+
+
+def _type(row: dict[str, Any]) -> Any:
+    """The row's type function; one that checks against module constants gets its release's."""
+    function = TYPES[row["type"]]
+    constants = row.get("type_constants")
+    if constants is None:
+        return function
+
+    def bound(raw: str) -> Any:
+        return function(raw, constants)
+
+    bound.__name__ = function.__name__  # (argparse names the function in "invalid X value")
+    return bound
 
 
 TYPES: dict[str, Any] = {
@@ -256,7 +294,7 @@ def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
         choices = choices["set"]
     kwargs: dict[str, Any] = {"dest": row["dest"], "default": argparse.SUPPRESS}
     if kind in ("store", "LoRAPathAction"):
-        kwargs.update(type=TYPES[row["type"]] if row["type"] else None, nargs=row["nargs"], choices=choices)
+        kwargs.update(type=_type(row) if row["type"] else None, nargs=row["nargs"], choices=choices)
         if row["const"] is not None:
             kwargs["const"] = row["const"]
         if kind == "LoRAPathAction":

@@ -150,8 +150,9 @@ _LAUNCHES: dict[tuple[str, ...], Launch] = {}  # a command without --config -> i
 
 
 def parse_launch(words: list[str], label: str = COMMAND) -> Launch:
-    """The launch as sglang parses it (a command that names no file is parsed once per process)."""
-    key = (label, *words)
+    """The launch as sglang parses it, with the selected release's table (a command that names
+    no file is parsed once per process and release)."""
+    key = (argument_table.selected(), label, *words)
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit

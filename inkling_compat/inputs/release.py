@@ -6,8 +6,8 @@ In this order (the first that says a release wins):
 2. the `sglang` distribution installed in this environment (its metadata, read with
    importlib.metadata: sglang itself is never imported);
 3. a pinned requirement (`sglang==X`, `sglang[all]==X`) in a `requirements*.txt` or
-   `pyproject.toml` beside the deployment file or in a folder above it (up to the repository's
-   root: the first folder holding `.git`);
+   `pyproject.toml` beside the deployment file or in a folder above it up to the repository's
+   root (the first folder holding `.git`; outside a repository, beside it only);
 4. an sglang image tag in the deployment file itself (`lmsysorg/sglang:v0.5.22`,
    `lmsysorg/sglang:v0.5.22-cu126`);
 5. else the newest supported release.
@@ -20,13 +20,17 @@ deploy.yaml:14)".
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS, supported_text
+from inkling_compat.inputs.versions import (
+    SGLANG_DEFAULT_VERSION,
+    SGLANG_VERSIONS,
+    supported_text,
+)
 
 # A pinned requirement: PEP 508 name `sglang`, optional extras, `==` (or `===`) and a version.
 _PIN = re.compile(r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""", re.IGNORECASE)
@@ -73,11 +77,15 @@ def _known(release: Release) -> Release:
             file, field = where, "sglang"
         else:
             file, field = "<sglang_version>", "sglang_version"
-        raise InputError(file, field, f"sglang {release.version!r} is not supported: supported are {supported_text()}")
+        shown = release.version if len(release.version) <= 60 else release.version[:60] + "..."
+        raise InputError(file, field, f"sglang {shown!r} is not supported: supported are {supported_text()}")
     return Release(version, release.reason)
 
 
+@functools.lru_cache(maxsize=1)
 def _installed() -> Release | None:
+    """(Once per process: importlib.metadata scans every folder of sys.path, about a
+    millisecond, and a check does not install packages.)"""
     from importlib import metadata
 
     try:
@@ -88,35 +96,84 @@ def _installed() -> Release | None:
 
 
 def _from_files(deployment: Any) -> list[Release | None]:
-    if not isinstance(deployment, (str, os.PathLike)) or os.fspath(deployment) in ("", "-"):
+    if not isinstance(deployment, (str, os.PathLike)):
         return []
-    path = Path(os.fspath(deployment))
-    return [_pinned(path), _image_tag(path)]
+    path = os.fspath(deployment)
+    if isinstance(path, bytes) or path in ("", "-") or "\0" in path:
+        return []
+    return [_pinned(path), _search(path, _IMAGE, "the image tag in")]
 
 
-def _pinned(deployment: Path) -> Release | None:
-    folder = deployment.resolve().parent if deployment.exists() else deployment.parent
-    for _ in range(MAX_LEVELS):
-        try:
-            names = sorted(p.name for p in folder.iterdir() if p.is_file())
-        except OSError:
-            names = []
-        for name in names:
-            if name == "pyproject.toml" or (name.startswith("requirements") and name.endswith(".txt")):
-                found = _search(folder / name, _PIN, "the pinned requirement in")
-                if found is not None:
-                    return found
-        if (folder / ".git").exists() or folder.parent == folder:
-            return None
-        folder = folder.parent
+def _pinned(deployment: str) -> Release | None:
+    for folder in _folders(deployment):
+        for name in _candidates(folder):
+            found = _search(os.path.join(folder, name), _PIN, "the pinned requirement in")
+            if found is not None:
+                return found
     return None
 
 
-def _image_tag(deployment: Path) -> Release | None:
-    return _search(deployment, _IMAGE, "the image tag in")
+def _folders(deployment: str) -> list[str]:
+    """The deployment file's folder, then the folders above it up to its repository's root
+    (the first holding `.git`); outside a repository its own folder only (a pin in /tmp or a
+    home folder says nothing about this deployment). (Plain strings and os.path: this runs on
+    every check.)"""
+    chain = [os.path.dirname(os.path.abspath(deployment))]
+    for _ in range(MAX_LEVELS):
+        if os.path.exists(os.path.join(chain[-1], ".git")):
+            return chain
+        parent = os.path.dirname(chain[-1])
+        if parent == chain[-1]:
+            break
+        chain.append(parent)
+    return chain[:1]
 
 
-def _search(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
+def _candidates(folder: str) -> tuple[str, ...]:
+    """The requirements files and pyproject.toml of a folder (its listing remembered while the
+    folder's modification time stays: a file added or removed changes it)."""
+    try:
+        key = (folder, os.stat(folder).st_mtime_ns)
+    except OSError:
+        return ()
+    hit = _LISTINGS.get(key)
+    if hit is None:
+        try:
+            names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+        except OSError:
+            names = []
+        hit = tuple(n for n in names if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
+        _remember(_LISTINGS, key, hit)
+    return hit
+
+
+_LISTINGS: dict[tuple[str, int], tuple[str, ...]] = {}
+_SEARCHES: dict[tuple[str, str, int, int], Release | None] = {}
+MAX_REMEMBERED = 1024
+
+
+def _remember(memo: dict, key: object, value: object) -> None:  # type: ignore[type-arg]
+    if len(memo) >= MAX_REMEMBERED:
+        memo.clear()
+    memo[key] = value
+
+
+def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+    """The first uncommented line of the file `pattern` matches (remembered per file version:
+    path, modification time and size)."""
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (path, pattern.pattern, stat.st_mtime_ns, stat.st_size)
+    if key in _SEARCHES:
+        return _SEARCHES[key]
+    found = _search_text(path, pattern, what)
+    _remember(_SEARCHES, key, found)
+    return found
+
+
+def _search_text(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
     try:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")
@@ -128,5 +185,5 @@ def _search(path: Path, pattern: re.Pattern[str], what: str) -> Release | None:
             continue
         match = pattern.search(line)
         if match:
-            return Release(match.group(1), f"from {what} {path.name}:{number}")
+            return Release(match.group(1), f"from {what} {os.path.basename(path)}:{number}")
     return None

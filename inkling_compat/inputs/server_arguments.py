@@ -40,14 +40,27 @@ MAX_SUGGESTIONS = 100
 
 
 def unknown_item(key: str, words: list[str], file: str, message: str | None = None, suggest: bool = True) -> dict[str, Any]:
-    suggestion = _suggestion(key) if suggest else ""
+    releases = _other_releases(words) if suggest else ""
+    suggestion = _suggestion(key) if suggest and not releases else ""
     return {
         "key": str(key),
         "suggestion": suggestion,
         "file": file,
         "message": message or "unrecognized arguments: " + " ".join(words),
         "flag": "--" + suggestion.replace("_", "-") if suggestion else "",
+        # a flag of other sglang releases: which, and what replaced it (argument_history.py)
+        "releases": releases,
     }
+
+
+def _other_releases(words: list[str]) -> str:
+    option = next((w.split("=", 1)[0] for w in words if isinstance(w, str) and w.startswith("--")), "")
+    if not option:
+        return ""
+    from inkling_compat.argument_history import flag_history
+
+    history = flag_history(option)
+    return history.note() if history.releases and argument_table.selected() not in history.releases else ""
 
 
 def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -9,7 +9,9 @@ its JSON; anything else its str(). The words are then parsed by argparse
 
 Refusals, with sglang's messages: a file that is not .yaml/.yml, a missing file, two `--config`
 or none after the flag, a root that is not a mapping, a key whose action is neither store_true
-nor single-valued ("Unsupported config option ...").
+nor single-valued ("Unsupported config option ..."). Which keys a release's merger knows is in
+its table (`config_merger_keys`): 0.5.23 any long spelling of a flag, 0.5.16-0.5.22 its dest
+only, with only store and store_true actions supported.
 """
 
 from __future__ import annotations
@@ -54,8 +56,12 @@ def _merger_keys() -> tuple[frozenset[str], dict[str, str]]:
 
 @functools.lru_cache(maxsize=None)
 def _release_merger_keys(release: str) -> tuple[frozenset[str], dict[str, str]]:
-    """(store_true keys, unsupported key -> action class name), as ConfigArgumentMerger builds them."""
-    rows = [r for r in argument_table.table(release)["arguments"]]
+    """(store_true keys, unsupported key -> action class name), as the release's
+    ConfigArgumentMerger builds them."""
+    table = argument_table.table(release)
+    rows = [r for r in table["arguments"]]
+    if table.get("config_merger_keys") == "dests":
+        return _dest_merger_keys(rows)
     store_true = {k for r in rows if r["action"] == "store_true" for k in _config_keys(r)}
     supported = [r for r in rows if r["action"] == "store_true" or _takes_one_value(r)]
     supported_keys = {k for r in supported for k in _config_keys(r)}
@@ -66,6 +72,19 @@ def _release_merger_keys(release: str) -> tuple[frozenset[str], dict[str, str]]:
         for k in _config_keys(r):
             if k not in supported_keys:
                 unsupported[k] = _KINDS.get(r["action"], r["action"])
+    return frozenset(store_true), unsupported
+
+
+def _dest_merger_keys(rows: list[dict[str, Any]]) -> tuple[frozenset[str], dict[str, str]]:
+    """sglang 0.5.16-0.5.22's merger: keys are dests only; only `_StoreTrueAction` and
+    `_StoreAction` are supported, so a dest that a deprecated alias shares is refused too (its
+    dict comprehension: the last such action of a dest names it)."""
+    store_true = {r["dest"] for r in rows if r["action"] == "store_true"}
+    unsupported: dict[str, str] = {}
+    for r in rows:
+        if not r["options"] or r["action"] in ("store_true", "store") or {"--config", "--help", "-h"} & set(r["options"]):
+            continue
+        unsupported[r["dest"]] = _KINDS.get(r["action"], r["action"])
     return frozenset(store_true), unsupported
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
@@ -183,6 +184,8 @@ def load(wheel: Path | None = None) -> SglangArgparse:
         return _LOADED[wheel]
     before = set(sys.modules)
     saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SGLANG_")}
+    # (asked before the stand-in finder is on sys.meta_path: it would answer for orjson)
+    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     finder = _MissingOnly()
     sys.path.insert(0, str(wheel))
     sys.meta_path.append(finder)
@@ -190,7 +193,6 @@ def load(wheel: Path | None = None) -> SglangArgparse:
     orjson.loads = json.loads  # type: ignore[attr-defined]
     orjson.dumps = lambda value, *a, **k: json.dumps(value).encode()  # type: ignore[attr-defined]
     orjson.JSONDecodeError = json.JSONDecodeError  # type: ignore[attr-defined]
-    real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     if not real_orjson:
         sys.modules["orjson"] = orjson
     for package in ("sglang", "sglang.srt"):
@@ -267,6 +269,13 @@ def action_row(action: argparse.Action) -> dict[str, Any]:
     for extra in ("new_flag", "const_value", "error_message"):
         if hasattr(action, extra):
             row[extra] = _plain(getattr(action, extra))
+    if row["type"] == "parse_cuda_graph_config_arg":
+        # the module constants the type function checks each phase against
+        names = action.type.__globals__
+        row["type_constants"] = {
+            "phases": list(names["Phase"].ALL),
+            "allowed_keys": {str(k): list(v) for k, v in names["ALLOWED_KEYS_PER_PHASE"].items()},
+        }
     return row
 
 
@@ -282,10 +291,18 @@ def release(wheel: Path) -> str:
     raise KeyError(f"{wheel}: no Version in its METADATA")
 
 
+def merger_keys(loaded: SglangArgparse) -> str:
+    """How the release's ConfigArgumentMerger names a config key: "spellings" (0.5.23: a dest or
+    any long option, `_config_keys`) or "dests" (0.5.16-0.5.22: the dest only, and only
+    `_StoreTrueAction` / `_StoreAction` supported)."""
+    return "spellings" if "_config_keys" in loaded.merger_class.__init__.__globals__ else "dests"
+
+
 def table(loaded: SglangArgparse) -> dict[str, Any]:
     parser = loaded.parser
     return {
         "sglang": release(loaded.wheel),
+        "config_merger_keys": merger_keys(loaded),
         "prog": parser.prog,
         "generated_by": "tests/oracle/sglang_argparse.py (python -m oracle.sglang_argparse --wheel PATH)",
         "stood_in": list(loaded.stood_in),
