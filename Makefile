@@ -19,10 +19,12 @@ fidelity:
 	$(PY) -m pytest -q tests/test_fidelity.py tests/test_fidelity_server_args.py tests/test_fidelity_adapter.py tests/test_fidelity_pool.py
 
 # Every supported sglang release (0.5.16-0.5.23), not only the three newest the suite runs: each
-# release's argument table regenerated from its wheel, and random launch commands through its own
-# parser (tests/test_fidelity_releases.py; wheels downloaded into the cache; docs/fidelity.md).
+# release's argument table regenerated from its wheel, random launch commands through its own
+# parser (tests/test_fidelity_releases.py), the raise-site audit of each release
+# (tests/test_audit.py) and the legacy sink's slice property through each release's lora.py
+# (tests/test_fidelity.py); wheels downloaded into the cache; docs/fidelity.md.
 fidelity-all:
-	INKLING_COMPAT_ALL_RELEASES=1 INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) -m pytest -q tests/test_fidelity_releases.py
+	INKLING_COMPAT_ALL_RELEASES=1 INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) -m pytest -q tests/test_fidelity_releases.py tests/test_audit.py tests/test_fidelity.py
 
 # The same properties with FUZZ_EXAMPLES examples each, in FUZZ_JOBS processes; prints the
 # summary table (also in build/fuzz/summary.md). Needs the sglang 0.5.23 wheel (see docs/fidelity.md).
@@ -35,9 +37,14 @@ fuzz: fuzz-hostile
 fuzz-hostile:
 	$(PY) tests/hostile/runner.py --examples $(FUZZ_EXAMPLES) --jobs $(FUZZ_JOBS) --out build/fuzz-hostile
 
-# The raise-site audit against another sglang wheel: the sites it adds, moves, rewords and
-# removes compared to 0.5.23, then what the rules and tests/data/audit_exclusions.yaml miss.
+# The raise-site audit of another sglang release: the to-do list for supporting it (the sites it
+# adds, rewords and removes compared to 0.5.23 that no rule, variant, exclusion or site data
+# accounts for; moved lines are no problem); exit 1 while anything is to do (docs/fidelity.md).
+# AGAINST=path/to/sglang-Y.whl compares with another release; AS_NEW=1 treats the wheel's
+# release as new (the rules and exclusions as of AGAINST's).
 SGLANG_WHEEL ?=
+AGAINST ?=
+AS_NEW ?=
 audit:
-	@test -n "$(SGLANG_WHEEL)" || { echo "usage: make audit SGLANG_WHEEL=path/to/sglang-X.whl"; exit 2; }
-	$(PY) tests/oracle/audit.py $(SGLANG_WHEEL)
+	@test -n "$(SGLANG_WHEEL)" || { echo "usage: make audit SGLANG_WHEEL=path/to/sglang-X.whl [AGAINST=path/to/sglang-Y.whl AS_NEW=1]"; exit 2; }
+	$(PY) tests/oracle/audit.py $(SGLANG_WHEEL) $(if $(AGAINST),--against $(AGAINST)) $(if $(AS_NEW),--as-new)

@@ -388,9 +388,10 @@ def _release_notes(text: str, found: list) -> list[str]:  # type: ignore[type-ar
     out = notes(text)
     for finding in found:
         rule = finding.matches[0].rule
-        versions = list(rule.sglang_versions or []) + [v for variant in rule.variants for v in variant.sglang_versions]
-        # (a release whose code lacks the rule's site does not raise it: engine/sites.py)
-        note = rule_releases_note([v for v in versions if rule.id not in sites.absent(v)])
+        # (a release whose code lacks the rule's site does not raise it: engine/sites.py; a
+        # variant was written for its releases' code)
+        versions = [v for v in rule.sglang_versions or [] if rule.id not in sites.absent(v)]
+        note = rule_releases_note(versions + [v for variant in rule.variants for v in variant.sglang_versions])
         if note:
             out.append(f"{rule.id}: {note}")
     return out

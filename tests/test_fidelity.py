@@ -18,9 +18,11 @@ stopping at the first (used by `make fuzz`, which prints the summary table).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -32,6 +34,7 @@ from inkling_compat.sglang import slicing
 from inkling_compat.facts.derive import LORA_BACKENDS
 from inkling_compat.report.model import Report
 from inkling_compat.engine.rules import load_rules
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES
 from inkling_compat.testing.strategies import (
     SinkSetup,
     pool_is_consistent,
@@ -41,7 +44,7 @@ from inkling_compat.testing.strategies import (
     sink_setups,
     slot_updates,
 )
-from oracle import tally
+from oracle import sglang_sink, tally
 from oracle.sglang_sink import FakeBackend, Outcome, SglangSink
 
 # Rules with origin `derived`: sglang accepts the input (or crashes inside torch rather than
@@ -505,7 +508,44 @@ SLICE_RULES = ("sink-slice-down-lora-a-width", "sink-slice-gate-up-lora-b-height
 
 @pytest.mark.fidelity
 def test_slice_methods_agree_with_sglang(sglang_oracle: SglangSink) -> None:
-    prop = "slice_moe_lora_weights"
+    slice_property(sglang_oracle, "slice_moe_lora_weights", SGLANG_DEFAULT_VERSION)
+
+
+# The legacy sink of each earlier release: inkling_common/lora.py is the same file from 0.5.16
+# to 0.5.22 (test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22), so the slice property runs
+# through one of them, checked as that release; the three newest here, every release under
+# INKLING_COMPAT_ALL_RELEASES=1 (`make fidelity-all`).
+EARLIER = [v for v in SGLANG_RELEASES if v != SGLANG_DEFAULT_VERSION]
+EARLIER = EARLIER if os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1" else EARLIER[:3]
+
+
+def _release_wheel(release: str) -> Path:
+    wheels = sorted(sglang_sink.cache_dir().glob(f"sglang-{release}-*.whl"))
+    if not wheels:
+        pytest.skip(f"no sglang {release} wheel in {sglang_sink.cache_dir()}")
+    return wheels[0]
+
+
+def test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22() -> None:
+    digests = {}
+    for release in [v for v in SGLANG_RELEASES if v != SGLANG_DEFAULT_VERSION]:
+        wheels = sorted(sglang_sink.cache_dir().glob(f"sglang-{release}-*.whl"))
+        if wheels:
+            digests[release] = hashlib.sha256(sglang_sink.read_lora_source(wheels[0]).encode()).hexdigest()
+    if len(digests) < 2:
+        pytest.skip("fewer than two earlier sglang wheels cached")
+    assert len(set(digests.values())) == 1, digests
+    assert sglang_sink.EXPECTED_LORA_SHA256 not in digests.values()  # 0.5.23 adds the V2 sink
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER)
+def test_slice_methods_agree_with_each_earlier_release(release: str) -> None:
+    oracle = sglang_sink.load(_release_wheel(release))
+    slice_property(oracle, f"slice_moe_lora_weights@{release}", release, default_examples=300)
+
+
+def slice_property(sglang_oracle: SglangSink, prop: str, version: str, default_examples: int = 3000) -> None:
     rules = adapter_rules("peft")
 
     def compare(case: dict[str, Any]) -> None:
@@ -528,7 +568,7 @@ def test_slice_methods_agree_with_sglang(sglang_oracle: SglangSink) -> None:
         report = None
         arguments = slice_check_arguments(case) if agreed else None
         if arguments is not None:
-            report = check(**arguments, rules=rules)
+            report = check(**arguments, rules=rules, sglang_version=version)
             fired = [p for p in report.problems if p.rule_id in SLICE_RULES]
             if outcome.ok or outcome.kind != "sglang":
                 agreed = not fired
@@ -543,7 +583,7 @@ def test_slice_methods_agree_with_sglang(sglang_oracle: SglangSink) -> None:
             f"checker: {describe(report) if report else '-'}",
         )
 
-    run_property(prop, slice_cases(), compare)
+    run_property(prop, slice_cases(), compare, default_examples)
 
 
 def test_the_allowed_disagreements_are_derived_rules() -> None:

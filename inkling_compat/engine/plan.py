@@ -27,10 +27,11 @@ def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
 
 class Plan:
     def __init__(self, compiled: tuple[CompiledRule, ...], version: str):
-        versioned = (c.for_version(version) for c in compiled)
-        # The rules' sites are the default release's: only another release's data is read.
+        # The rules' sites are the default release's: only another release's data is read. A
+        # rule's variant for the release was written for that release's code: it is kept.
         lacking = frozenset() if version == SGLANG_DEFAULT_VERSION else sites.absent(version)
-        self.ordered = tuple(c for c in versioned if c is not None and c.rule.id not in lacking)
+        versioned = ((c, c.for_version(version)) for c in compiled)
+        self.ordered = tuple(v for c, v in versioned if v is not None and (v is not c or v.rule.id not in lacking))
         self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
         self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
         global_paths = set().union(*(c.cel_paths for c in self.global_rules))

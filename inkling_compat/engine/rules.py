@@ -98,6 +98,7 @@ class Variant(BaseModel):
     condition: str | None = None
     source: Source | None = None
     explanation: str | None = None
+    fixes: list[str] | None = Field(None, min_length=1, description="Where the fix reads otherwise (a flag that release spells differently)")
     examples: Examples | None = Field(None, description="Run with check(..., sglang_version=<first of sglang_versions>)")
 
     @field_validator("sglang_versions")

@@ -33,8 +33,3 @@ def absent(version: str) -> frozenset[str]:
         return frozenset()
     return frozenset(rule for rule, releases in found["rules"].items() if version in releases and releases[version] is None)
 
-
-def line(rule_id: str, version: str) -> int | None:
-    """The line of the rule's site in `version` (None: the data has none)."""
-    entry = data()["rules"].get(rule_id, {}).get(version)
-    return entry if isinstance(entry, int) or entry is None else entry["line"]

@@ -243,6 +243,7 @@ def quantization_facts(model: ModelConfig) -> tuple[QuantFacts, bool]:
         method=raw.get("quant_method"),
         missing_key=missing_key,
         is_inkling_nvfp4=is_nvfp4,
+        algo=algo if isinstance(algo, str) else None,
         parse_error=parse_error,
         inkling_config_built=built,
         nvfp4_serialized=built and "NVFP4" in str(algo),

@@ -121,6 +121,10 @@ class QuantFacts(_Facts):
         "A TML NVFP4 checkpoint: weight quantizer num_bits (2, 1) with scale_bits (4, 3).",
         "models/inkling_common/quantization/config.py is_nvfp4 l.101-108",
     )
+    algo: str | None = fact(
+        "The quant_algo of the block ModelOptFp4Config.from_config reads (None: not stated, or not a string).",
+        "models/inkling_common/quantization/config.py get_quantization_config l.259-272",
+    )
     parse_error: Literal["missing_quant_algo", "unsupported_algo", "missing_group_size_or_excludes", "inkling_group_size"] | None = fact(
         "Why Inkling's ModelOpt FP4 config does not parse (None: it parses or is not NVFP4).",
         "layers/quantization/modelopt_quant.py ModelOptFp4Config.from_config l.1595-; models/inkling_common/quantization/config.py get_quantization_config l.259-272",

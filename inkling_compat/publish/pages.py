@@ -66,13 +66,19 @@ def source_lines(rule: Any) -> list[str]:
 
 def _versions(rule: Any) -> list[str]:
     """Which sglang versions the rule applies to, and how it reads in each other one."""
-    own = ", ".join(rule.sglang_versions)
+    from inkling_compat.engine import sites
+
+    lacking = [v for v in rule.sglang_versions if rule.id in sites.absent(v)]
+    own = ", ".join(v for v in rule.sglang_versions if v not in lacking)
     out = [f"Applies to sglang {own} as written above (`--sglang-version`, `check(..., sglang_version=...)`)."]
+    if lacking:
+        out += ["", f"Not checked for sglang {', '.join(lacking)}: the release does not have the code this rule is about "
+                    "(inkling_compat/data/sglang-sites.json)."]
     for variant in rule.variants:
         versions = ", ".join(variant.sglang_versions)
         merged = rule.for_version(variant.sglang_versions[0])
         out += ["", f"### In sglang {versions}", ""]
-        changed = [name for name in ("message", "condition", "source", "explanation") if getattr(variant, name) is not None]
+        changed = [name for name in ("message", "condition", "source", "explanation", "fixes") if getattr(variant, name) is not None]
         out += [f"Differs in: {', '.join(changed) or 'examples only'}.", ""]
         if variant.message is not None:
             out += ["Message template:", "", _fence(merged.message, "text"), ""]
@@ -82,6 +88,8 @@ def _versions(rule: Any) -> list[str]:
             out += [merged.explanation.strip(), ""]
         if variant.source is not None:
             out += ["Source:", ""] + source_lines(merged) + [""]
+        if variant.fixes is not None:
+            out += ["Fixes:", ""] + [f"- {fix}" for fix in merged.fixes] + [""]
         if variant.examples is not None:
             message = _example_message(merged, merged.examples.fire[0], variant.sglang_versions[0])
             if message is not None:

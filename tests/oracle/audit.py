@@ -1,20 +1,28 @@
 """The raise-site audit: every `raise` and `assert` sglang has on an Inkling LoRA deployment's path.
 
 It reads the audited files' source out of an sglang wheel (`AUDITED`: models/inkling.py,
-models/inkling_common/**, lora/**, the LoRA argument hooks under arg_groups/) and lists, with
-`ast`, every raise statement and every assert (`Site`: path, line, function, exception class,
-message template; an f-string becomes a template with `{expression}` holes). Each site must be
-either covered by a rule (the rule's pinned `source.path` and `source.line` fall on the site's
+models/inkling_common/**, lora/**, the LoRA argument hooks under arg_groups/; and, in every other
+file a rule is pinned to, the functions the rules are pinned in) and lists, with `ast`, every
+raise statement and every assert (`Site`: path, line, function, exception class, message
+template; an f-string becomes a template with `{expression}` holes). Each site must be either
+covered by a rule (the rule's pinned `source.path` and `source.line` fall on the site's
 statement, and the site's message template reads in the rule's message) or listed in the
-exclusions file (tests/data/audit_exclusions.yaml) with a category and a one-line reason.
-`check` says what does not hold; `diff` compares two wheels' sites (what `make audit` prints:
-the first step of supporting another sglang release).
+exclusions file (tests/data/audit_exclusions.yaml: by file, function, class and message, with a
+category and a one-line reason). `check` says what does not hold for one release.
+
+Across releases a site is what its file, function, class and message are, not its line (`match`):
+`rule_sites` follows each rule's site into another release (the site data,
+inkling_compat/data/sglang-sites.json, `--write-data`), and `compare` lists what another release
+adds, rewords or removes that no rule, variant, exclusion or site data accounts for (what
+`make audit` prints: the to-do list for supporting that release).
 
 The code lives with the test oracles, not in the package: it reads sglang's wheel, which the
 checker itself never needs, and the package must not depend on a wheel being present.
 
-    python tests/oracle/audit.py WHEEL [--against WHEEL_0.5.23]   # what changed (make audit)
-    python tests/oracle/audit.py --table                          # docs/fidelity.md's table
+    python tests/oracle/audit.py WHEEL [--against WHEEL] [--as-new]   # the to-do list (make audit)
+    python tests/oracle/audit.py --all                                # each cached release's count
+    python tests/oracle/audit.py --write-data                         # the site data
+    python tests/oracle/audit.py --table                              # docs/fidelity.md's table
 """
 
 from __future__ import annotations
@@ -75,8 +83,9 @@ class Site:
 
     @property
     def key(self) -> tuple[str, str, str, str]:
-        """What the site is across releases: its file, function, class and message (not its line)."""
-        return (self.path, self.function, self.error_class, self.template)
+        """What the site is across releases: its file, function, class and message as it reads
+        (not its line; a hole is a hole whatever expression fills it)."""
+        return (self.path, self.function, self.error_class, _glob(self.template))
 
 
 # --- reading the sites --------------------------------------------------------------------
@@ -149,10 +158,10 @@ def _condition(node: ast.stmt, parents: dict[ast.AST, ast.AST]) -> str:
     return " / ".join(reversed(tests))
 
 
-def sites_of(source: str, path: str) -> list[Site]:
+def sites_of(source: str, path: str, tree: ast.Module | None = None) -> list[Site]:
     """Every raise and assert of one file, in line order, with the function it is in."""
     found: list[Site] = []
-    tree = ast.parse(source)
+    tree = tree or ast.parse(source)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
     def visit(node: ast.AST, scope: tuple[str, ...], lines: tuple[int, int]) -> None:
@@ -195,7 +204,7 @@ class Anchor:
 _LOG_CALLS = ("warning", "warning_once", "warn", "error", "info", "info_once", "print_warning_once")
 
 
-def anchors_of(source: str, path: str) -> list[Anchor]:
+def anchors_of(source: str, path: str, tree: ast.Module | None = None) -> list[Anchor]:
     found: list[Anchor] = []
 
     def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
@@ -215,7 +224,7 @@ def anchors_of(source: str, path: str) -> list[Anchor]:
                                     _template(child.args[0]), ".".join(scope) or "<module>"))
             visit(child, inner)
 
-    visit(ast.parse(source), ())
+    visit(tree or ast.parse(source), ())
     return found
 
 
@@ -237,6 +246,7 @@ class Scan:
     anchors: tuple[Anchor, ...]
     lines: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False)  # each read file's lines
     release: str = ""
+    wheel: Path | None = field(default=None, compare=False)
 
 
 def wheel_release(wheel: Path) -> str:
@@ -245,10 +255,21 @@ def wheel_release(wheel: Path) -> str:
     return parts[1] if len(parts) > 2 else wheel.stem
 
 
+_SCANS: dict[Any, Scan] = {}
+
+
 def read_sites(wheel: Path, scope: Mapping[str, frozenset[str]] | None = None) -> Scan:
     """Every audited site of a wheel, and the other lines a rule may pin. `scope`: files
     outside `AUDITED` that rules pin (python/sglang/...), each with the functions (classes)
-    whose sites are audited: the ones the rules' pinned lines are in (`pinned_scope`)."""
+    whose sites are audited: the ones the rules' pinned lines are in (`pinned_scope`).
+    (Kept per wheel and scope: an audit of each release reads the default one again.)"""
+    key = (Path(wheel).resolve(), Path(wheel).stat().st_mtime_ns, tuple(sorted((scope or {}).items())))
+    if key not in _SCANS:
+        _SCANS[key] = _read_sites(wheel, scope)
+    return _SCANS[key]
+
+
+def _read_sites(wheel: Path, scope: Mapping[str, frozenset[str]] | None) -> Scan:
     sites: list[Site] = []
     anchors: list[Anchor] = []
     lines: dict[str, tuple[str, ...]] = {}
@@ -260,14 +281,15 @@ def read_sites(wheel: Path, scope: Mapping[str, frozenset[str]] | None = None) -
         for name, words, functions in chosen:
             source = archive.read(name).decode("utf-8")
             path = "python/" + name
-            for site in sites_of(source, path):
+            tree = ast.parse(source)
+            for site in sites_of(source, path, tree):
                 if functions is not None and not any(_within(site.function, f) for f in functions):
                     continue
                 if not words or any(w in site.template.lower() for w in words):
                     sites.append(site)
-            anchors.extend(anchors_of(source, path))
+            anchors.extend(anchors_of(source, path, tree))
             lines[path] = tuple(source.splitlines())
-    return Scan(tuple(sites), tuple(anchors), lines, wheel_release(wheel))
+    return Scan(tuple(sites), tuple(anchors), lines, wheel_release(wheel), Path(wheel))
 
 
 def _within(function: str, scope: str) -> bool:
@@ -283,6 +305,16 @@ def enclosing(anchors: Sequence[Anchor], path: str, line: int) -> Anchor | None:
 def pinned_scope(wheel: Path, all_pins: Sequence["Pin"]) -> dict[str, frozenset[str]]:
     """The files outside `AUDITED` that rules pin, each with the functions their pinned lines
     are in (read from `wheel`, the release the pins' lines are of)."""
+    key = (Path(wheel).resolve(), tuple(all_pins))
+    if key not in _SCOPES:
+        _SCOPES[key] = _pinned_scope(wheel, all_pins)
+    return _SCOPES[key]
+
+
+_SCOPES: dict[Any, dict[str, frozenset[str]]] = {}
+
+
+def _pinned_scope(wheel: Path, all_pins: Sequence["Pin"]) -> dict[str, frozenset[str]]:
     paths = {p.path for p in all_pins if not audited_files([p.path.removeprefix("python/")])}
     found: dict[str, set[str]] = {}
     with zipfile.ZipFile(wheel) as archive:
@@ -407,15 +439,16 @@ def pins(version: str = DEFAULT_RELEASE, data: Mapping[str, Any] | None = None) 
         source = rule.source
         if source is None or source.line is None:
             continue
-        line = source.line
+        line, path = source.line, source.path
         if lines is not None:
             entry = lines.get(rule.id, {}).get(version)
             if entry is None:
                 continue
             line = entry if isinstance(entry, int) else entry["line"]
+            path = entry.get("path", path) if isinstance(entry, dict) else path
         # A joined raise ("ineligible: {a}; {b}") reads as the join's prefix and the message.
         message = (rule.join.prefix if rule.join else "") + rule.message
-        found.append(Pin(rule.id, source.path, line, message, source.function, rule.error_class, rule.origin == "derived"))
+        found.append(Pin(rule.id, path, line, message, source.function, rule.error_class, rule.origin == "derived"))
     return found
 
 
@@ -462,7 +495,7 @@ class Exclusion:
 
     @property
     def key(self) -> tuple[str, str, str, str]:
-        return (self.path, self.function, self.error_class, self.message)
+        return (self.path, self.function, self.error_class, _glob(self.message))
 
 
 def load_exclusions(path: Path = EXCLUSIONS) -> list[Exclusion]:
@@ -672,12 +705,21 @@ def rule_sites(base: Scan, base_audit: Audit, base_pins: Sequence[Pin], other: S
         if pin.rule_id in covered:
             site = min(covered[pin.rule_id], key=lambda s: abs(s.check_line - pin.line))
             new = to_other.get(id(site))
+            lines = other.lines.get(new.path, ()) if new is not None else ()
+            if new is None and other.wheel is not None:
+                # Not in its file (or its file is not in the release): the same raise in
+                # another file (older releases kept the LoRA checks in server_args.py).
+                found = find_elsewhere(other.wheel, site)
+                if found is not None:
+                    new, lines = found
             if new is not None:
                 first, last = new.function_lines if new.function_lines != (0, 0) else (new.check_line, new.end_line)
                 near = new.check_line + (pin.line - site.check_line)
-                line = _line_like(pinned_text, other.lines[new.path], first, last, near) or new.check_line
-                changes = {}
-                if new.template != site.template:
+                line = _line_like(pinned_text, lines, first, last, near) or new.check_line
+                changes: dict[str, Any] = {}
+                if new.path != site.path:
+                    changes.update(path=new.path, function=new.function)
+                if _glob(new.template) != _glob(site.template):
                     changes["message"] = new.template
                 if new.condition != site.condition:
                     changes["condition"] = True
@@ -687,8 +729,12 @@ def rule_sites(base: Scan, base_audit: Audit, base_pins: Sequence[Pin], other: S
             if logs:
                 log = logs[0]
                 new_log = next((a for a in other.anchors if a.kind == "log" and a.path == pin.path
-                                and a.function == log.function and a.template == log.template), None)
+                                and a.function == log.function and _glob(a.template) == _glob(log.template)), None)
                 entry = None if new_log is None else new_log.first + (pin.line - log.first)
+                if new_log is None and other.wheel is not None:
+                    moved_log = find_log_elsewhere(other.wheel, log)
+                    if moved_log is not None:
+                        entry = {"line": moved_log.first + (pin.line - log.first), "path": moved_log.path, "function": moved_log.function}
             elif (where := enclosing(base.anchors, pin.path, pin.line)) is not None:
                 new_where = next((a for a in other.anchors if a.kind == where.kind and a.path == pin.path and a.name == where.name), None)
                 if new_where is not None:
@@ -700,6 +746,71 @@ def rule_sites(base: Scan, base_audit: Audit, base_pins: Sequence[Pin], other: S
     return out
 
 
+_SOURCES: dict[Path, dict[str, str]] = {}
+
+
+def _wheel_sources(wheel: Path) -> dict[str, str]:
+    """Every Python file of the wheel's sglang package, by name (kept per wheel)."""
+    if wheel not in _SOURCES:
+        with zipfile.ZipFile(wheel) as archive:
+            _SOURCES[wheel] = {n: archive.read(n).decode("utf-8", "replace") for n in archive.namelist()
+                               if n.startswith("sglang/") and n.endswith(".py")}
+    return _SOURCES[wheel]
+
+
+def find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | None:
+    """The raise with `site`'s class and message in any file of the wheel (the same function's
+    name preferred), with that file's lines; None if there is none or the message is too short
+    to tell (a bare assert)."""
+    pieces = [p.strip() for p in _HOLE.split(site.template)]
+    literal = max(pieces, key=len, default="")
+    if len(literal) < 16:
+        return None
+    # Probes short enough to sit inside one source literal (a message is often split over lines).
+    probes = {literal[:16], literal[len(literal) // 2:][:16], literal[-16:]}
+    name = site.function.rsplit(".", 1)[-1]
+    found = []
+    for file, source in _wheel_sources(wheel).items():
+        if not any(probe in source for probe in probes):
+            continue
+        for other in _parsed(wheel, file)[0]:
+            if other.error_class == site.error_class and _glob(other.template) == _glob(site.template):
+                found.append((other.function.rsplit(".", 1)[-1] != name, other.path, other.line, other, file))
+    if not found:
+        return None
+    *_, other, file = min(found)
+    return other, tuple(_wheel_sources(wheel)[file].splitlines())
+
+
+_PARSED: dict[tuple[Path, str], tuple[list[Site], list[Anchor]]] = {}
+
+
+def _parsed(wheel: Path, file: str) -> tuple[list[Site], list[Anchor]]:
+    """A file of the wheel's sites and anchors (kept: one file is searched for many rules)."""
+    if (wheel, file) not in _PARSED:
+        source = _wheel_sources(wheel)[file]
+        try:
+            tree = ast.parse(source)
+            _PARSED[wheel, file] = (sites_of(source, "python/" + file, tree), anchors_of(source, "python/" + file, tree))
+        except SyntaxError:
+            _PARSED[wheel, file] = ([], [])
+    return _PARSED[wheel, file]
+
+
+def find_log_elsewhere(wheel: Path, log: Anchor) -> Anchor | None:
+    """The logged warning with `log`'s text in any file of the wheel."""
+    literal = max((p.strip() for p in _HOLE.split(log.template)), key=len, default="")
+    if len(literal) < 16:
+        return None
+    probes = {literal[:16], literal[-16:]}
+    for file, source in _wheel_sources(wheel).items():
+        if any(probe in source for probe in probes):
+            for other in _parsed(wheel, file)[1]:
+                if other.kind == "log" and _glob(other.template) == _glob(log.template):
+                    return other
+    return None
+
+
 @dataclass(frozen=True)
 class Todo:
     kind: str  # added | reworded | removed | condition | data
@@ -709,7 +820,7 @@ class Todo:
 
 def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exclusion],
             as_release: str | None = None, data: Mapping[str, Any] | None = None,
-            base_pins: Sequence[Pin] = ()) -> list[Todo]:
+            base_pins: Sequence[Pin] = (), rules: Mapping[str, Any] | None = None) -> list[Todo]:
     """What supporting `other`'s release takes, from `base`'s audit: each site it adds, rewords
     or removes that no rule (as the rule reads in that release) or exclusion accounts for,
     each covered site whose condition changed (to review), and site data that is not current.
@@ -717,7 +828,11 @@ def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exc
     from inkling_compat.engine.rules import load_rules
 
     release = other.release
-    rules = {c.rule.id: rule_as_in(c, release if as_release is None else as_release, as_release) for c in load_rules()}
+    if rules is None:  # each rule as it reads in the release (None: not there)
+        rules = {c.rule.id: rule_as_in(c, release if as_release is None else as_release, as_release) for c in load_rules()}
+        if as_release is not None:  # only the rules the earlier release has a site for were written then
+            lacking = {r for r, entry in (data or load_data())["rules"].items() if entry.get(as_release, 0) is None}
+            rules = {r: (None if r in lacking else rule) for r, rule in rules.items()}
     if as_release is not None:
         known = {e for e in exclusions if e.applies(as_release) and any(_excludes(e, v.site) for v in base_audit.verdicts)}
         exclusions = [e for e in known]
@@ -752,12 +867,17 @@ def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exc
         for rule_id in verdict_of[id(old)].rules:
             if rules.get(rule_id) is None:
                 continue
-            if data_rules is not None and rule_id in data_rules and data_rules[rule_id].get(release, 0) is None:
+            entry = data_rules.get(rule_id, {}).get(release, 0) if data_rules is not None else 0
+            if entry is None:
                 continue  # the site data says the release lacks it: the rule is not evaluated there
+            if isinstance(entry, dict) and "path" in entry:
+                continue  # the site data found it in another file
             todo.append(Todo("removed", f"rule {rule_id}: {_show(old)} is not in {release}: record it in the site "
                              f"data (tests/oracle/audit.py --write-data) so the rule is not evaluated there", True))
+    # A rule with a variant for the release was written for its condition already.
+    varied = {c.rule.id for c in load_rules() if any(release in v.sglang_versions for v in c.rule.variants)} if as_release is None else set()
     for old, new in m.same + m.reworded:
-        if old.condition != new.condition and verdict_of[id(old)].rules:
+        if old.condition != new.condition and set(verdict_of[id(old)].rules) - varied:
             todo.append(Todo("condition", f"{', '.join(verdict_of[id(old)].rules)}: {_show(old)}: checked when "
                              f"{old.condition!r}, in {release} when {new.condition!r}: review the rule's condition", False))
     if data_rules is not None and base_pins:
@@ -767,6 +887,15 @@ def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exc
             todo.append(Todo("data", f"the site data of {release} is not current for {len(stale)} rules "
                              f"({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''}): tests/oracle/audit.py --write-data", True))
     return todo
+
+
+def data_pins(all_pins: Sequence[Pin]) -> list[Pin]:
+    """The pins the site data follows: not the argparse rules' (a choices list: each release's
+    argument table says which choices it has)."""
+    from inkling_compat.engine.rules import load_rules
+
+    argparse_ids = {c.rule.id for c in load_rules() if c.rule.origin == "argparse"}
+    return [p for p in all_pins if p.rule_id not in argparse_ids]
 
 
 def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> dict[str, Any]:
@@ -780,9 +909,9 @@ def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> d
     for wheel in wheels:
         other = read_sites(wheel, scope)
         if other.release != DEFAULT_RELEASE:
-            by_release[other.release] = rule_sites(base, base_audit, base_pins, other)
+            by_release[other.release] = rule_sites(base, base_audit, data_pins(base_pins), other)
     releases = sorted(by_release, key=lambda r: tuple(int(x) if x.isdigit() else x for x in r.split(".")))
-    rules = {p.rule_id: {r: by_release[r][p.rule_id] for r in releases} for p in sorted(base_pins, key=lambda p: p.rule_id)}
+    rules = {p.rule_id: {r: by_release[r][p.rule_id] for r in releases} for p in sorted(data_pins(base_pins), key=lambda p: p.rule_id)}
     data = {"baseline": DEFAULT_RELEASE, "releases": releases, "rules": rules}
     text = "{\n" + f'"baseline": {json.dumps(DEFAULT_RELEASE)},\n"releases": {json.dumps(releases)},\n"rules": {{\n'
     text += ",\n".join(f"{json.dumps(r)}: {json.dumps(v, separators=(',', ':'))}" for r, v in rules.items()) + "\n}\n}\n"
@@ -822,11 +951,15 @@ def audit_release(wheel: Path, base_wheel: Path, as_new: bool = False, out: Any 
           f"{len(d.moved)} only moved (no problem)", file=out)
     problems = [f"{base_release} itself: {p}" for p in base_audit.problems]
     todo = compare(base, base_audit, other, exclusions, base_release if as_new else None,
-                   data, base_pins if base_release == DEFAULT_RELEASE else ())
+                   data, data_pins(base_pins) if base_release == DEFAULT_RELEASE else ())
     from inkling_compat.inputs.versions import SGLANG_VERSIONS
 
     if not as_new and other.release in SGLANG_VERSIONS and other.release in data["releases"] + [DEFAULT_RELEASE]:
-        own = check(other, pins(other.release, data), exclusions, {p.rule_id for p in default_pins}, other.release)
+        # Files the site data found a rule's site in (older releases' server_args.py): read for
+        # the pins, their other sites not audited.
+        moved = {e["path"] for r in data["rules"].values() if isinstance(e := r.get(other.release), dict) and "path" in e}
+        own_scan = read_sites(wheel, {**{m: frozenset() for m in moved}, **scope})
+        own = check(own_scan, pins(other.release, data), exclusions, {p.rule_id for p in default_pins}, other.release)
         # (a site the to-do list names already is not counted twice)
         listed = {f"{s.path}:{s.line} " for s in d.added} | {f"{b.path}:{b.line} " for _, b in d.reworded}
         problems += [f"{other.release} on its own: {p}" for p in own.problems if not any(p.startswith(x) for x in listed)]

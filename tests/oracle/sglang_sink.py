@@ -219,7 +219,8 @@ class SglangSink:
         return self.module.InklingBatchDenseMLPWithLoRAV2
 
     def cls(self, sink_class: str) -> type:
-        return {"legacy": self.legacy, "v2": self.v2}[sink_class]
+        # (the V2 class is read only when asked for: releases before 0.5.23 have none)
+        return {"legacy": lambda: self.legacy, "v2": lambda: self.v2}[sink_class]()
 
     # -- layers ----------------------------------------------------------------------------
 
