@@ -144,13 +144,13 @@ def _from_found(found: Any, file: str, line: int, where: str, unknown: Mapping[i
 
 def _read_text(path: str) -> tuple[str, str]:
     from inkling_compat.inputs import stdin
-    from inkling_compat.inputs.limits import read_bounded
-    from inkling_compat.inputs.loading import MAX_INPUT_BYTES
+    from inkling_compat.inputs.loading import MAX_INPUT_BYTES, read_capped
 
     if stdin.is_stdin(path):
         raw, name = stdin.read_bytes(MAX_INPUT_BYTES), stdin.NAME
     else:
-        raw, name = read_bounded(path, MAX_INPUT_BYTES), str(path)
+        # (a regular file under the cap: FIFOs, sockets and devices refused as for --config)
+        raw, name = read_capped(path, "a launch file (a deployment file, a shell script or a list of words)"), str(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

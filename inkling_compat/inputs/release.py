@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from stat import S_ISREG
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +165,8 @@ def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
     try:
         stat = os.stat(path)
     except (OSError, ValueError):
+        return None
+    if not S_ISREG(stat.st_mode):  # (a FIFO or device is never opened: it could block or never end)
         return None
     key = (path, pattern.pattern, stat.st_mtime_ns, stat.st_size)
     if key in _SEARCHES:

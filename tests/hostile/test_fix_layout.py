@@ -80,6 +80,8 @@ def _with_fix() -> list:
         if rule.fix is None:
             continue
         for index, example in enumerate(rule.examples.fire):
+            if "launch" in example.input:  # a launch command's fix edits its words, not a config file
+                continue
             out.append(pytest.param(rule.id, example.input, id=f"{rule.id}:{index}"))
     return out
 
