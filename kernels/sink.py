@@ -194,8 +194,8 @@ def sink_forward_triton(
 
 
 def forward_base(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor) -> torch.Tensor:
-    """The base MLP alone: the library GEMMs on CUDA (eager at every T; inside a CUDA-graph
-    capture from ``BLAS_MIN_T_BASE`` tokens), else the two Triton GEMM kernels."""
+    """The base MLP alone: the library GEMMs from ``BLAS_MIN_T_BASE`` tokens on CUDA, else the two
+    Triton GEMM kernels."""
     if use_blas(ops, x_td.shape[0], lora=False):
         return forward_blas(ops, x_td, g_td, None)
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
@@ -213,15 +213,8 @@ BLAS_MIN_T_BASE = 16
 
 
 def use_blas(ops: SinkOperands, tokens: int, *, lora: bool) -> bool:
-    """Whether :func:`sink_forward_triton` computes the base GEMMs with the library GEMM. Eager
-    (no CUDA-graph capture) the base takes it at every T: below ``BLAS_MIN_T_BASE`` its GPU work is
-    smaller than the launching, and two library GEMMs and one Triton epilogue cost less host time
-    than two Triton GEMM launches (benchmarks/ops/host_cost.py)."""
-    if not ops.w13_lin.is_cuda:
-        return False
-    if tokens >= (BLAS_MIN_T if lora else BLAS_MIN_T_BASE):
-        return True
-    return not lora and not torch.cuda.is_current_stream_capturing()
+    """Whether :func:`sink_forward_triton` computes the base GEMMs with the library GEMM."""
+    return ops.w13_lin.is_cuda and tokens >= (BLAS_MIN_T if lora else BLAS_MIN_T_BASE)
 
 
 def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | None) -> torch.Tensor:
