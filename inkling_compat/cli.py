@@ -379,9 +379,9 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 
 def _release_notes(text: str, found: list) -> list[str]:  # type: ignore[type-arg]
-    """What the releases' tables and rules say about the text (inkling_compat/argument_history.py):
+    """What the releases' tables and rules say about the text (inkling_compat/inputs/argument_history.py):
     an argument or choice some releases lack, a rule raised by some releases only."""
-    from inkling_compat.argument_history import notes, rule_releases_note
+    from inkling_compat.inputs.argument_history import notes, rule_releases_note
 
     from inkling_compat.engine import sites
 

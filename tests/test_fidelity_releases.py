@@ -161,8 +161,8 @@ def _ours(release: str, argv: list[str]) -> tuple[str, Any]:
             launch = parse_launch(["sglang", "serve", *argv])
         except InputError as exc:
             return "refused", exc.reason
-    if launch.unknown:
-        return "refused", launch.unknown[0]["message"]
+    if launch.refusals:  # sglang stops parsing: the problem argparse-* / sglang-config-file-refused reports
+        return "refused", launch.refusals[0]["message"]
     return "ok", launch.values
 
 

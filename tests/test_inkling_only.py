@@ -70,6 +70,8 @@ def test_no_inkling_only_rule_fires_on_another_model_or_without_one(example_inpu
     status = report.coverage.status
     assert {status[i] for i in INKLING_ONLY} == {"not_applicable"}
     arch = MODELS[name]["config"]["architectures"][0]
+    if any(p.stage == "argparse" for p in report.problems):
+        return  # sglang stops at parsing: nothing after it is reached, nothing to note about the model
     assert f"the model is {arch}: the Inkling checks do not apply; the general LoRA and server-argument checks ran" in report.coverage.notes
 
     args = example_arguments(example_input)

@@ -14,7 +14,7 @@ import pytest
 import inkling_compat
 
 PACKAGE = Path(inkling_compat.__file__).resolve().parent
-MAX_TOP_LEVEL_MODULES = 8
+MAX_TOP_LEVEL_MODULES = 9  # entry points (cli, api, __main__), errors, explain, fleet and the two writers (output_stream, write_file)
 
 
 def _module_name(path: Path) -> str:
@@ -94,7 +94,7 @@ def _assert_acyclic(graph: dict[str, set[str]]) -> None:
             visit(node)
 
 
-def test_at_most_eight_modules_at_the_top():
+def test_at_most_nine_modules_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from inkling_compat import api
-from inkling_compat.argument_history import (
+from inkling_compat.inputs.argument_history import (
     choice_note,
     flag_history,
     notes,
@@ -170,15 +170,14 @@ def test_a_launch_command_is_read_with_the_release_table() -> None:
     report = api.check(argv=argv, sglang_version="0.5.22")
     assert not report.errors
     report = api.check(argv=argv, sglang_version="0.5.23")
-    assert [p.rule_id for p in report.errors] == ["unknown-config-key"]
-    assert report.errors[0].message.endswith(
-        "unrecognized arguments: --speculative-skip-dp-mlp-sync (--speculative-skip-dp-mlp-sync is an argument of sglang 0.5.16 to 0.5.22 only; removed in 0.5.23 (no replacement in its arguments))"
-    )
+    assert [p.rule_id for p in report.errors] == ["argparse-unrecognized-arguments"]
+    # sglang's own words, and the release history as the first fix
+    assert report.errors[0].message == "unrecognized arguments: --speculative-skip-dp-mlp-sync"
+    assert report.errors[0].fixes[0] == "--speculative-skip-dp-mlp-sync is an argument of sglang 0.5.16 to 0.5.22 only; removed in 0.5.23 (no replacement in its arguments)"
     typo = api.check(argv=["sglang", "serve", "--model-path", "/m", "--max-lora-rnk", "8"], sglang_version="0.5.22")
-    assert typo.errors[0].message.endswith("unrecognized arguments: --max-lora-rnk 8 (did you mean --max-lora-rank?)")
-    with pytest.raises(InputError) as caught:
-        api.check(argv=["sglang", "serve", "--model-path", "/m", "--lora-backend", "triton_v2"], sglang_version="0.5.22")
-    assert "invalid choice: 'triton_v2' (choose from 'triton', 'csgmv', 'ascend', 'torch_native')" in caught.value.reason
+    assert typo.errors[0].message == "unrecognized arguments: --max-lora-rnk 8" and typo.errors[0].fixes[0] == "Did you mean --max-lora-rank?"
+    refused = api.check(argv=["sglang", "serve", "--model-path", "/m", "--lora-backend", "triton_v2"], sglang_version="0.5.22")
+    assert "invalid choice: 'triton_v2' (choose from 'triton', 'csgmv', 'ascend', 'torch_native')" in refused.errors[0].message
 
 
 @WITHOUT_SGLANG

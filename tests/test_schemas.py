@@ -101,6 +101,11 @@ def example_files() -> list[Path]:
 
 def load_example(path: Path) -> None:
     """Load an example file as the format its name or content says it is."""
+    if "deployments" in path.parts:  # a deployment file: every sglang command in it found
+        from inkling_compat.inputs.deployment import read_deployment
+
+        assert read_deployment(str(path)).commands
+        return
     if path.name == "adapter_config.json" and "hf-cache" in path.parts:  # a snapshot: links into its repository's blobs/
         from inkling_compat.inputs.adapter_dir import read_cached_adapter
         from inkling_compat.inputs.models import LoraRef

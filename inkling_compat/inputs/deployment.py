@@ -36,16 +36,9 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
-KUBERNETES, COMPOSE, SKYPILOT, DOCKERFILE, SCRIPT, WORDS = (
-    "a Kubernetes manifest",
-    "a docker-compose file",
-    "a SkyPilot task",
-    "a Dockerfile",
-    "a shell script",
-    "a list of words",
-)
 _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _ASSIGNABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_DOCKERFILE_LINES = 20_000
@@ -105,7 +98,9 @@ def parse_deployment(text: str, name: str, *, env: Mapping[str, str] | None = No
         return _found(name, DOCKERFILE, _dockerfile(text, name, extra), "the last stage's ENTRYPOINT and CMD")
     if _is_helm_template(text):
         raise InputError(name, "(file)", "a Helm chart template: render it with `helm template` and give the output (a Kubernetes manifest stream) with --launch")
-    documents = _yaml_documents(text, name) if _may_be_yaml(text) else None
+    from inkling_compat.inputs.loading import yaml_documents
+
+    documents = yaml_documents(text, name) if _may_be_yaml(text) else None
     if documents is not None:
         datas = [d for d, _ in documents]
         if datas and all(isinstance(d, list) for d in datas) and len(datas) == 1 and _is_words(datas[0]):
@@ -171,46 +166,6 @@ def _may_be_yaml(text: str) -> bool:
     return False
 
 
-def _yaml_documents(text: str, name: str) -> list[tuple[Any, Any]] | None:
-    """[(data, root node)] of each document, under the caps every YAML input has; None when the
-    text is not YAML at all (a shell script)."""
-    import yaml
-
-    from inkling_compat.inputs.limits import LimitExceeded, check_data
-    from inkling_compat.inputs.loading import _LIBYAML, _LOADER, _NOT_PLAIN, MAX_DEPTH, MAX_EXPANDED_NODES, TooManyNodes, _plain_tree, load_yaml
-
-    loader = _LOADER(text)
-    roots = []
-    try:
-        while loader.check_node():
-            roots.append(loader.get_node())
-    except TooManyNodes:
-        raise InputError(name, "(yaml)", f"more than {MAX_EXPANDED_NODES} values") from None
-    except yaml.YAMLError:
-        return None
-    finally:
-        loader.dispose()
-    out = []
-    for root in roots:
-        try:
-            # The usual document in one walk (no alias, no duplicate key, within every limit), as
-            # loading._parse_yaml reads one; anything else through the checks that word it.
-            data = _plain_tree(root, MAX_DEPTH, checked=True) if _LIBYAML else _NOT_PLAIN
-            if data is _NOT_PLAIN:
-                data, _ = load_yaml(text, MAX_DEPTH, root=root)
-                check_data(data, count_limit=2 * MAX_EXPANDED_NODES)
-        except LimitExceeded as exc:
-            raise InputError(name, exc.path, exc.reason) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(root, "start_mark", None)
-            raise InputError(name, f"line {mark.line + 1}" if mark else "(yaml)", f"malformed YAML: {getattr(exc, 'problem', None) or exc}") from None
-        if data is not None:
-            out.append((data, root))
-    if not out or all(isinstance(d, (str, int, float, bool)) for d, _ in out):
-        return None  # plain text that YAML reads as one scalar: a script
-    return out
-
-
 def _is_words(data: list[Any]) -> bool:
     return bool(data) and all(isinstance(w, (str, int, float)) and not isinstance(w, bool) for w in data)
 
@@ -245,46 +200,15 @@ def _line(root: Any, *path: Any) -> int:
 
 
 def _documents_kind(datas: list[Any]) -> str | None:
-    kinds = {foreign_kind(d, helm_values=False) for d in datas if isinstance(d, dict)}
-    if KUBERNETES in kinds or any(_kubernetes_object(d) for d in datas):
+    kinds = {foreign_kind(d, helm=False) for d in datas if isinstance(d, dict)}
+    if KUBERNETES in kinds or any(kubernetes_object(d) for d in datas):
         return KUBERNETES
     for kind in (COMPOSE, SKYPILOT):
         if kind in kinds and len(datas) == 1:
             return kind
-    if len(datas) == 1 and isinstance(datas[0], dict) and _helm_values(datas[0]):
+    if len(datas) == 1 and isinstance(datas[0], dict) and helm_values(datas[0]):
         return "a Helm values file"
     return None
-
-
-def foreign_kind(data: Any, *, helm_values: bool = True) -> str | None:
-    """What a YAML mapping is when it is a deployment file rather than a server config, or None."""
-    if not isinstance(data, dict):
-        return None
-    if _kubernetes_object(data):
-        return KUBERNETES
-    services = data.get("services")
-    if isinstance(services, dict) and services and all(isinstance(s, dict) for s in services.values()):
-        if any(k in s for s in services.values() for k in ("image", "build", "command", "entrypoint", "environment")):
-            return COMPOSE
-    if isinstance(data.get("run"), str) and any(k in data for k in ("resources", "envs", "setup", "num_nodes", "workdir", "file_mounts", "service")):
-        return SKYPILOT
-    if helm_values and _helm_values(data):
-        return "a Helm values file"
-    return None
-
-
-def _kubernetes_object(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("apiVersion"), str) and isinstance(data.get("kind"), str)
-
-
-def _helm_values(data: dict[str, Any]) -> bool:
-    """A chart's values: an `image` with repository/tag (at the top or under `global`), or
-    chart-level settings; a server config has neither."""
-    image = data.get("image")
-    if not isinstance(image, dict) and isinstance(data.get("global"), dict):
-        image = data["global"].get("image")
-    chart_keys = {"replicaCount", "imagePullSecrets", "nameOverride", "fullnameOverride", "serviceAccount", "podAnnotations", "nodeSelector", "tolerations", "affinity", "ingress"}
-    return (isinstance(image, dict) and bool({"repository", "tag"} & set(image))) or len(chart_keys & set(data)) >= 2
 
 
 def _is_helm_template(text: str) -> bool:
@@ -312,7 +236,7 @@ def _kubernetes(documents: list[tuple[Any, Any]], name: str, extra: dict[str, st
         if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
             items = [(item, ("items", i)) for i, item in enumerate(data["items"])]
         for obj, prefix in items:
-            if not _kubernetes_object(obj):
+            if not kubernetes_object(obj):
                 continue
             objects += 1
             label = f"{obj['kind']} {_name(obj)}".strip()

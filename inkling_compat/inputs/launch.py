@@ -316,7 +316,9 @@ def _suggested(word: str) -> dict[str, str]:
 
     name = word[2:].split("=", 1)[0]
     found = unknown_item(name, [word], "")
-    return {"fix": f"Did you mean {found['flag']}?" if found["flag"] else "", "name": name.replace("-", "_"), "suggestion": found["suggestion"]}
+    # a flag of other sglang releases says which, and what replaced it (argument_history.py)
+    fix = found["releases"][:1].upper() + found["releases"][1:] if found.get("releases") else f"Did you mean {found['flag']}?" if found["flag"] else ""
+    return {"fix": fix, "name": name.replace("-", "_"), "suggestion": found["suggestion"]}
 
 
 def _warnings(namespace: Any, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> tuple[dict[str, Any], ...]:

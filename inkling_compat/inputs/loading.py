@@ -685,7 +685,7 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
         _refuse_deployment_stream(source, exc)
         raise
     if isinstance(source, (str, Path)):
-        from inkling_compat.inputs.deployment import foreign_kind
+        from inkling_compat.inputs.deployment_kind import foreign_kind
 
         kind = foreign_kind(data)
         if kind is not None:  # named, never dumped as unknown keys (its environment holds secrets)
@@ -701,19 +701,58 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     return validate(ServerConfig, data, file), found
 
 
+def yaml_documents(text: str, name: str) -> list[tuple[Any, Any]] | None:
+    """[(data, root node)] of each document, under the caps every YAML input has; None when the
+    text is not YAML at all (a shell script)."""
+    import yaml
+
+    from inkling_compat.inputs.limits import LimitExceeded, check_data
+
+    loader = _LOADER(text)
+    roots = []
+    try:
+        while loader.check_node():
+            roots.append(loader.get_node())
+    except TooManyNodes:
+        raise InputError(name, "(yaml)", f"more than {MAX_EXPANDED_NODES} values") from None
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    out = []
+    for root in roots:
+        try:
+            # The usual document in one walk (no alias, no duplicate key, within every limit), as
+            # loading._parse_yaml reads one; anything else through the checks that word it.
+            data = _plain_tree(root, MAX_DEPTH, checked=True) if _LIBYAML else _NOT_PLAIN
+            if data is _NOT_PLAIN:
+                data, _ = load_yaml(text, MAX_DEPTH, root=root)
+                check_data(data, count_limit=2 * MAX_EXPANDED_NODES)
+        except LimitExceeded as exc:
+            raise InputError(name, exc.path, exc.reason) from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(root, "start_mark", None)
+            raise InputError(name, f"line {mark.line + 1}" if mark else "(yaml)", f"malformed YAML: {getattr(exc, 'problem', None) or exc}") from None
+        if data is not None:
+            out.append((data, root))
+    if not out or all(isinstance(d, (str, int, float, bool)) for d, _ in out):
+        return None  # plain text that YAML reads as one scalar: a script
+    return out
+
+
 def _refuse_deployment_stream(source: Any, exc: InputError) -> None:
     """A multi-document Kubernetes stream given as a server config: named (as `--launch` input)."""
     if not isinstance(source, (str, Path)) or "another document" not in exc.reason:
         return
-    from inkling_compat.inputs.deployment import KUBERNETES, _kubernetes_object, _yaml_documents
+    from inkling_compat.inputs.deployment_kind import KUBERNETES, kubernetes_object
     from inkling_compat.inputs.limits import read_bounded
 
     try:
         raw = (stdin.already_read() or b"") if stdin.is_stdin(source) else read_bounded(source, MAX_INPUT_BYTES)
-        documents = _yaml_documents(raw.decode("utf-8"), str(source)) or []
+        documents = yaml_documents(raw.decode("utf-8"), str(source)) or []
     except (InputError, UnicodeDecodeError):
         return  # not a stream we can name: the original error stands
-    if any(_kubernetes_object(d) for d, _ in documents):
+    if any(kubernetes_object(d) for d, _ in documents):
         raise InputError(exc.file, "(root)", f"{KUBERNETES} (a stream of {len(documents)} documents), not a server config: give it with --launch") from None
 
 

@@ -57,7 +57,7 @@ def _other_releases(words: list[str]) -> str:
     option = next((w.split("=", 1)[0] for w in words if isinstance(w, str) and w.startswith("--")), "")
     if not option:
         return ""
-    from inkling_compat.argument_history import flag_history
+    from inkling_compat.inputs.argument_history import flag_history
 
     history = flag_history(option)
     return history.note() if history.releases and argument_table.selected() not in history.releases else ""
