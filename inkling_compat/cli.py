@@ -15,6 +15,7 @@ import sys
 from typing import Sequence
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
+from inkling_compat.report import formats  # names only: each renderer is imported when used
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 FAIL_ON = ("error", "warning", "not-checked")  # levels of the gate (report/gate.py)
@@ -45,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--strict", action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read); the same as --fail-on not-checked")
     chk.add_argument("--fail-on", choices=FAIL_ON, default="error", help="what exits 1: error (default), warning (errors and warnings), not-checked (also any rule not checked: --strict)")
     chk.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found (2 and 3 still mean the check could not run)")
-    chk.add_argument("--format", choices=("text", "json", "sarif", "junit", "github", "concise"), default="text", help="text (default), json, sarif (SARIF 2.1.0), junit (JUnit XML), github (workflow annotations), concise (path:line:col: rule-id message, one line per problem)")
+    chk.add_argument("--format", choices=formats.NAMES, default=formats.DEFAULT, help=formats.help_text())
     chk.add_argument("--output", metavar="FILE", help="write the report (any format) to FILE instead of standard output")
     chk.add_argument("--select", action="append", default=[], metavar="RULES", help="report only these rules: ids or prefixes, comma-separated; repeatable (replaces the settings' select)")
     chk.add_argument("--ignore", action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")
@@ -492,17 +493,17 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _wanted_format(argv: list[str]) -> tuple[str, str | None] | None:
-    """(format, --output) of `check ... --format json|sarif|junit|github` or `run ... --format
-    json`, read before parsing: a command line that argparse refuses still gets its document.
-    None for text."""
+    """(format, --output) of `check ... --format F` (F: a format with a failure document,
+    report/formats.py) or `run ... --format json`, read before parsing: a command line that
+    argparse refuses still gets its document. None for a format without one (text)."""
     if not argv or argv[0] not in ("check", "run"):
         return None
-    formats = ("json", "sarif", "junit", "github") if argv[0] == "check" else ("json",)
+    documented = formats.with_failure_document() if argv[0] == "check" else ("json",)
     fmt = output = None
     for a, b in zip(argv, argv[1:] + [""]):
-        if a == "--format" and b in formats:
+        if a == "--format" and b in documented:
             fmt = b
-        elif a.startswith("--format=") and a[9:] in formats:
+        elif a.startswith("--format=") and a[9:] in documented:
             fmt = a[9:]
         elif a == "--output" and b:
             output = b

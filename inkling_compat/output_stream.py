@@ -43,7 +43,16 @@ def _json_escape(exc: UnicodeError) -> tuple[str, int]:
 
 
 codecs.register_error("inkling_compat.json", _json_escape)
-_ERRORS = {"json": "inkling_compat.json", "sarif": "inkling_compat.json", "junit": "xmlcharrefreplace"}
+# What a non-UTF-8 stdout gets for a character it cannot encode, by the document's syntax
+# (report/formats.py): JSON's own escape, XML's character reference, else a backslash escape.
+_ERRORS = {"json": "inkling_compat.json", "xml": "xmlcharrefreplace"}
+
+
+def _syntax(fmt: str) -> str:
+    from inkling_compat.report.formats import BY_NAME
+
+    entry = BY_NAME.get(fmt)
+    return entry.syntax if entry is not None else "text"
 # The secret values of this command's inputs (inputs/secrets.py): masked in everything written.
 _hidden: set[str] = set()
 
@@ -97,7 +106,8 @@ def write_stdout(text: str, fmt: str = "text") -> None:
         if stream is None:
             raise OSError(errno.EBADF, "Bad file descriptor")
         encoding = getattr(stream, "encoding", None) or "utf-8"
-        if fmt in _ERRORS and codecs.lookup(encoding).name != "utf-8":
+        errors = _ERRORS.get(_syntax(fmt), "backslashreplace")
+        if _syntax(fmt) in _ERRORS and codecs.lookup(encoding).name != "utf-8":
             # JSON and XML documents declare (or imply) UTF-8: in any other encoding they are
             # written as ASCII, the rest escaped, which reads the same in every encoding.
             encoding = "ascii"
@@ -105,10 +115,10 @@ def write_stdout(text: str, fmt: str = "text") -> None:
         buffer = getattr(stream, "buffer", None)
         if buffer is not None:
             stream.flush()
-            buffer.write(data.encode(encoding, errors=_ERRORS.get(fmt, "backslashreplace")))
+            buffer.write(data.encode(encoding, errors=errors))
             buffer.flush()
         else:
-            stream.write(data.encode(encoding, errors=_ERRORS.get(fmt, "backslashreplace")).decode(encoding))
+            stream.write(data.encode(encoding, errors=errors).decode(encoding))
             stream.flush()
     except OSError as exc:
         if not stream_error(exc):

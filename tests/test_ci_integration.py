@@ -382,12 +382,15 @@ def test_the_documented_commands_parse():
 
     gitlab = BLOCKS[2]["inkling-compat"]
     commands = _commands(BLOCKS[1][0]["run"]) + [c for line in gitlab["script"] for c in _commands(line)]
-    assert len(commands) == 2
+    assert len(commands) == 3
     for command in commands:
         args = cli._parser().parse_args(command)
         assert args.command == "check" and args.config and args.adapter_dir == ["adapters/"]
-    junit = cli._parser().parse_args(commands[1])
+    quality, junit = (cli._parser().parse_args(c) for c in commands[1:])
+    assert quality.format == "gitlab" and gitlab["artifacts"]["reports"]["codequality"] == quality.output
+    assert quality.exit_zero and not junit.exit_zero  # (a failing first command would stop the script)
     assert junit.format == "junit" and gitlab["artifacts"]["reports"]["junit"] == junit.output
+    assert gitlab["artifacts"]["when"] == "always"
 
 
 def test_the_pre_commit_snippets_name_the_hook_and_valid_checks(tmp_path):

@@ -20,6 +20,7 @@ STEPS = (
     ("rule pages", ["-m", "inkling_compat.publish.pages"]),
     ("facts doc", ["-m", "inkling_compat.publish.facts_doc"]),
     ("fixes doc", ["-m", "inkling_compat.publish.fixes_doc"]),
+    ("formats table in docs/ci.md", ["-m", "inkling_compat.publish.formats_doc"]),
 )
 # Needs sglang 0.5.23's wheel (tests/oracle/wheel.py finds it in the cache): skipped, and said, without it.
 AUDIT_TABLE = ("audit table in docs/fidelity.md", ["tests/oracle/audit.py", "--write-docs"])

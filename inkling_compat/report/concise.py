@@ -1,12 +1,12 @@
 """`--format concise`: one line per problem, `path:line:col: rule-id message`, as compilers and
 linters print them (editors and `grep` read it). The place is the problem's primary one
-(report/outputs.primary); a problem placed in no file reads `-: rule-id message`, one whose
+(report/shared.primary); a problem placed in no file reads `-: rule-id message`, one whose
 field is not in the file `path: rule-id message`. Warnings say so before the message; under
 --strict, each reason rules were not checked is a line `-: --strict N rule(s) not checked (...)`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from inkling_compat.report.model import Problem, Report
 from inkling_compat.report.shared import not_checked_failures, primary, said, shown_path
@@ -30,7 +30,7 @@ def line(problem: Problem) -> str:
     return f"{place(problem)}: {problem.rule_id} {kind}{text}"
 
 
-def render_concise(report: Report) -> str:
+def render_concise(report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:
     lines = [line(p) for p in report.problems]
     lines += [f"-: --strict {text}" for text, _ in not_checked_failures(report)]  # (exit 1 says why)
     return "\n".join(lines)

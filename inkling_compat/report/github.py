@@ -1,7 +1,7 @@
 """`--format github`: GitHub Actions workflow commands, one annotation per problem.
 
 `::error file=serve.yaml,line=5,col=1,title=<rule id>::<message>` (`::warning` for
-warnings) at the problem's first stated field (report/outputs.primary); a field that is not
+warnings) at the problem's first stated field (report/shared.primary); a field that is not
 in the file is annotated on the file itself. The message ends with the rule's page. Values
 are escaped as the runner's toolkit escapes them (`%`, CR, LF; in properties also `:` `,`).
 Under --strict, each reason rules were not checked is an `::error` titled
@@ -11,7 +11,7 @@ list it with its reason).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from inkling_compat.report.urls import rule_url
 from inkling_compat.report.model import Report
@@ -39,7 +39,7 @@ def command(kind: str, message: str, *, file: str | None = None, line: int | Non
     return f"::{kind} {','.join(props)}::{escape_data(message)}" if props else f"::{kind}::{escape_data(message)}"
 
 
-def render_github(report: Report) -> str:
+def render_github(report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:
     lines = []
     for problem in report.problems:
         where: Any = primary(problem)

@@ -168,7 +168,7 @@ def _xml(root: ET.Element) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def render_junit(report: Report, rules: Iterable[Any] = ()) -> str:
+def render_junit(report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:
     return _xml(junit_tree(report, rules))
 
 

@@ -135,7 +135,7 @@ def _message(data: dict[str, Any]) -> str:
     return text
 
 
-def render_sarif(report: Report, rules: Iterable[Any] = ()) -> str:
+def render_sarif(report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:
     return json.dumps(sarif_log(report, rules), indent=2)
 
 
