@@ -14,6 +14,7 @@ from inkling_compat.api import check_deployment
 from inkling_compat.cli import main
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.deployment import COMPOSE, DOCKERFILE, KUBERNETES, SKYPILOT, read_deployment
+from inkling_compat.report.formats import NAMES, get
 
 SECRET = "hf_s3cr3tT0kenValue"
 PD = """apiVersion: apps/v1
@@ -154,10 +155,20 @@ def test_check_launch_of_a_stream_reports_each_command_under_its_place(tmp_path:
     assert main(["check", "--launch", path]) == 1
     text = capsys.readouterr().out
     assert f"== {path}:10 (Deployment prefill, container sglang)" in text and "--max-lora-rank" in text
-    for fmt in ("text", "json", "github", "sarif", "junit", "concise"):
+    for fmt in NAMES:
         main(["check", "--launch", path, "--format", fmt])
         out, err = capsys.readouterr()
         assert SECRET not in out + err, fmt
+        if get(fmt).syntax == "json":
+            json.loads(out)  # (one document for every command)
+
+
+def test_gitlab_report_of_a_deployment_is_one_array_with_each_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "pd.yaml", PD)
+    assert main(["check", "--launch", path, "--format", "gitlab"]) == 1
+    issues = json.loads(capsys.readouterr().out)
+    assert issues and all(i["description"].startswith(f"{path}:34 (CronJob decode, container sglang): ") for i in issues)
+    assert len({i["fingerprint"] for i in issues}) == len(issues)
 
 
 def test_api_check_deployment(tmp_path: Path) -> None:
@@ -176,7 +187,7 @@ def test_api_check_deployment(tmp_path: Path) -> None:
 )
 def test_a_deployment_file_given_as_config_is_named_never_dumped(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, named: str) -> None:
     path = _write(tmp_path, name, text)
-    for fmt in ("text", "json", "github", "sarif"):
+    for fmt in NAMES:
         assert main(["check", "--config", path, "--format", fmt]) == 2
         out, err = capsys.readouterr()
         assert named in out + err and SECRET not in out + err, fmt

@@ -557,3 +557,16 @@ def test_gitlab_strict_names_what_was_not_checked(gitlab_validator, capsys, monk
     strict = [i for i in issues if i["check_name"] == "inkling-compat --strict"]
     assert strict and all("not checked" in i["description"] and i["severity"] == "major" for i in strict)
     assert not gitlab_errors(gitlab_validator, issues)
+
+
+@pytest.mark.parametrize("fmt", with_failure_document())
+def test_a_command_line_argparse_refuses_gets_the_formats_document(fmt, capsys, monkeypatch):
+    """Read before parsing (cli._wanted_format): the format's exit-2 document, naming the option."""
+    for args in (["--fail-on", "bogus"], ["--sglang-version", "9.9"]):
+        code, out, err = run(capsys, monkeypatch, ["--config", "examples/serve.yaml", *args, "--format", fmt])
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert out.strip() and args[0] in out, (fmt, args)
+        if get(fmt).syntax == "json":
+            json.loads(out)
+        elif get(fmt).syntax == "xml":
+            ET.fromstring(out)

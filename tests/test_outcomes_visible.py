@@ -15,6 +15,7 @@ import pytest
 from inkling_compat import check
 from inkling_compat.cli import main
 from inkling_compat.engine.rules import load_rules
+from inkling_compat.report.formats import NAMES, get
 from inkling_compat.report.outputs import render
 from inkling_compat.testing.scenarios import example_arguments
 
@@ -80,6 +81,12 @@ def test_strict_failure_of_rules_not_checked_in_every_format(capsys, lora_off):
     assert {case.find("failure").get("type") for suite in root for case in suite if case.find("failure") is not None} == {"not-checked"}
     code, out = _cli(capsys, *base, "--format", "concise")
     assert code == 1 and out.startswith("-: --strict ") and all(rule_id in out for rule_id in unchecked)
+    code, out = _cli(capsys, *base, "--format", "gitlab")
+    (issue,) = json.loads(out)
+    assert code == 1 and issue["check_name"] == "inkling-compat --strict" and all(rule_id in issue["description"] for rule_id in unchecked)
+    for fmt in NAMES:  # (every format of the table: never an exit 1 with an empty document)
+        code, out = _cli(capsys, *base, "--format", fmt)
+        assert code == 1 and out.strip() and "not checked" in out, fmt
 
 
 def test_without_strict_rules_not_checked_fail_nothing(capsys, lora_off):
@@ -110,14 +117,14 @@ def test_every_empty_message_is_a_bare_assert_with_because():
 
 
 @pytest.mark.parametrize("rule", BARE, ids=lambda rule: rule.id)
-@pytest.mark.parametrize("fmt", ["text", "github", "sarif", "junit", "concise", "json"])
+@pytest.mark.parametrize("fmt", NAMES)
 def test_a_bare_assert_shows_its_condition_with_values_in_every_format(rule, fmt):
     report = check(**example_arguments(rule.examples.fire[0].input))
     problem = next(p for p in report.problems if p.rule_id == rule.id)
     assert problem.message == "" and problem.because and "{" not in problem.because
     assert re.search(r"\d|'", problem.because) or "{" not in rule.because, problem.because  # the values, not the template
     shown = render(fmt, report, load_rules())
-    needle = json.dumps(problem.because)[1:-1] if fmt in ("json", "sarif") else problem.because
+    needle = json.dumps(problem.because)[1:-1] if get(fmt).syntax == "json" else problem.because
     if fmt == "junit":
         needle = needle.replace("'", "&apos;") if needle not in shown else needle
     if fmt == "github":

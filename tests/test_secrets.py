@@ -10,12 +10,13 @@ import pytest
 
 from inkling_compat.cli import main
 from inkling_compat.inputs import secrets
+from inkling_compat.report.formats import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "sk-live-0123456789abcdefXYZ"
 HF_TOKEN = "hf_PLANTEDplantedPLANTED0123"
 PASSWORD = "correct-horse-battery"
-FORMATS = ("text", "json", "sarif", "junit", "github", "concise")
+FORMATS = NAMES  # every output format (report/formats.py)
 # A launch whose words carry secrets and that fires problems (an unknown flag whose value is a
 # secret: argparse's message quotes it).
 COMMAND = [f"HF_TOKEN={HF_TOKEN}", "python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--api-key", API_KEY,

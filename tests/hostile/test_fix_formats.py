@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from inkling_compat import cli
+from inkling_compat.report.formats import NAMES, get
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MODEL, ADAPTER = ROOT / "examples" / "model", ROOT / "examples" / "adapter"
@@ -30,16 +31,16 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _parsed(fmt: str, out: str):
-    if fmt in ("json", "sarif"):
+    if get(fmt).syntax == "json":
         return json.loads(out)
-    if fmt == "junit":
+    if get(fmt).syntax == "xml":
         return ET.fromstring(out)
     if fmt == "github":
         assert all(line.startswith("::") for line in out.splitlines() if line), out
     return out
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit", "github"])
+@pytest.mark.parametrize("fmt", NAMES)
 @pytest.mark.parametrize("mode", ["--fix", "--diff"])
 @pytest.mark.parametrize("source", ["launch", "config"])
 def test_fix_output_is_the_format_asked_for_and_escapes_control_characters(fmt: str, mode: str, source: str, tmp_path: Path) -> None:
