@@ -56,6 +56,7 @@ FORMATS: tuple[Format, ...] = (
     Format("github", "GitHub Actions workflow annotations", "txt", "lines", "inkling_compat.report.github:render_github", "inkling_compat.report.github:github_failure", reader="the GitHub Actions runner"),
     Format("concise", "`path:line:col: rule-id message`, one line per problem", "txt", "lines", "inkling_compat.report.concise:render_concise", None, reader="editors (problem matchers), `grep`"),
     Format("gitlab", "GitLab Code Quality JSON", "json", "json", "inkling_compat.report.gitlab:render_gitlab", "inkling_compat.report.gitlab:gitlab_failure", "inkling_compat.report.gitlab:gitlab_deployment", reader="GitLab merge requests (`artifacts:reports:codequality`)"),
+    Format("checkstyle", "Checkstyle XML, an error per problem under its file", "xml", "xml", "inkling_compat.report.checkstyle:render_checkstyle", "inkling_compat.report.checkstyle:checkstyle_failure", "inkling_compat.report.checkstyle:checkstyle_deployment", reader="Jenkins (Warnings Next Generation), reviewdog, editors"),
 )
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
