@@ -26,6 +26,10 @@ ec6d22500061a3d9101c6226715168cbe7444f55d023d277c51bb0ad70674e11), and the rules
 docs that the schema leaves out (https://docs.gitlab.com/ci/testing/code_quality/#code-quality-report-format:
 `check_name`, a severity of info/minor/major/critical/blocker, a relative path): GitLab stops
 reading the array at the first issue that fails the schema and keeps one issue per fingerprint.
+
+Checkstyle XML is validated against Checkstyle's own report schema, tests/data/checkstyle-report-1.0.0.xsd
+(checkstyle/checkstyle config/checkstyle-report-1.0.0.xsd; sha256
+1774d561418e2a5928e5edfba4f07403a88c0981badab96dc9f787cef92df813), with xmlschema.
 """
 
 from __future__ import annotations
@@ -568,3 +572,70 @@ def test_a_command_line_argparse_refuses_gets_the_formats_document(fmt, capsys, 
             json.loads(out)
         elif get(fmt).syntax == "xml":
             ET.fromstring(out)
+
+
+# --- Checkstyle ------------------------------------------------------------------------
+
+CHECKSTYLE_XSD = ROOT / "tests" / "data" / "checkstyle-report-1.0.0.xsd"
+CHECKSTYLE_XSD_SHA256 = "1774d561418e2a5928e5edfba4f07403a88c0981badab96dc9f787cef92df813"
+
+
+@pytest.fixture(scope="module")
+def checkstyle_schema():
+    xmlschema = pytest.importorskip("xmlschema")
+    assert hashlib.sha256(CHECKSTYLE_XSD.read_bytes()).hexdigest() == CHECKSTYLE_XSD_SHA256  # Checkstyle's file, unchanged
+    return xmlschema.XMLSchema(str(CHECKSTYLE_XSD))
+
+
+def _checkstyle(capsys, monkeypatch, args):
+    code, out, _ = run(capsys, monkeypatch, [*args, "--format", "checkstyle", "--isolated"])
+    return code, out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_checkstyle_valid_against_checkstyles_schema(case, checkstyle_schema, capsys, monkeypatch):
+    _, out = _checkstyle(capsys, monkeypatch, CASES[case])
+    checkstyle_schema.validate(out)
+
+
+def test_checkstyle_schema_is_not_vacuous(checkstyle_schema, capsys, monkeypatch):
+    _, out = _checkstyle(capsys, monkeypatch, CASES["broken"])
+    assert not checkstyle_schema.is_valid(out.replace('severity="error"', 'severity="fatal"', 1))
+    assert not checkstyle_schema.is_valid(out.replace('line="5"', 'line="0"', 1))
+    assert not checkstyle_schema.is_valid(out.replace('<file name="examples/broken/serve.yaml">', "<file>", 1))
+
+
+def test_checkstyle_errors_point_at_the_lines(capsys, monkeypatch):
+    code, out = _checkstyle(capsys, monkeypatch, CASES["broken"])
+    assert code == 1
+    files = {f.get("name"): f for f in ET.fromstring(out)}
+    assert list(files) == ["examples/broken/serve.yaml", "examples/broken/adapter_pool.yaml"]
+    key, default = files["examples/broken/serve.yaml"]
+    assert (key.get("source"), key.get("line"), key.get("column"), key.get("severity")) == ("unknown-config-key", "5", "1", "error")
+    assert default.get("source") == "sink-lora-multislot-needs-triton" and default.get("line") is None  # a default: the file
+    rank = files["examples/broken/adapter_pool.yaml"][0]
+    assert (rank.get("line"), rank.get("column")) == ("4", "34") and rank.get("message").startswith("[converted-r16] ValueError:")
+
+
+def test_checkstyle_for_unusable_input_and_strict(checkstyle_schema, capsys, monkeypatch, tmp_path):
+    bad = tmp_path / "serve.yaml"
+    bad.write_text("enable_lora: true\nmax_lora_rank: 16\nmax_lora_rank: 32\n")
+    code, out = _checkstyle(capsys, monkeypatch, ["--config", str(bad)])
+    assert code == 2
+    checkstyle_schema.validate(out)
+    ((error,),) = ET.fromstring(out)
+    assert error.get("line") == "3" and "duplicate key 'max_lora_rank'" in error.get("message") and error.get("source") == "inkling-compat.input-error"
+    code, out = _checkstyle(capsys, monkeypatch, ["--config", "examples/serve.yaml", "--strict"])
+    assert code == 1
+    checkstyle_schema.validate(out)
+    assert any(e.get("source") == "inkling-compat.strict" and "not checked" in e.get("message") for f in ET.fromstring(out) for e in f)
+
+
+def test_checkstyle_hostile_key_stays_valid(checkstyle_schema, capsys, monkeypatch, tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text((ROOT / "examples" / "serve.yaml").read_text() + '"bad\\x01<&]]>\\"key": 1\n')
+    code, out = _checkstyle(capsys, monkeypatch, ["--config", str(config), "--model", "examples/config.json"])
+    assert code == 1
+    checkstyle_schema.validate(out)
+    (error,) = [e for f in ET.fromstring(out) for e in f if e.get("source") == "unknown-config-key"]
+    assert 'bad\\x01<&]]>"key' in error.get("message")
