@@ -8,7 +8,8 @@ example (how many rules were checked or not applicable, the JUnit cases of rules
 or do not apply, and the counts of those cases) are normalized away (`normalize`), so adding a
 rule that does not fire on an example changes none of its snapshots
 (`test_a_rule_that_does_not_fire_changes_no_snapshot`); everything the example fires, ignores
-or does not check is compared in full.
+or does not check is compared in full (a new rule an example cannot check shows there: its
+report says so).
 
 Regenerate after an intended change: `make generate` (or
 `INKLING_COMPAT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_formats.py -k snapshot`).

@@ -5,7 +5,8 @@ source>` per problem at its first stated field (report/shared.primary; a field t
 the file: no line), `source` the rule id, `severity` `error` (an error or a predicted crash) or
 `warning`. A problem no file holds is under `<file name=".">`, as are, under --strict, the reasons
 rules were not checked (source `inkling-compat.strict`). At exit 2 and 3 the document holds one
-error naming the input that could not be used.
+error naming the input that could not be used. A problem left out by --ignore is no error (SARIF
+and JUnit list it with its reason).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ the adapter, the file and the field, not the line, so an unchanged finding on a 
 "new". The format is GitLab's subset of the Code Climate issue spec
 (https://docs.gitlab.com/ci/testing/code_quality/#code-quality-report-format).
 Under --strict each reason rules were not checked is an issue `inkling-compat --strict`; at
-exit 2 and 3 the array holds one `blocker` naming the input that could not be used.
+exit 2 and 3 the array holds one `blocker` naming the input that could not be used. A problem
+left out by --ignore is no issue (SARIF and JUnit list it with its reason).
 """
 
 from __future__ import annotations
