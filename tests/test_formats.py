@@ -31,7 +31,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from inkling_compat.cli import main
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.report.urls import rule_url
 
 ROOT = Path(__file__).resolve().parents[1]

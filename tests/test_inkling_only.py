@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from inkling_compat import check
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.testing.scenarios import example_arguments
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -67,7 +67,7 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _folder(name: str) -> str:
-    """The folder a module belongs to: `inkling_compat.engine` for engine/rules.py; a top-level
+    """The folder a module belongs to: `inkling_compat.engine` for engine/rule_load.py; a top-level
     module (api, cli, fleet, ...) is its own."""
     parts = name.split(".")
     return ".".join(parts[:2])

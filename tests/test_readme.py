@@ -72,7 +72,7 @@ def test_the_run_output_shown_is_what_run_prints():
 
 
 def test_the_figures_are_the_codes():
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.inputs.models import PLATFORM_PRESETS
 
     (count,) = re.findall(r"^(\d+) rules, one YAML file each", README, re.M)
@@ -82,7 +82,7 @@ def test_the_figures_are_the_codes():
 
 
 def test_the_snippets_parse_and_drive_what_they_name(tmp_path):
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.selection import build_selection
 
     workflow, settings, suppression = (yaml.safe_load(b) for b in _blocks("yaml"))

@@ -197,7 +197,7 @@ def fix_lines(fix: Any) -> list[str]:
 def render_pages(rules: Sequence[Any] | None = None) -> dict[str, str]:
     """Every file of docs/rules/: `<id>.md` per rule and `index.md`, by file name."""
     if rules is None:
-        from inkling_compat.engine.rules import load_rules
+        from inkling_compat.engine.rule_load import load_rules
 
         rules = load_rules()
     items = [getattr(r, "rule", r) for r in rules]
