@@ -272,7 +272,7 @@ def apply_after(
 
 
 def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None, exact: Any) -> Fired:
-    key = (STAGES.index(c.rule.stage), index, c.rule.order)
+    key = (STAGES.index(c.rule.stage), index, c.rank)
     try:
         rendered = _render(c, ctx, exact)
     except RuleEvaluationError as exc:

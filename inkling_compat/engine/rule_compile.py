@@ -35,7 +35,7 @@ class CompiledRule:
 
     __slots__ = (
         "rule", "expression", "when_program", "condition_program", "_program", "_param_programs", "exact_params", "file",
-        "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs",
+        "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs", "rank",
     )
 
     def __init__(self, rule: Rule, file: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None):
@@ -45,6 +45,7 @@ class CompiledRule:
         (`execute(context)`)."""
         self.rule = rule
         self.file = file
+        self.rank = 0  # its place in the rule set's check order (engine/rule_order.py), which reports sort by
         self._programs = programs if programs is not None else {}
         analyses = analyses if analyses is not None else cel_tree.Analyses()
         self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}

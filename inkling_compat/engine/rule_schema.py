@@ -201,7 +201,12 @@ class Rule(BaseModel):
     )
     variants: list[Variant] = Field(default_factory=list)
     stage: Literal[STAGES]  # type: ignore[valid-type]
-    order: int = 0
+    order: int | None = Field(
+        None,
+        description="Place among the rules of the stage; left out, the rule takes the `order` of the rule before it at "
+        "the same sglang function (by source line), so it is needed only where sglang's order is not the source order "
+        "(engine/rule_order.py)",
+    )
     scope: Literal["global", "adapter", "fleet"] = "global"
     after: list[str] = Field(default_factory=list, description="Evaluated only if these did not fire")
     stops: bool = Field(

@@ -115,7 +115,7 @@ def render_page(rule: Any, component: str) -> str:
     out += [
         f"Severity {_code(rule.severity)} ({SEVERITY_NOTES[rule.severity]}) · origin {_code(rule.origin)} "
         f"({ORIGIN_NOTES[rule.origin]}) · component {_code(component)} · stage {_code(rule.stage)} "
-        f"(order {rule.order}) · scope {_code(rule.scope)} · [all rules](index.md)",
+        f"{'' if rule.order is None else f'(order {rule.order}) '}· scope {_code(rule.scope)} · [all rules](index.md)",
         "",
     ]
 
