@@ -104,7 +104,8 @@ def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.inputs.launch import cli_config
-    from inkling_compat.report.gate import check_words, gated
+    from inkling_compat.inputs.command_line import check_words
+    from inkling_compat.report.gate import gated
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)

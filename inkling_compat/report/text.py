@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the report imports this module to print itself; not the other way round
-    from inkling_compat.report.model import Report
+from inkling_compat.report.model import Report
 
 _COLORS = {"error": "\033[31m", "runtime": "\033[35m", "warning": "\033[33m", "ok": "\033[32m", "dim": "\033[2m"}
 _RESET = "\033[0m"
