@@ -9,7 +9,7 @@ test:
 	$(PY) -m pytest -q
 
 # Every generated file: schemas, the compiled rules artifact, rule pages, facts and fixes docs,
-# the expanded-rule and format snapshots.
+# README.md's figures and check outputs, the expanded-rule and format snapshots.
 generate:
 	$(PY) -m inkling_compat.publish all
 

@@ -47,10 +47,15 @@ CLI_ARGS = ["check", "--config", POOL_ARGS["config"], "--model", POOL_ARGS["mode
 
 def api() -> SimpleNamespace:
     """The checker's entry points in the layout of the code under test (the flat layout of
-    c253eda and before, or the package layout since 92d9af3)."""
+    c253eda and before, the package layout since 92d9af3, the rule loader in its own module
+    since engine/rules.py was split)."""
     try:
         from inkling_compat.engine.evaluate import check
-        from inkling_compat.engine.rules import load_rules
+
+        try:
+            from inkling_compat.engine.rule_load import load_rules
+        except ModuleNotFoundError:
+            from inkling_compat.engine.rules import load_rules  # type: ignore[no-redef]
         from inkling_compat.testing.scenarios import base_scenarios, deep_merge, example_arguments
     except ModuleNotFoundError:
         from inkling_compat.engine import check  # type: ignore[no-redef]

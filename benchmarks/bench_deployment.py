@@ -12,7 +12,7 @@ shared machine does not inflate):
   objects: Deployments of other containers, Services, ConfigMaps) holding that command;
 * the same command in a docker-compose file and a SkyPilot task.
 
-Also `read_deployment` in process (the reading alone, median of 200). The promise (issue 28): a
+Also `read_deployment` in process (the reading alone, median of 200). The promise: a
 50-document stream costs at most 50 ms more than the `--` command. Prints a table and writes
 benchmarks/results/bench_deployment.json (date, machine, commit, load average).
 """

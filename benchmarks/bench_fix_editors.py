@@ -82,7 +82,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/bench-fix-editors.json")
     args = parser.parse_args()
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.evaluate import check
     from inkling_compat.fix.target import CannotEdit, edit_text
     from inkling_compat.testing.scenarios import example_arguments

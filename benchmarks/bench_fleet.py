@@ -176,7 +176,7 @@ def cold() -> None:
 
 def time_check(serve: Path, model: Path, folder: Path, repeat: int) -> dict:
     from inkling_compat.fleet import check_fleet
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     load_rules()  # rule files are parsed once per process; not part of a fleet check
     check_fleet(serve, [folder], model=model)  # warm the plan cache and the OS page cache
@@ -282,9 +282,12 @@ def _git_commit() -> str | None:
 def _side(folder: str, serve: str, model: str, warm: str, profile: bool) -> dict:
     """One timed check_fleet in this (fresh) interpreter, for whichever code PYTHONPATH names."""
     try:
-        from inkling_compat.engine.rules import load_rules
+        from inkling_compat.engine.rule_load import load_rules
     except ModuleNotFoundError:
-        from inkling_compat.rulebook import load_rules  # the flat layout of c253eda and before
+        try:
+            from inkling_compat.engine.rules import load_rules  # type: ignore[no-redef] # before the loader had its own module
+        except ModuleNotFoundError:
+            from inkling_compat.rulebook import load_rules  # type: ignore[no-redef] # the flat layout of c253eda and before
     from inkling_compat.fleet import check_fleet
 
     load_rules()

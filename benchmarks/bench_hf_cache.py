@@ -16,7 +16,7 @@ the added cost is the median of the pairs' differences (the order alternating);
   installed, median of 5 fresh processes; and importing inputs/hf_cache.py itself, the one
   cost a process pays besides the lookup (median of 9).
 
-The promise (issue 28): a hub-cache lookup adds at most 20 ms to a check. Prints a table and
+The promise: a hub-cache lookup adds at most 20 ms to a check. Prints a table and
 writes benchmarks/results/bench_hf_cache.json (date, machine, commit, load average).
 """
 

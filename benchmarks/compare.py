@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "benchmarks"
 # Folders the installed package maps into itself (pyproject's package-dir); in a bare
-# worktree they are linked in so the old code finds its own rules, not the working tree's.
+# worktree they are linked in so the code under test finds its own rules, not the working tree's.
 _MAPPED = ("rules", "schemas", "kernels")
 
 

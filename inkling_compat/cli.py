@@ -103,9 +103,10 @@ def check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
 def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
     from inkling_compat.engine.evaluate import check
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.inputs.launch import cli_config
-    from inkling_compat.report.gate import check_words, gated
+    from inkling_compat.inputs.command_line import check_words
+    from inkling_compat.report.gate import gated
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
@@ -197,7 +198,7 @@ def _check_deployment(args: argparse.Namespace, deployment: object) -> tuple:  #
     selection and inline ignores applied to each report)."""
     from inkling_compat.api import launch_config
     from inkling_compat.engine.evaluate import check
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.selection import apply
     from inkling_compat.engine.suppress import apply_inline
     from inkling_compat.report.gate import gated
@@ -300,7 +301,7 @@ class _VersionAction(argparse.Action):
 
 def version_text() -> str:
     """`inkling-compat 0.1.0 (sglang 0.5.23 (default), 53ccafdf; 135 rules)`, without loading the
-    engine: the rules are counted as files, one per rule (as `engine.rules.rule_files` lists them)."""
+    engine: the rules are counted as files, one per rule (as `engine.rule_load.rule_files` lists them)."""
     from importlib import resources
 
     from inkling_compat import __version__
@@ -320,7 +321,7 @@ def _rule_files(folder):  # type: ignore[no-untyped-def]
 
 
 def _run_rules(args: argparse.Namespace) -> int:
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     compiled = load_rules()
     if args.id is not None:

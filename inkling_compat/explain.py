@@ -84,7 +84,7 @@ MAX_WRAPPED_LINES = 16
 class Match:
     """One rule whose pattern matches a record: `score` literal characters matched."""
 
-    rule: Any  # engine.rules.Rule
+    rule: Any  # engine.rule_schema.Rule
     score: int
 
 
@@ -308,7 +308,7 @@ def _patterns(rule: Any) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _rules() -> tuple[tuple[Any, tuple[str, ...]], ...]:
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     return tuple((c.rule, tuple(_patterns(c.rule))) for c in load_rules())
 

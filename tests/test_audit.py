@@ -228,7 +228,7 @@ def test_each_release_audits_clean(release, capsys):
 
 def test_a_release_is_checked_without_the_rules_whose_site_it_lacks():
     from inkling_compat.engine.plan import Plan
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     lacking = sites.absent("0.5.22")
     assert {"lora-moe-runner-requires-triton-v2", "sink-v2-slot-out-of-range", "lora-moe-runner-fp8-block-128"} <= lacking

@@ -9,7 +9,7 @@ import pytest
 from inkling_compat.engine import cel, cel_tree
 from inkling_compat.engine.compiled_rules import expression_table
 from inkling_compat.engine.paths import VARIABLES, referenced_paths
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 
 RULES = load_rules()
 EXPRESSIONS = sorted(expression_table(RULES))

@@ -17,7 +17,7 @@ import yaml
 
 from inkling_compat import cli
 from inkling_compat.explain import explain_matches
-from inkling_compat.engine.rules import load_rules, rule_files, rules_dir
+from inkling_compat.engine.rule_load import load_rules, rule_files, rules_dir
 from inkling_compat.testing.scenarios import base_scenarios, deep_merge
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

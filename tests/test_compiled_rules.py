@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from inkling_compat.engine import compiled_rules, definitions, paths
-from inkling_compat.engine.rules import compile_folder, load_rules, rules_dir
+from inkling_compat.engine.rule_load import compile_folder, load_rules, rules_dir
 from inkling_compat.publish import compiled_rules as publish
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ import pytest
 from inkling_compat import check
 from inkling_compat.engine import coverage
 from inkling_compat.engine.evaluator import FAST
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.facts import types
 from inkling_compat.fleet import check_fleet
 from inkling_compat.report.model import Coverage, Report

@@ -7,7 +7,7 @@ Regenerate with `python -m inkling_compat.publish.pages`.
 from __future__ import annotations
 
 from inkling_compat.publish import catalog, pages
-from inkling_compat.engine.rules import load_rules, rule_files
+from inkling_compat.engine.rule_load import load_rules, rule_files
 
 
 def test_rules_index_is_current():

@@ -15,7 +15,9 @@ from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.cel_tree import analyse
 from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import Plan, quiet_codes
-from inkling_compat.engine.rules import CompiledRule, Rule, load_rules
+from inkling_compat.engine.rule_compile import CompiledRule
+from inkling_compat.engine.rule_load import load_rules
+from inkling_compat.engine.rule_schema import Rule
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import load_inputs

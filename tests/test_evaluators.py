@@ -12,7 +12,7 @@ import pytest
 
 from inkling_compat.engine.evaluate import evaluate
 from inkling_compat.engine.evaluator import FAST, REFERENCE, ReferenceEvaluator
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.errors import InputError
 from inkling_compat.testing.scenarios import example_arguments
 

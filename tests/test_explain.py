@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from inkling_compat import cli
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.explain import (
     candidates,
     explain_matches,

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from inkling_compat import api, cli
 from inkling_compat.engine import paths as rule_paths
-from inkling_compat.engine import rules as rulebook
-from inkling_compat.engine.rules import load_rules, rules_dir
+from inkling_compat.engine import rule_load
+from inkling_compat.engine.rule_load import load_rules, rules_dir
 from inkling_compat.errors import RuleFileError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import load_inputs
@@ -65,7 +65,7 @@ def test_unknown_paths_in_params_and_inputs_are_refused(tmp_path, field, express
 
 def test_misspelt_fact_exits_3_naming_file_and_path(tmp_path, monkeypatch, capsys):
     folder = _rules_with(tmp_path, lambda d: d.update(condition="facts.sink.lora_attachd"))
-    monkeypatch.setattr(rulebook, "rules_dir", lambda: folder)
+    monkeypatch.setattr(rule_load, "rules_dir", lambda: folder)
     load_rules.cache_clear()
     try:
         assert cli.main(["rules"]) == 3

@@ -33,7 +33,7 @@ from inkling_compat import check
 from inkling_compat.sglang import slicing
 from inkling_compat.facts.derive import LORA_BACKENDS
 from inkling_compat.report.model import Report
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES
 from inkling_compat.testing.strategies import (
     SinkSetup,

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from inkling_compat import check
 from inkling_compat.cli import main
-from inkling_compat.engine.rules import FixEdit, Rule, load_rules
+from inkling_compat.engine.rule_load import load_rules
+from inkling_compat.engine.rule_schema import FixEdit, Rule
 from inkling_compat.errors import RuleFileError
 from inkling_compat.fix import apply_fixes
 from inkling_compat.engine.fixes import Edit
@@ -142,7 +143,7 @@ def test_an_edit_is_one_kind():
 )
 def test_a_broken_fix_is_refused_when_the_rules_load(fix, field, reason):
     from inkling_compat.engine.paths import check_fix
-    from inkling_compat.engine.rules import FixSpec
+    from inkling_compat.engine.rule_schema import FixSpec
 
     with pytest.raises(RuleFileError) as err:
         check_fix(FixSpec.model_validate(dict(safety="safe", description="x", **fix)), "r.yaml")

@@ -14,8 +14,8 @@ import yaml
 
 from inkling_compat import cli
 from inkling_compat.engine import definitions
-from inkling_compat.engine import rules as rulebook
-from inkling_compat.engine.rules import load_rules, rule_files, rules_dir
+from inkling_compat.engine import rule_load
+from inkling_compat.engine.rule_load import load_rules, rule_files, rules_dir
 from inkling_compat.errors import RuleFileError
 
 RULES = {c.rule.id: c for c in load_rules()}
@@ -198,7 +198,7 @@ def test_unknown_guard_is_a_broken_rule_file(tmp_path):
 
 def test_unknown_guard_exits_3_naming_file_and_field(tmp_path, monkeypatch, capsys):
     folder = _folder(tmp_path, dict(MINIMAL, guards=["no-such-guard"]), guards=GUARDS)
-    monkeypatch.setattr(rulebook, "rules_dir", lambda: folder)
+    monkeypatch.setattr(rule_load, "rules_dir", lambda: folder)
     load_rules.cache_clear()
     try:
         assert cli.main(["rules"]) == 3

@@ -195,7 +195,7 @@ def _explain_texts(count: int) -> list[str]:
     import random
     import textwrap
 
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     messages = sorted({c.rule.message.replace("{", "").replace("}", "") for c in load_rules()})
     rng = random.Random(f"explain:{SEED}")

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from inkling_compat import check
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.testing.scenarios import example_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def test_model_type_decides_when_no_class_is_named():
 
 def test_a_hub_model_not_read_leaves_the_inkling_checks_not_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """`--model-path mistralai/...` not in the cache: no model read, so nothing is evaluated on
-    Inkling's defaults (the radix-cache assert used to fire here)."""
+    Inkling's defaults (the radix-cache assert would fire on them)."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     report = check(argv=["python", "-m", "sglang.launch_server", "--model-path", "mistralai/Mistral-7B-v0.1", "--disable-radix-cache", "--attention-backend", "flashinfer"])
     assert report.ok and report.problems == []

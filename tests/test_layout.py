@@ -31,12 +31,10 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, name: str, known: set[str]) -> set[str]:
-    """Modules of the package that `name` imports anywhere (at its top or inside a function;
-    not under TYPE_CHECKING, which never runs): an import inside a function still ties the two
-    modules together."""
+    """Modules of the package that `name` imports anywhere (at its top, inside a function, or
+    under TYPE_CHECKING): an import inside a function, or one for the types alone, still ties
+    the two modules together (neither reads without the other)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for block in [n for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]:
-        block.body = []
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
@@ -67,7 +65,7 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _folder(name: str) -> str:
-    """The folder a module belongs to: `inkling_compat.engine` for engine/rules.py; a top-level
+    """The folder a module belongs to: `inkling_compat.engine` for engine/rule_load.py; a top-level
     module (api, cli, fleet, ...) is its own."""
     parts = name.split(".")
     return ".".join(parts[:2])

@@ -14,7 +14,7 @@ import pytest
 
 from inkling_compat import check
 from inkling_compat.cli import main
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.report.formats import NAMES, get
 from inkling_compat.report.outputs import render
 from inkling_compat.testing.scenarios import example_arguments

@@ -15,7 +15,7 @@ import pytest
 
 from inkling_compat import cli
 from inkling_compat.engine import sites
-from inkling_compat.engine.rules import load_rules, rule_files
+from inkling_compat.engine.rule_load import load_rules, rule_files
 from inkling_compat.publish import pages
 from inkling_compat.report.urls import rule_page_path, rule_url, sglang_source_url
 

@@ -52,13 +52,21 @@ def test_the_first_sh_block_is_the_two_commands_ci_runs():
 
 
 def test_the_check_outputs_shown_are_what_check_prints(capsys, monkeypatch):
+    """Every console block that runs `inkling-compat check` (with the environment it names)
+    shows what it prints (inkling_compat/publish/readme.py writes them)."""
+    from inkling_compat.publish.readme import check_command
+
     monkeypatch.chdir(ROOT)
-    shown = _console("inkling-compat check")
-    assert len(shown) >= 2
-    for words, lines in shown:
-        code = cli.main([*words[1:], "--color", "never"])
+    shown = [(check_command(block.split("\n", 1)[0]), block.rstrip("\n").split("\n")[1:]) for block in _blocks("console")]
+    shown = [(command, lines) for command, lines in shown if command is not None]
+    assert len(shown) >= 3
+    for (env, args), lines in shown:
+        with monkeypatch.context() as scope:
+            for name, value in env.items():
+                scope.setenv(name, value)
+            code = cli.main([*args, "--color", "never"])
         out = capsys.readouterr().out
-        assert out.rstrip("\n").split("\n") == lines, " ".join(words)
+        assert out.rstrip("\n").split("\n") == lines, f"README.md shows another output of {' '.join(args)}: run `make generate`"
         assert code == (1 if any(line.startswith("error ") for line in lines) else 0)
 
 
@@ -72,17 +80,17 @@ def test_the_run_output_shown_is_what_run_prints():
 
 
 def test_the_figures_are_the_codes():
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.inputs.models import PLATFORM_PRESETS
 
     (count,) = re.findall(r"^(\d+) rules, one YAML file each", README, re.M)
-    assert int(count) == len(load_rules())
+    assert int(count) == len(load_rules()), "README.md's rule count is stale: run `make generate`"
     presets = re.search(r"`--platform`: a preset \((.*?)\) or a platform file", README, re.S).group(1)
     assert re.findall(r"`([\w-]+)`", presets) == list(PLATFORM_PRESETS)
 
 
 def test_the_snippets_parse_and_drive_what_they_name(tmp_path):
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.selection import build_selection
 
     workflow, settings, suppression = (yaml.safe_load(b) for b in _blocks("yaml"))

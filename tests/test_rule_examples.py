@@ -8,7 +8,7 @@ import re
 import pytest
 
 from inkling_compat import check
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.testing.scenarios import example_arguments
 
 RULES = load_rules()

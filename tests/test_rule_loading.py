@@ -1,7 +1,7 @@
 """A rule whose CEL does not compile is refused when the rules load, naming its file.
 
 The default version's `when && condition` are compiled as the engine's per-scope programs
-(`engine/rules._validate_expressions`), variants and params one by one; either way a broken
+(`engine/rule_compile.CompiledRule`), variants and params one by one; either way a broken
 expression must fail `load_rules()`, never the first check that reaches it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from inkling_compat.engine.rules import load_rules, rules_dir
+from inkling_compat.engine.rule_load import load_rules, rules_dir
 from inkling_compat.errors import RuleFileError
 
 RULE = "sink-lora-multislot-needs-triton"

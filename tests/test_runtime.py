@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from inkling_compat import check
 from inkling_compat.cli import main
 from inkling_compat.kernels.reference import accuracy, needs_storage_reference, relative_error
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.runtime.load import RuntimeInputError, RuntimeRefused, load
 from inkling_compat.testing.scenarios import example_arguments
 from inkling_compat.testing.strategies import SINK_FAULTS, SinkSetup, faulty_sink_setups

@@ -17,8 +17,9 @@ import yaml
 from inkling_compat.publish import schemas as schema_export
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
-from inkling_compat.engine.rules import Rule, load_rule_file, rules_dir
-from inkling_compat.engine.rules import rule_files as _rule_files
+from inkling_compat.engine.rule_load import load_rule_file, rules_dir
+from inkling_compat.engine.rule_schema import Rule
+from inkling_compat.engine.rule_load import rule_files as _rule_files
 from inkling_compat.testing.scenarios import base_scenarios
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -11,7 +11,7 @@ import yaml
 
 from inkling_compat import check
 from inkling_compat.explain import explain_matches
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.testing.scenarios import example_arguments
 
 SEEDS = yaml.safe_load((Path(__file__).parent / "data" / "seed_messages.yaml").read_text())

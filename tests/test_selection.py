@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from inkling_compat.cli import main
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.engine.selection import Selection, apply, build_selection, find_settings, matches
 from inkling_compat.errors import InputError
 
@@ -206,7 +206,7 @@ def test_a_selection_never_changes_what_sglang_raises_first():
     """--select / --ignore change what is shown; sglang still raises the left-out error first,
     and the report says so instead of naming a later error as sglang's first."""
     from inkling_compat import check
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.selection import apply, build_selection
     from inkling_compat.report.text import render_text
 

@@ -280,7 +280,7 @@ def test_max_lora_chunk_size_outside_choices_is_argparses_choice_error() -> None
     ("num_attention_heads", 0, "must be at least 1"), ("num_key_value_heads", -4, "must be at least 1"),
     ("hidden_size", "1536x", "Input should be a valid integer"), ("num_hidden_layers", 1.5, "Input should be a valid integer"),
     ("hidden_size", True, "Input should be a valid integer, not a boolean (true)"),
-    # Read as they are (transformers does not convert config.json values): no lax coercion (fuzz F10).
+    # Read as they are (transformers does not convert config.json values): no lax coercion.
     ("n_routed_experts", 64.0, "Input should be a valid integer, not a float (64.0)"), ("n_routed_experts", "64", "Input should be a valid integer, not a string ('64')"),
     ("num_hidden_layers", 64.0, "Input should be a valid integer, not a float"), ("num_hidden_layers", "64", "Input should be a valid integer, not a string"),
     ("n_shared_experts", 0.0, "Input should be a valid integer, not a float"),
@@ -371,7 +371,7 @@ def test_a_non_finite_lora_alpha_is_a_derived_error(tmp_path: Path, text: str) -
 @pytest.mark.parametrize("field", ["max_loaded_loras", "max_loras_per_batch", "max_lora_rank", "page_size", "max_lora_chunk_size", "ep_num_redundant_experts", "moe_dense_tp_size"])
 @pytest.mark.parametrize("value", [-(2**63) - 1, 2**64, -(10**30)])
 def test_server_ints_stay_64_bit(tmp_path: Path, field: str, value: int) -> None:
-    """Past int64 a value reached CEL as a double and a rule's arithmetic failed (exit 3, fuzz F13)."""
+    """Past int64 a value would reach CEL as a double and a rule's arithmetic fail (exit 3): it is refused as input."""
     serve = tmp_path / "serve.yaml"
     base = {"max_lora_rank": 8, "lora_target_modules": "[down_proj]", field: value}
     serve.write_text("enable_lora: true\n" + "".join(f"{k}: {v}\n" for k, v in base.items()))

@@ -407,7 +407,7 @@ def test_i64b_the_copy_replay_shapes_keep_every_digit_in_the_message() -> None:
     """The shape-mismatch params name the typed lists: read without CEL (64-bit ints), a
     dimension past 2**64 is written with every digit."""
     from inkling_compat.engine.evaluate import _render
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.facts.in_pool import _pool_fit
     from inkling_compat.sglang.load_to_buffer import CopyFailure
 

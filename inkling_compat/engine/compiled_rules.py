@@ -31,7 +31,8 @@ MAX_ARTIFACT_BYTES = 32 * 1024 * 1024  # the shipped file is well under 1 MB
 # The code that decides whether a rule set is valid, relative to the package folder: an edit of
 # any of them makes the artifact stale (and `load_rules()` compiles the files instead).
 VALIDITY_CODE = (
-    "engine/rules.py", "engine/definitions.py", "engine/paths.py", "engine/compiled_rules.py", "engine/cel_tree.py",
+    "engine/rule_schema.py", "engine/rule_compile.py", "engine/rule_order.py", "engine/rule_load.py",
+    "engine/definitions.py", "engine/paths.py", "engine/compiled_rules.py", "engine/cel_tree.py",
     "facts/types.py", "inputs/models.py", "inputs/versions.py",
 )  # fmt: skip
 

@@ -118,8 +118,8 @@ _PLAIN = (str, int, bool, float)  # (a float as it is: JSON mode would make NaN 
 
 def pick(value: Any, tree: dict[Any, Any]) -> Any:
     """`prune(<value dumped in JSON mode>, tree)`, reading a model's fields along the tree:
-    only what the rules read is dumped. A fleet no longer dumps every adapter's whole facts
-    and manifest to throw most of it away; a one-adapter check costs the same either way."""
+    only what the rules read is dumped, so a fleet does not dump every adapter's whole facts
+    and manifest to throw most of it away; a one-adapter check costs what a whole dump does."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):

@@ -242,7 +242,8 @@ def resolve_follows(datas: dict[str, dict[str, Any]], definitions: Definitions, 
         for rule_id in family.order:
             if datas.get(rule_id, {}).get(FAMILY_OF) != family.name:
                 raise RuleFileError(family.file, "order", f"{rule_id!r} is not a member of family {family.name!r}")
-        numbers = [datas[rule_id].get("order", 0) for rule_id in family.order]
+        # (a member that gives no `order` takes it from the member before it: engine/rule_order.py)
+        numbers = [datas[rule_id]["order"] for rule_id in family.order if datas[rule_id].get("order") is not None]
         if numbers != sorted(numbers):
             raise RuleFileError(family.file, "order", f"the members' own `order` numbers {numbers} do not rise along the family's order")
     for rule_id in list(datas):

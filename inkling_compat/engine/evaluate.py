@@ -18,7 +18,9 @@ from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
 from inkling_compat.engine.context import Contexts
 from inkling_compat.engine.evaluator import FAST, Evaluator
 from inkling_compat.engine.plan import Plan, Selection
-from inkling_compat.engine.rules import STAGES, CompiledRule, load_rules
+from inkling_compat.engine.rule_compile import CompiledRule
+from inkling_compat.engine.rule_load import load_rules
+from inkling_compat.engine.rule_schema import STAGES
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
@@ -270,7 +272,7 @@ def apply_after(
 
 
 def _fired(c: CompiledRule, ctx: Any, index: int, name: str | None, exact: Any) -> Fired:
-    key = (STAGES.index(c.rule.stage), index, c.rule.order)
+    key = (STAGES.index(c.rule.stage), index, c.rank)
     try:
         rendered = _render(c, ctx, exact)
     except RuleEvaluationError as exc:

@@ -40,7 +40,7 @@ from inkling_compat.engine import cel
 from inkling_compat.engine.context import cel_context
 from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import Plan, Selection
-from inkling_compat.engine.rules import CompiledRule
+from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.errors import RuleEvaluationError
 
 PARTS = ("run", "when_only", "absent")

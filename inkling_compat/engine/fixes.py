@@ -1,5 +1,5 @@
 """The fixes of a report: each problem whose rule states a machine-applicable `fix`
-(engine/rules.FixSpec), its edits computed in the context the rule fired in.
+(engine/rule_schema.FixSpec), its edits computed in the context the rule fired in.
 
 A fix's values are CEL over the same variables as the rule (`config`, `facts`, `adapter`,
 `adapter_facts`, ...), plus `item` (the current element of the fix's `for_each`) and
@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from inkling_compat.engine.context import adapter_document, cel_context, pick, prune
 from inkling_compat.engine.plan import path_tree
 from inkling_compat.engine import cel
-from inkling_compat.engine.rules import referenced_paths
+from inkling_compat.engine.paths import referenced_paths
 
 _HOLE = re.compile(r"\{(item(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 

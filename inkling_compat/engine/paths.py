@@ -127,7 +127,7 @@ def check_rule_paths(compiled: Iterable[Any]) -> None:
 
 
 def check_fix(fix: Any, file: str) -> None:
-    """A rule's `fix` (engine/rules.FixSpec): its expressions compile and read only defined paths,
+    """A rule's `fix` (engine/rule_schema.FixSpec): its expressions compile and read only defined paths,
     and every key it edits (other than an `{item}` hole) is a server-config setting."""
     if fix is None:
         return

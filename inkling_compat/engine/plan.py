@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from inkling_compat.engine import coverage, sites
-from inkling_compat.engine.rules import CompiledRule
+from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
 _ADAPTER_VARS = ("adapter", "adapter_facts")

@@ -34,12 +34,12 @@ from typing import Any, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs.command_line import COMMAND_LINE
 from inkling_compat.report.model import Report
 
 SETTINGS_YAML = ".inkling-compat.yaml"
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.inkling-compat"
-COMMAND_LINE = "(command line)"
 
 
 class IgnoreEntry(BaseModel):

@@ -391,6 +391,7 @@ def model_facts(
         quant_wiring=wiring,
         is_pd_decode=config.disaggregation_mode == "decode",
         routed_moe=routed_moe_facts(model, config, quant),
+        has_moe_layers=model.dense_mlp_idx < model.num_hidden_layers,
         mtp_banded=bool((model.mtp_config.local_layer_ids if model.mtp_config else None) or model.mtp_local_layer_ids),
         dflash_layer_ids=dflash_ids,
         dflash_layer_ids_distinct=dflash_ids is None or len(set(dflash_ids)) == len(dflash_ids),

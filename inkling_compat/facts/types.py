@@ -265,6 +265,11 @@ class ModelFacts(_Facts):
     quant_wiring: Annotated[QuantWiring, From("model")] = fact("Stated quant method wiring (config.json quant_method_wiring).")
     is_pd_decode: Annotated[bool, From("config")] = fact("--disaggregation-mode decode.", "server_args.py")
     routed_moe: RoutedMoeFacts = fact("The routed experts' quant method and per-rank sizes.")
+    has_moe_layers: Annotated[bool, From("model")] = fact(
+        "Some decoder layer is an MoE layer: dense_mlp_idx < num_hidden_layers (a layer below dense_mlp_idx builds a dense MLP, "
+        "one at or past it an InklingMoE).",
+        "models/inkling.py InklingDecoderLayer.__init__ l.381",
+    )
     mtp_banded: bool = fact(
         "A banded MTP head: mtp_config.local_layer_ids (copied onto text_config) or text_config.mtp_local_layer_ids is non-empty.",
         "configs/inkling.py InklingMMConfig.__init__ l.337-342; models/inkling.py InklingForConditionalGenerationMTP.__init__ l.1792",

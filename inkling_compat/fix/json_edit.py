@@ -12,8 +12,9 @@ from typing import Any
 
 import yaml
 
-from inkling_compat.inputs.config_keys import normal, spelled, uses_dashes
-from inkling_compat.fix.refusals import CannotEdit, Conflict
+from inkling_compat.fix.node_walk import edit_at_key
+from inkling_compat.fix.refusals import CannotEdit
+from inkling_compat.inputs.config_keys import spelled, uses_dashes
 
 
 def apply_edit(text: str, edit: Any) -> str:
@@ -25,47 +26,25 @@ def apply_edit(text: str, edit: Any) -> str:
         raise CannotEdit(f"the file does not parse as JSON: {str(exc).splitlines()[0]}") from None
     if not isinstance(root, yaml.MappingNode):
         raise CannotEdit("the file is not a JSON object of settings")
-    parts = edit.key.split(".")
-    parent = root
-    for depth, part in enumerate(parts[:-1]):
-        found = _find(parent, part, parent is root)
-        if found is None:
-            if edit.kind != "set":
-                return text
-            return _add(text, parent, parts[depth:], edit.value, parent is root)
-        parent = found[1]
-        if not isinstance(parent, yaml.MappingNode):
-            raise CannotEdit(f"{part} is not an object")
-    found = _find(parent, parts[-1], parent is root)
-    if edit.kind == "set":
-        if found is None:
-            return _add(text, parent, parts[-1:], edit.value, parent is root)
-        node = found[1]
-        return text[: node.start_mark.index] + _dumps(value=edit.value, old=text[node.start_mark.index : node.end_mark.index]) + text[node.end_mark.index :]
-    if found is None:
-        return text
-    if edit.kind == "remove":
-        return _remove(text, parent, found)
-    new = (edit.to or "").split(".")
-    if [normal(p) for p in new] == [normal(p) for p in parts]:
-        return text  # the same key in another spelling (dashes or underscores)
-    if new[:-1] != parts[:-1]:
-        raise Conflict(f"{edit.key} -> {edit.to} moves the key to another object")
-    if _find(parent, new[-1], parent is root) is not None:
-        raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
-    key_node = found[0]
-    name = json.dumps(spelled(new[-1], "-" in str(key_node.value)))
+    return edit_at_key(
+        text,
+        root,
+        edit,
+        "object",
+        add=lambda parent, parts: _add(text, parent, parts, edit.value, parent is root),
+        set_=lambda found: _set(text, found[1], edit.value),
+        remove=lambda parent, found: _remove(text, parent, found),
+        rename=lambda key_node, new: _rename(text, key_node, new),
+    )
+
+
+def _set(text: str, node: Any, value: Any) -> str:
+    return text[: node.start_mark.index] + _dumps(value=value, old=text[node.start_mark.index : node.end_mark.index]) + text[node.end_mark.index :]
+
+
+def _rename(text: str, key_node: Any, new: str) -> str:
+    name = json.dumps(spelled(new, "-" in str(key_node.value)))
     return text[: key_node.start_mark.index] + name + text[key_node.end_mark.index :]
-
-
-def _find(mapping: Any, key: str, top: bool = False) -> tuple[Any, Any] | None:
-    """The key of `mapping` that is `key`: at the top, the same sglang argument in any spelling."""
-    from inkling_compat.fix.keys import same
-
-    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and (same(str(k.value), key) if top else normal(str(k.value)) == normal(key))]
-    if len(hits) > 1:
-        raise CannotEdit(f"{key} is given twice ({', '.join(str(k.value) for k, _ in hits)})")
-    return hits[0] if hits else None
 
 
 def _dumps(value: Any, old: str = "") -> str:

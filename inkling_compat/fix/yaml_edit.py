@@ -14,8 +14,9 @@ from typing import Any
 
 import yaml
 
-from inkling_compat.inputs.config_keys import normal, spelled, uses_dashes
-from inkling_compat.fix.refusals import CannotEdit, Conflict
+from inkling_compat.fix.node_walk import edit_at_key
+from inkling_compat.fix.refusals import CannotEdit
+from inkling_compat.inputs.config_keys import spelled, uses_dashes
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -28,34 +29,16 @@ def apply_edit(text: str, edit: Any) -> str:
         return text + ("" if not text or text.endswith("\n") else "\n") + _new_entry(edit.key.split("."), edit.value, 0, 2, False, False)
     if not isinstance(root, yaml.MappingNode):
         raise CannotEdit("the file is not a mapping of settings")
-    parts = edit.key.split(".")
-    parent = root
-    for depth, part in enumerate(parts[:-1]):
-        found = _find(parent, part, parent is root)
-        if found is None:
-            if edit.kind != "set":
-                return text
-            return _add(text, parent, parts[depth:], edit.value, root)
-        parent = found[1]
-        if not isinstance(parent, yaml.MappingNode):
-            raise CannotEdit(f"{part} is not a mapping")
-    found = _find(parent, parts[-1], parent is root)
-    if edit.kind == "set":
-        if found is None:
-            return _add(text, parent, parts[-1:], edit.value, root)
-        return _set(text, found, edit.value)
-    if found is None:
-        return text
-    if edit.kind == "remove":
-        return _remove(text, parent, found, root)
-    new = (edit.to or "").split(".")
-    if [normal(p) for p in new] == [normal(p) for p in parts]:
-        return text  # the same key in another spelling (dashes or underscores)
-    if new[:-1] != parts[:-1]:
-        raise Conflict(f"{edit.key} -> {edit.to} moves the key to another mapping")
-    if _find(parent, new[-1], parent is root) is not None:
-        raise Conflict(f"{edit.to} is set too: keep one of {found[0].value} and {new[-1]} by hand")
-    return _rename(text, found[0], new[-1])
+    return edit_at_key(
+        text,
+        root,
+        edit,
+        "mapping",
+        add=lambda parent, parts: _add(text, parent, parts, edit.value, root),
+        set_=lambda found: _set(text, found, edit.value),
+        remove=lambda parent, found: _remove(text, parent, found, root),
+        rename=lambda key_node, new: _rename(text, key_node, new),
+    )
 
 
 def _compose(text: str) -> Any:
@@ -69,16 +52,6 @@ def _compose(text: str) -> Any:
         return compose(text)
     except yaml.YAMLError as exc:
         raise CannotEdit(f"the file does not parse as YAML: {str(exc).splitlines()[0]}") from None
-
-
-def _find(mapping: Any, key: str, top: bool = False) -> tuple[Any, Any] | None:
-    """The key of `mapping` that is `key`: at the top, the same sglang argument in any spelling."""
-    from inkling_compat.fix.keys import same
-
-    hits = [(k, v) for k, v in mapping.value if isinstance(k, yaml.ScalarNode) and (same(str(k.value), key) if top else normal(str(k.value)) == normal(key))]
-    if len(hits) > 1:
-        raise CannotEdit(f"{key} is given twice ({', '.join(str(k.value) for k, _ in hits)})")
-    return hits[0] if hits else None
 
 
 def _set(text: str, found: tuple[Any, Any], value: Any) -> str:

@@ -403,8 +403,8 @@ def _parse_yaml(text: str) -> Any:
         data = _plain_tree(root, MAX_DEPTH, checked=True)
         if data is not _NOT_PLAIN:
             return data
-        # The full path on the same nodes: composing a large document twice cost more time and
-        # memory than the old single compose (docs/performance.md).
+        # The full path on the same nodes: composing a large document twice costs more time and
+        # memory than composing it once (docs/performance.md).
         data, _ = load_yaml(text, MAX_DEPTH, root=root)
     else:
         data, _ = load_yaml(text, MAX_DEPTH)

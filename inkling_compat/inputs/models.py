@@ -96,7 +96,8 @@ _EXPERTS = _bounded(0, 1 << 14, "an expert count is never negative", "real MoE m
 _SMALL_COUNT = _bounded(0, 1 << 14, "a count is never negative", "real models stay far below it")
 _PARALLEL = _bounded(1, 4096, "a parallel size is a number of GPUs, at least one: sglang 0.5.23's argparse accepts 0 or a negative int and start-up then fails", "a tensor/expert/data-parallel world of more than 4096 GPUs is no real deployment; the checker replays every TP rank", strict=False)
 # Server arguments whose negative values are rules of their own are still 64-bit ints: torch
-# and the CEL rules compute in int64 (a larger int reaches CEL as a double, fuzz F13).
+# and the CEL rules compute in int64 (a larger int would reach CEL as a double, and a rule's
+# arithmetic on it fail).
 _INT64_WHY = "a 64-bit int: torch and the checker's rules compute in int64"
 _INT64 = _bounded(-(1 << 63), (1 << 63) - 1, _INT64_WHY, _INT64_WHY, strict=False)
 _SLOTS = _bounded(-(1 << 63), 1 << 16, _INT64_WHY, "real servers batch at most a few hundred adapters; the checker replays every slot", strict=False)

@@ -1,7 +1,8 @@
 """Regenerate every generated file in one command: `python -m inkling_compat.publish all`.
 
 Order matters: schemas first (a rule reading a new fact loads only once the schema has it), then
-the compiled rules artifact, the pages and docs drawn from the rules, and last the snapshots the
+the compiled rules artifact, the pages and docs drawn from the rules (README.md's figures and
+check outputs among them), and last the snapshots the
 tests compare (expanded rules, output formats), which are written by their own tests.
 """
 
@@ -21,6 +22,7 @@ STEPS = (
     ("facts doc", ["-m", "inkling_compat.publish.facts_doc"]),
     ("fixes doc", ["-m", "inkling_compat.publish.fixes_doc"]),
     ("formats table in docs/ci.md", ["-m", "inkling_compat.publish.formats_doc"]),
+    ("README figures and check outputs", ["-m", "inkling_compat.publish.readme"]),
 )
 # Needs sglang 0.5.23's wheel (tests/oracle/wheel.py finds it in the cache): skipped, and said, without it.
 AUDIT_TABLE = ("audit table in docs/fidelity.md", ["tests/oracle/audit.py", "--write-docs"])

@@ -53,7 +53,7 @@ one are assumed to read the same there: only that file of the revision was compa
 
 def rule_components() -> dict[str, str]:
     """Rule id -> sglang component: the folder of its file, rules/<component>/<id>.yaml."""
-    from inkling_compat.engine.rules import rule_files
+    from inkling_compat.engine.rule_load import rule_files
 
     return {path.stem: path.parent.name for path in rule_files()}
 
@@ -122,7 +122,7 @@ def render(rules: Iterable[Any] | None = None, components: dict[str, str] | None
     """The index, docs/rules/index.md. `rules`: `Rule` or `CompiledRule` objects (default:
     rules/); `components`: rule id -> its folder (default: read from rules/)."""
     if rules is None:
-        from inkling_compat.engine.rules import load_rules
+        from inkling_compat.engine.rule_load import load_rules
 
         rules = load_rules()
     if components is None:

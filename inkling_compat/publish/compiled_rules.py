@@ -15,7 +15,7 @@ import sys
 from typing import Sequence
 
 from inkling_compat.engine import compiled_rules
-from inkling_compat.engine.rules import compile_folder, rules_dir
+from inkling_compat.engine.rule_load import compile_folder, rules_dir
 
 
 def fresh_text() -> str:

@@ -18,7 +18,7 @@ BEGIN, END = "<!-- fixes:begin -->", "<!-- fixes:end -->"
 def fix_list(rules: Sequence[Any] | None = None) -> str:
     """The generated section: per safety, each rule with a fix and what the fix does."""
     if rules is None:
-        from inkling_compat.engine.rules import load_rules
+        from inkling_compat.engine.rule_load import load_rules
 
         rules = load_rules()
     with_fix = sorted((getattr(c, "rule", c) for c in rules if getattr(c, "rule", c).fix is not None), key=lambda r: r.id)

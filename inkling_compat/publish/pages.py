@@ -115,7 +115,7 @@ def render_page(rule: Any, component: str) -> str:
     out += [
         f"Severity {_code(rule.severity)} ({SEVERITY_NOTES[rule.severity]}) · origin {_code(rule.origin)} "
         f"({ORIGIN_NOTES[rule.origin]}) · component {_code(component)} · stage {_code(rule.stage)} "
-        f"(order {rule.order}) · scope {_code(rule.scope)} · [all rules](index.md)",
+        f"{'' if rule.order is None else f'(order {rule.order}) '}· scope {_code(rule.scope)} · [all rules](index.md)",
         "",
     ]
 
@@ -197,7 +197,7 @@ def fix_lines(fix: Any) -> list[str]:
 def render_pages(rules: Sequence[Any] | None = None) -> dict[str, str]:
     """Every file of docs/rules/: `<id>.md` per rule and `index.md`, by file name."""
     if rules is None:
-        from inkling_compat.engine.rules import load_rules
+        from inkling_compat.engine.rule_load import load_rules
 
         rules = load_rules()
     items = [getattr(r, "rule", r) for r in rules]

@@ -3,7 +3,7 @@
     python -m inkling_compat.publish.schemas            # (re)write schemas/*.schema.json
     python -m inkling_compat.publish.schemas --check    # exit 1 if a file is missing or stale
 
-The pydantic models in `inputs.py` and `rulebook.py` are the source of truth; the
+The pydantic models in `inputs/models.py` and `engine/rule_schema.py` are the source of truth; the
 schema files exist for editors and other tools (YAML language servers, CI linters).
 Output is deterministic: sorted keys, 2-space indent, trailing newline.
 """
@@ -68,9 +68,10 @@ def _facts() -> dict[str, Any]:
 
 
 def _rule() -> dict[str, Any]:
-    from inkling_compat.engine import rules as rulebook
-    schema = rulebook.Rule.model_json_schema(by_alias=True, mode="validation")
-    pattern = getattr(getattr(rulebook, "_ID", None), "pattern", None)
+    from inkling_compat.engine import rule_schema
+
+    schema = rule_schema.Rule.model_json_schema(by_alias=True, mode="validation")
+    pattern = rule_schema.ID.pattern
     if pattern and "id" in schema.get("properties", {}):
         schema["properties"]["id"]["pattern"] = pattern  # enforced by a validator in pydantic
     schema["description"] = "One rule file, rules/<id>.yaml (see docs/writing-rules.md)."

@@ -35,7 +35,7 @@ def json_text(value: Any, limit: int = 40) -> str:
 
 
 class MessageFormatter(string.Formatter):
-    """str.format with the `!j` conversion (engine/rules.CONVERSIONS)."""
+    """str.format with the `!j` conversion (engine/rule_schema.CONVERSIONS)."""
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion == "j":

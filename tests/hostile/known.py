@@ -17,8 +17,7 @@ def _entry(id: str, area: str, family: str, index: int, pattern: str, what: str,
 
 # `ops`: the entry matches only cases whose recipe uses one of these mutations (a hang or a
 # memory blow-up says nothing about its cause otherwise).
-# (Empty: F10, config.json `n_routed_experts: 0`, was the last; fixed by the rule
-# inkling-moe-no-routed-experts, its reproducer is tests/test_values_sglang_accepts_then_fails.py.)
+# (Empty: no finding is open; docs/fuzz.md lists them.)
 KNOWN: list[dict[str, Any]] = []
 
 

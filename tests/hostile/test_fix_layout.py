@@ -17,7 +17,7 @@ import yaml
 
 from inkling_compat import check
 from inkling_compat.engine.fixes import Edit
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.fix import apply_fixes
 from inkling_compat.fix.argv_edit import edit_argv
 from inkling_compat.fix.command import launch_arity

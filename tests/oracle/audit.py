@@ -423,7 +423,7 @@ def pins(version: str = DEFAULT_RELEASE, data: Mapping[str, Any] | None = None) 
     """Every rule's pinned source in one sglang release (a variant's source where it has one):
     the YAML's line in the default release, the site data's line in another (a rule whose site
     the release lacks has no pin there)."""
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     lines = None
     if version != DEFAULT_RELEASE:
@@ -825,7 +825,7 @@ def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exc
     or removes that no rule (as the rule reads in that release) or exclusion accounts for,
     each covered site whose condition changed (to review), and site data that is not current.
     `as_release`: treat the release as new (its rules and exclusions as of this release)."""
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     release = other.release
     if rules is None:  # each rule as it reads in the release (None: not there)
@@ -892,7 +892,7 @@ def compare(base: Scan, base_audit: Audit, other: Scan, exclusions: Sequence[Exc
 def data_pins(all_pins: Sequence[Pin]) -> list[Pin]:
     """The pins the site data follows: not the argparse rules' (a choices list: each release's
     argument table says which choices it has)."""
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     argparse_ids = {c.rule.id for c in load_rules() if c.rule.origin == "argparse"}
     return [p for p in all_pins if p.rule_id not in argparse_ids]

@@ -1,0 +1,140 @@
+"""A validated rule with its CEL programs compiled (`CompiledRule`): the joined and split
+`when`/`condition`, the params, the variants per sglang version, and what each reads."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from inkling_compat.engine import cel, cel_tree
+from inkling_compat.engine.paths import VARIABLES, referenced_paths
+from inkling_compat.engine.rule_schema import Rule
+from inkling_compat.errors import RuleFileError as InputError
+
+# A param that is a plain variable path (`adapter_facts.pool_fit.weight`), or `first(...)` of
+# such paths (the first that is not null), is read from the typed values themselves, not
+# through CEL: an int keeps every digit (CEL's ints are 64-bit).
+_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_PLAIN_PATH = re.compile(rf"^{_PATH}$")
+_FIRST = re.compile(rf"^first\(\s*({_PATH}(?:\s*,\s*{_PATH})*)\s*\)$")
+
+
+def plain_paths(expression: str) -> tuple[tuple[str, ...], ...] | None:
+    """The variable paths a param names, in order (None: it is an expression)."""
+    text = expression.strip()
+    found = _FIRST.match(text)
+    texts = [t.strip() for t in found.group(1).split(",")] if found else [text] if _PLAIN_PATH.match(text) else []
+    paths = tuple(tuple(t.split(".")) for t in texts)
+    return paths if paths and all(p[0] in VARIABLES for p in paths) else None
+
+
+
+class CompiledRule:
+    """A validated rule with its CEL programs compiled once."""
+
+    __slots__ = (
+        "rule", "expression", "when_program", "condition_program", "_program", "_param_programs", "exact_params", "file",
+        "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs", "rank",
+    )
+
+    def __init__(self, rule: Rule, file: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None):
+        """`programs` and `analyses`: the compiled programs and the parse-tree readings of the
+        rule set being built, by text, shared by its rules (a fifth of the expressions are the
+        same text: a variant's `when`, the same `params` hole); a program is read-only
+        (`execute(context)`)."""
+        self.rule = rule
+        self.file = file
+        self.rank = 0  # its place in the rule set's check order (engine/rule_order.py), which reports sort by
+        self._programs = programs if programs is not None else {}
+        analyses = analyses if analyses is not None else cel_tree.Analyses()
+        self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
+        self.expression = f"({rule.when}) && ({rule.condition})"
+        # `when` and `condition` are compiled apart: the engine runs the `when` once per guard
+        # group (engine/evaluator.py) and, where it held, the condition alone; CEL's compile
+        # grows faster than the text, so two parts cost less than the joined text (figures in
+        # docs/performance.md). The joined program
+        # is compiled when first needed (a `when` that fails or is not a bool). Two parts that
+        # compile join into one that compiles, unless a `//` comment runs on into `) && (`:
+        # then the joined text is compiled here too, so a broken rule still fails at load.
+        self.when_program = self._compile(rule.when.strip(), "when/condition")
+        self.condition_program = self._compile(rule.condition, "when/condition")
+        self._program = self._compile(self.expression, "when/condition") if "//" in self.expression else None
+        # Params are read only for a rule that fires: their programs are compiled then (a
+        # param that does not compile is refused when the rule set is built: `compile_all`).
+        self._param_programs: dict[str, Any] | None = None
+        self.exact_params = {name: paths for name, paths in ((n, plain_paths(e)) for n, e in rule.params.items()) if paths is not None}
+        expressions = [e for name, e in rule.params.items() if name not in self.exact_params]
+        try:
+            self.when_paths = referenced_paths(rule.when, analyses)
+            # What may keep the rule from firing when it reads a placeholder (engine/coverage.py).
+            self.gate_paths = self.when_paths | referenced_paths(rule.condition, analyses)
+            self.cel_paths = self.gate_paths.union(*(referenced_paths(e, analyses) for e in expressions))
+            # Every `.name` the expressions read (engine/plan.py `item_keys`).
+            self.fields = frozenset().union(*(analyses.get(e).fields for e in (rule.when, rule.condition, *rule.params.values())))
+            # The guard's `&&` operands (engine/guards.py).
+            self.when_conjuncts = analyses.get(rule.when.strip()).conjuncts
+        except ValueError as exc:  # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
+            raise InputError(file, "when/condition", f"cannot tell what it reads: {exc}") from None
+        # Everything the rule reads (coverage; the load-time path check): the CEL context
+        # holds only `cel_paths`, the exact params are read from the typed values.
+        self.paths = self.cel_paths.union(*self.exact_params.values())
+        for index, variant in enumerate(rule.variants):
+            merged = rule.for_version(variant.sglang_versions[0])
+            assert merged is not None
+            compiled = CompiledRule(merged, f"{file} (variants[{index}])", self._programs, analyses)
+            for version in variant.sglang_versions:
+                self._versions[version] = compiled
+
+    @property
+    def program(self) -> Any:
+        """`(when) && (condition)` compiled: what the rule fires on."""
+        if self._program is None:
+            self._program = self._compile(self.expression, "when/condition")
+        return self._program
+
+    @property
+    def param_programs(self) -> dict[str, Any]:
+        """The params that are CEL expressions, compiled (on first use)."""
+        if self._param_programs is None:
+            self._param_programs = {
+                name: self._compile(expr, f"params.{name}") for name, expr in self.rule.params.items() if name not in self.exact_params
+            }
+        return self._param_programs
+
+    def compile_all(self) -> None:
+        """Every program of the rule and its variants compiled now (a rule set built from
+        files: a broken expression fails at load, not when the rule first fires)."""
+        self.param_programs
+        for compiled in self._versions.values():
+            if compiled is not None and compiled is not self:
+                compiled.compile_all()
+
+    def _compile(self, expression: str, field: str) -> Any:
+        program = self._programs.get(expression)
+        if program is None:
+            try:
+                program = self._programs[expression] = cel.compile(expression)
+            except ValueError as exc:
+                first = str(exc).splitlines()[0]
+                raise InputError(self.file, field, f"CEL does not compile: {first}") from None
+        return program
+
+    def for_version(self, version: str) -> "CompiledRule | None":
+        """This rule as compiled for `version`: itself, a variant, or None (not in that version)."""
+        return self._versions.get(version)
+
+    @property
+    def pattern(self) -> "re.Pattern[str]":
+        """`message_pattern` compiled. Only `explain` and the tests match log text, so the
+        regexes are compiled on first use instead of at every start;
+        tests/test_rule_loading.py compiles every rule's and variant's pattern."""
+        try:
+            return _pattern(self.rule.message_pattern)
+        except re.error as exc:
+            raise InputError(self.file, "message_pattern", f"not a valid regex: {exc}") from None
+
+
+@lru_cache(maxsize=512)
+def _pattern(text: str) -> "re.Pattern[str]":
+    return re.compile(text)

@@ -1,0 +1,150 @@
+"""Reading the rule files: every file of `rules/` (or the compiled artifact of the shipped
+rules) expanded, validated and compiled, in sglang's check order. A broken rule file is
+reported with its file name and the offending field."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import ValidationError
+
+from inkling_compat.engine import cel_tree
+from inkling_compat.engine.rule_compile import CompiledRule
+from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
+from inkling_compat.engine.rule_schema import Rule
+from inkling_compat.errors import RuleFileError as InputError
+
+if TYPE_CHECKING:
+    from inkling_compat.engine import definitions  # imported where used: a start from the compiled artifact needs none of it
+
+# libyaml's safe loader: the pure-Python one is many times slower on the rule files.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def rules_dir() -> Path:
+    return Path(str(resources.files("inkling_compat.rules")))
+
+
+def rule_files(folder: Path | None = None) -> list[Path]:
+    """Every rule file: `rules/<sglang component>/<rule id>.yaml` (files starting with `_` hold
+    shared definitions, not rules)."""
+    folder = folder or rules_dir()
+    return sorted((p for p in folder.rglob("*.yaml") if not p.name.startswith("_")), key=lambda p: p.name)
+
+
+def load_rule_file(path: Path, defs: "definitions.Definitions | None" = None) -> CompiledRule:
+    """One rule file, its family and guards expanded (`defs`: those of the folder it is in)."""
+    from inkling_compat.engine import definitions
+
+    data, origins = _expanded(path, defs)
+    if definitions.FOLLOWS in data:  # what it follows is in other files: the folder's expansion
+        folder = _rules_root(path)
+        data, origins = {p.name: d for p, d in _expanded_folder(folder, defs or _definitions(str(folder)))}[path.name]
+    for key in definitions.PRIVATE:
+        data.pop(key, None)
+    compiled = _validated(data, origins, path.name, path.stem)
+    compiled.compile_all()  # (a file loaded alone fails at load, as a folder does)
+    return compiled
+
+
+def _expanded_folder(folder: Path, defs: "definitions.Definitions") -> list[tuple[Path, tuple[dict[str, Any], dict[str, str]]]]:
+    """Every rule file of `folder` expanded, each family's `follows` written out."""
+    from inkling_compat.engine import definitions
+
+    expanded = [(path, _expanded(path, defs)) for path in rule_files(folder)]
+    definitions.resolve_follows({path.stem: data for path, (data, _) in expanded}, defs, {path.stem: path.name for path, _ in expanded})
+    return expanded
+
+
+def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[str, Any], dict[str, str]]:
+    """A rule file's data as `Rule` reads it (family merged, guards written out) and, per field
+    that came from a family, the family's file."""
+    from inkling_compat.engine import definitions
+
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError as exc:
+        raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise InputError(path.name, "(root)", "a rule file must be a mapping")
+    if defs is None:
+        defs = _definitions(str(_rules_root(path)))
+    return definitions.expand(data, path.name, defs)
+
+
+def _validated(
+    data: dict[str, Any], origins: dict[str, str], name: str, stem: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None
+) -> CompiledRule:
+    """The expanded data of one rule file validated and its CEL compiled."""
+    try:
+        rule = Rule.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(root)"
+        file = origins.get(str(err["loc"][0]), name) if err["loc"] else name  # a family's value
+        raise InputError(file, field, err["msg"]) from None
+    if stem != rule.id:
+        raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
+    return CompiledRule(rule, name, programs, analyses)
+
+
+@lru_cache(maxsize=4)
+def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
+    """Every rule in `rules/` (or `directory`), validated and compiled, in sglang's check order.
+
+    The package's own rules come from the compiled artifact (engine/compiled_rules.py) when it is
+    current, each still validated and its CEL compiled; any other folder, or a stale artifact,
+    is compiled from its files."""
+    from inkling_compat.engine import compiled_rules
+
+    folder = Path(directory) if directory else rules_dir()
+    stored = compiled_rules.load(folder) if folder == rules_dir() else None
+    if stored is not None:
+        entries, known = stored
+        programs: dict[str, Any] = {}
+        analyses = cel_tree.Analyses(known)
+        compiled = [_validated(data, {}, name, name[: -len(".yaml")] if name.endswith(".yaml") else name, programs, analyses) for name, data in entries]
+        check_after(compiled)
+    else:
+        compiled, _ = compile_folder(folder)
+    return check_order(compiled)
+
+
+def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, dict[str, Any]]]]:
+    """The rules of `folder` compiled from their files with every load-time check, and the
+    expanded data of each (file name, data): what the compiled artifact holds."""
+    # Imported here: a start from the compiled artifact needs neither module.
+    from inkling_compat.engine import definitions
+    from inkling_compat.engine.paths import check_rule_paths
+
+    defs = definitions.load_definitions(folder)
+    expanded = _expanded_folder(folder, defs)
+    programs: dict[str, Any] = {}
+    analyses = cel_tree.Analyses()
+    compiled = [_validated(data, origins, path.name, path.stem, programs, analyses) for path, (data, origins) in expanded]
+    for c in compiled:
+        c.compile_all()
+    check_after(compiled)
+    check_rule_paths(compiled)  # a misspelt fact or input path is refused here, not read as null
+    dependency_order(compiled)  # a cycle is refused here too
+    return compiled, [(path.name, data) for path, (data, _) in expanded]
+
+
+@lru_cache(maxsize=4)
+def _definitions(folder: str) -> "definitions.Definitions":
+    from inkling_compat.engine import definitions
+
+    return definitions.load_definitions(Path(folder))
+
+
+def _rules_root(path: Path) -> Path:
+    """The rules folder a rule file belongs to: the nearest folder above it with a guards
+    file, else the folder above its component folder (rules/<component>/<id>.yaml)."""
+    for folder in path.resolve().parents:
+        if (folder / "_guards.yaml").is_file():  # definitions.GUARDS_FILE (not imported for this)
+            return folder
+    return path.resolve().parent.parent
