@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from inkling_compat.report.model import Report
 
 _COLORS = {"error": "\033[31m", "runtime": "\033[35m", "warning": "\033[33m", "ok": "\033[32m", "dim": "\033[2m"}
@@ -54,6 +56,11 @@ def _prefix(problem) -> str:
     "sglang accepts this and then: " for a derived prediction, "inkling-compat: " for the
     checker's own findings."""
     return "" if problem.origin in ("sglang", "argparse") else f"{problem.label}: "
+
+
+def render(report: Report, rules: Any = (), *, fleet: bool = False, color: bool = False) -> str:
+    """`--format text`: a fleet's report (--adapter-dir) by adapter, any other as one list."""
+    return render_by_adapter(report, color=color) if fleet else render_text(report, color=color)
 
 
 def render_text(report: Report, color: bool = False) -> str:
