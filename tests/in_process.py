@@ -26,7 +26,7 @@ def run_main(capsys: Any, *args: object, stdin: str | None = None) -> Ran:
     capsys.readouterr()  # (what the test printed before is not the command's)
     saved = sys.stdin
     if stdin is not None:
-        sys.stdin = io.StringIO(stdin)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")  # (with .buffer, as a real one)
     try:
         code = cli.main([str(a) for a in args])
     except SystemExit as exc:
