@@ -1,13 +1,17 @@
 """The `inkling-compat` command: exit codes, one-line input errors, output formats.
 
-Most cases run the real process (`python -m inkling_compat.cli`) so that "never a
-traceback" is checked end to end; a few call `cli.main()` in-process with capsys.
+The cases run `cli.main()` in this process with its streams captured (the `run_cli` fixture:
+tests/in_process.py); a few run the real process (`run_process`: `python -m inkling_compat.cli`,
+and the installed console script) so that the exit status, the streams as the shell sees them
+and "never a traceback" are checked end to end.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +23,7 @@ from inkling_compat import cli
 from inkling_compat.explain import explain_matches
 from inkling_compat.engine.rule_load import load_rules, rule_files, rules_dir
 from inkling_compat.testing.scenarios import base_scenarios, deep_merge
+from in_process import Ran, run_main
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 SEED_TEXT = (
@@ -28,13 +33,19 @@ SEED_TEXT = (
 MULTISLOT_MESSAGE = "InklingBatchDenseMLPWithLoRA is ineligible: multi-slot dense LoRA requires the Triton backend"
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "inkling_compat.cli", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling-compat ARGS` in this process: (returncode, stdout, stderr)."""
+    return lambda *args: run_main(capsys, *args)
 
 
 def write_setup(folder: Path, config: dict | None = None, adapter: dict | None = None) -> dict[str, Path]:
@@ -76,22 +87,25 @@ def eight_slot_pool() -> dict:
 
 
 def test_passing_setup_exits_0(tmp_path):
-    result = run_cli(*check_args(write_setup(tmp_path)))
+    result = run_process(*check_args(write_setup(tmp_path)))
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("ok:") or "\nok:" in result.stdout
     assert result.stderr == ""
 
 
 def test_failing_setup_exits_1_with_sglangs_text(tmp_path):
+    """Through the installed console script (pyproject.toml [project.scripts])."""
+    script = shutil.which("inkling-compat", path=str(Path(sys.executable).parent))
+    assert script, f"no inkling-compat script beside {sys.executable}: the project is not installed"
     paths = write_setup(tmp_path, config={"lora_backend": "csgmv", "max_loras_per_batch": 8}, adapter=eight_slot_pool())
-    result = run_cli(*check_args(paths))
+    result = subprocess.run([script, *check_args(paths)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"ValueError: {MULTISLOT_MESSAGE}" in result.stdout
     assert "sink-lora-multislot-needs-triton" in result.stdout
     assert "Traceback" not in result.stderr
 
 
-def test_sglang_version_selects_the_wording(tmp_path):
+def test_sglang_version_selects_the_wording(tmp_path, run_cli):
     paths = write_setup(tmp_path, config={"lora_backend": "csgmv", "max_loras_per_batch": 8}, adapter=eight_slot_pool())
     result = run_cli(*check_args(paths), "--sglang-version", "53ccafdf")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -126,7 +140,7 @@ def test_closed_stdout_is_not_an_internal_error(tmp_path, monkeypatch, capsys):
     not any(p.stem == "unknown-config-key" for p in rule_files()),
     reason="rules/unknown-config-key.yaml (the 'did you mean' rule) is not written yet",
 )
-def test_unknown_key_exits_1_with_suggestion(tmp_path):
+def test_unknown_key_exits_1_with_suggestion(tmp_path, run_cli):
     paths = write_setup(tmp_path, config={"max_lora_rnk": 16})
     result = run_cli(*check_args(paths))
     assert result.returncode == 1, result.stdout + result.stderr
@@ -135,7 +149,7 @@ def test_unknown_key_exits_1_with_suggestion(tmp_path):
     assert "serve.yaml" in result.stdout
 
 
-def test_json_format_parses(tmp_path):
+def test_json_format_parses(tmp_path, run_cli):
     ok = run_cli(*check_args(write_setup(tmp_path), "--format", "json"))
     assert ok.returncode == 0, ok.stderr
     data = json.loads(ok.stdout)
@@ -153,9 +167,9 @@ def test_json_format_parses(tmp_path):
     assert problem["fixes"]
 
 
-def test_no_colour_when_stdout_is_not_a_tty(tmp_path):
+def test_no_colour_when_stdout_is_not_a_tty(tmp_path, run_cli):
     paths = write_setup(tmp_path, config={"lora_backend": "csgmv", "max_loras_per_batch": 8}, adapter=eight_slot_pool())
-    plain = run_cli(*check_args(paths))  # stdout is a pipe
+    plain = run_process(*check_args(paths))  # stdout is a pipe
     assert plain.returncode == 1
     assert not ANSI.search(plain.stdout) and not ANSI.search(plain.stderr)
     forced = run_cli(*check_args(paths, "--color", "always"))
@@ -172,7 +186,7 @@ def test_no_colour_in_process(tmp_path, capsys):
     assert "\x1b[" not in out
 
 
-def test_platform_preset_and_file(tmp_path):
+def test_platform_preset_and_file(tmp_path, run_cli):
     paths = write_setup(tmp_path)
     assert run_cli(*check_args(paths, "--platform", "h100")).returncode == 0
     platform = tmp_path / "platform.yaml"
@@ -211,7 +225,7 @@ BAD_INPUTS = {
 }
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess[str], file_name: str, field: str) -> None:
+def assert_one_line_error(result: subprocess.CompletedProcess[str] | Ran, file_name: str, field: str) -> None:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
@@ -234,37 +248,45 @@ def write_bad_input(tmp_path, case):
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_unusable_input_exits_2_with_one_line(tmp_path, case):
+def test_unusable_input_exits_2_with_one_line(tmp_path, case, run_cli):
     paths, which, field = write_bad_input(tmp_path, case)
-    result = run_cli(*check_args(paths), timeout=30)
+    result = run_cli(*check_args(paths))
     assert_one_line_error(result, paths[which].name, field)
 
 
-def test_classic_billion_laughs_is_refused(tmp_path):
+def test_classic_billion_laughs_is_refused(tmp_path, run_cli):
     paths = write_setup(tmp_path)
     paths["config"].write_text(BILLION_LAUGHS_CLASSIC, encoding="utf-8")
+    def hung(*_):
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
     try:
-        result = run_cli(*check_args(paths), timeout=10)
-    except subprocess.TimeoutExpired:
+        result = run_cli(*check_args(paths))
+    except TimeoutError:
         pytest.fail("hung expanding the alias bomb")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     assert_one_line_error(result, "serve.yaml", "(yaml)")
 
 
 def test_missing_file_exits_2(tmp_path):
     paths = write_setup(tmp_path)
     missing = tmp_path / "nope.yaml"
-    result = run_cli("check", "--config", missing, "--model", paths["model"])
+    result = run_process("check", "--config", missing, "--model", paths["model"])
     assert_one_line_error(result, "nope.yaml", "(file)")
     assert "no such file" in result.stderr
 
 
-def test_missing_adapter_file_exits_2(tmp_path):
+def test_missing_adapter_file_exits_2(tmp_path, run_cli):
     paths = write_setup(tmp_path)
     result = run_cli("check", "--config", paths["config"], "--adapter", tmp_path / "gone.yaml")
     assert_one_line_error(result, "gone.yaml", "(file)")
 
 
-def test_directory_instead_of_file_exits_2(tmp_path):
+def test_directory_instead_of_file_exits_2(tmp_path, run_cli):
     folder = tmp_path / "configs"
     folder.mkdir()
     result = run_cli("check", "--config", folder)
@@ -272,7 +294,7 @@ def test_directory_instead_of_file_exits_2(tmp_path):
     assert "directory" in result.stderr
 
 
-def test_missing_required_argument_exits_2():
+def test_missing_required_argument_exits_2(run_cli):
     result = run_cli("check")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
@@ -280,7 +302,7 @@ def test_missing_required_argument_exits_2():
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_unknown_platform_preset_exits_2(tmp_path):
+def test_unknown_platform_preset_exits_2(tmp_path, run_cli):
     paths = write_setup(tmp_path)
     result = run_cli(*check_args(paths, "--platform", "tpu-v9"))
     assert_one_line_error(result, "tpu-v9", "(file)")
@@ -299,7 +321,7 @@ def test_input_error_in_process(tmp_path, capsys):
 # --- rules and explain -----------------------------------------------------------------
 
 
-def test_rules_lists_every_rule():
+def test_rules_lists_every_rule(run_cli):
     result = run_cli("rules")
     assert result.returncode == 0, result.stderr
     listed = {line.split()[0] for line in result.stdout.splitlines() if line.strip() and not line.endswith(" rules")}
@@ -308,7 +330,7 @@ def test_rules_lists_every_rule():
     assert result.stdout.rstrip().endswith(f"{len(on_disk)} rules")
 
 
-def test_rules_json_lists_every_rule():
+def test_rules_json_lists_every_rule(run_cli):
     result = run_cli("rules", "--format", "json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -326,7 +348,7 @@ def test_explain_seed_text(capsys):
 
 def test_explain_full_log_line_in_subprocess():
     line = f"[2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback ... {SEED_TEXT}"
-    result = run_cli("explain", line)
+    result = run_process("explain", line)
     assert result.returncode == 0, result.stderr
     assert "sink-lora-multislot-needs-triton" in result.stdout
     assert "Fixes" in result.stdout
@@ -355,7 +377,7 @@ def test_explain_unrelated_text_exits_1(capsys):
 # --- --format json: one JSON document whatever the exit code ----------------------------
 
 
-def assert_json_error(result: subprocess.CompletedProcess[str], code: int, key: str) -> dict:
+def assert_json_error(result: subprocess.CompletedProcess[str] | Ran, code: int, key: str) -> dict:
     assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     data = json.loads(result.stdout)  # the whole of stdout is one document
     assert data["ok"] is False and data["exit_code"] == code and key in data, data
@@ -364,14 +386,14 @@ def assert_json_error(result: subprocess.CompletedProcess[str], code: int, key: 
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_json_format_on_unusable_input(tmp_path, case):
+def test_json_format_on_unusable_input(tmp_path, case, run_cli):
     paths, which, field = write_bad_input(tmp_path, case)
-    error = assert_json_error(run_cli(*check_args(paths, "--format", "json"), timeout=30), 2, "input_error")
+    error = assert_json_error(run_cli(*check_args(paths, "--format", "json")), 2, "input_error")
     assert set(error) == {"file", "field", "reason"}
     assert paths[which].name in error["file"] and field in f"{error['field']}: {error['reason']}", error
 
 
-def test_json_format_on_a_missing_file_and_a_bad_command_line(tmp_path):
+def test_json_format_on_a_missing_file_and_a_bad_command_line(tmp_path, run_cli):
     error = assert_json_error(run_cli("check", "--config", tmp_path / "nope.yaml", "--format=json"), 2, "input_error")
     assert error == {"file": str(tmp_path / "nope.yaml"), "field": "(file)", "reason": "no such file"}
     paths = write_setup(tmp_path)
@@ -402,7 +424,7 @@ def test_json_format_on_internal_error(tmp_path, monkeypatch, capsys):
 # --- --model DIR ------------------------------------------------------------------------
 
 
-def test_model_directory_is_read_as_its_config_json(tmp_path):
+def test_model_directory_is_read_as_its_config_json(tmp_path, run_cli):
     paths = write_setup(tmp_path)
     folder = tmp_path / "Inkling-model"
     folder.mkdir()
@@ -417,7 +439,7 @@ def test_model_directory_is_read_as_its_config_json(tmp_path):
     assert_one_line_error(run_cli(*check_args(paths)), str(folder / "config.json"), "hidden_size")
 
 
-def test_model_directory_without_config_json_exits_2(tmp_path):
+def test_model_directory_without_config_json_exits_2(tmp_path, run_cli):
     paths = write_setup(tmp_path)
     empty = tmp_path / "not-a-model"
     empty.mkdir()

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
-import subprocess
-import sys
 import typing
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.facts import types
 from inkling_compat.fleet import check_fleet
 from inkling_compat.report.model import Coverage, Report
-from inkling_compat.testing.scenarios import example_arguments
+from in_process import run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -43,8 +41,10 @@ def reads(rule_id: str) -> frozenset[str]:
     return coverage.rule_reads(compiled)[0]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inkling_compat.cli", *args], capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling-compat ARGS` in this process (tests/in_process.py)."""
+    return lambda *args: run_main(capsys, *args)
 
 
 def pickle_adapter(folder: Path) -> Path:
@@ -245,21 +245,7 @@ def test_a_rule_after_one_that_fired_is_not_reached():
     assert "inkling-attn-kv-heads-divisible-by-tp" in report.coverage.reasons["not reached: inkling-attn-heads-divisible-by-tp comes first"]
 
 
-def _examples():
-    for c in load_rules():
-        for version in c.rule.sglang_versions or ():
-            compiled = c.for_version(version)
-            if compiled is not None and compiled.rule.examples.fire:
-                yield pytest.param(compiled, version, id=f"{c.rule.id}@{version}")
-                break
-
-
-@pytest.mark.parametrize("compiled,version", list(_examples()))
-def test_a_rule_that_fires_is_checked(compiled, version):
-    for example in compiled.rule.examples.fire:
-        report = check(**example_arguments(example.input), sglang_version=version)
-        assert report.coverage.status[compiled.rule.id] == "checked", example.description
-        assert set(report.coverage.status.values()) <= STATUSES
+# A rule that fires on any of its examples is checked: tests/test_rule_examples.py.
 
 
 # --- the report, text and JSON -------------------------------------------------------------
@@ -304,13 +290,13 @@ def test_coverage_survives_pickle_and_replace():
 # --- --strict -------------------------------------------------------------------------------
 
 
-def test_strict_passes_the_full_example():
+def test_strict_passes_the_full_example(run_cli):
     result = run_cli("check", "--config", SERVE, "--model", MODEL, "--adapter", PEFT, "--strict")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "--strict: passes" in result.stdout
 
 
-def test_strict_fails_on_not_checked_and_says_why():
+def test_strict_fails_on_not_checked_and_says_why(run_cli):
     plain = run_cli("check", "--config", SERVE, "--adapter", PEFT)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     strict = run_cli("check", "--config", SERVE, "--adapter", PEFT, "--strict")
@@ -321,7 +307,7 @@ def test_strict_fails_on_not_checked_and_says_why():
     assert any("not checked (no --model)" in f for f in doc["strict_failures"])
 
 
-def test_strict_fails_on_a_warning_and_in_a_fleet(tmp_path):
+def test_strict_fails_on_a_warning_and_in_a_fleet(tmp_path, run_cli):
     fleet = tmp_path / "fleet"
     shutil.copytree(EXAMPLES / "adapter", fleet / "good")
     pickle_adapter(fleet / "old")
@@ -334,7 +320,7 @@ def test_strict_fails_on_a_warning_and_in_a_fleet(tmp_path):
     assert any("not checked (pickle weights, never opened)" in f for f in failures)
 
 
-def test_strict_is_in_the_help():
+def test_strict_is_in_the_help(run_cli):
     result = run_cli("check", "--help")
     assert "--strict" in result.stdout and "not checked" in result.stdout
 
@@ -369,37 +355,8 @@ def test_a_non_inkling_model_fires_no_inkling_rule():
     assert "inkling-attn-heads-divisible-by-tp" in [p.rule_id for p in inkling.problems]
 
 
-def _gated(rule_id: str, missing: coverage.Missing, scope: str) -> str | None:
-    p = the_plan()
-    rules = p.global_rules if scope == "global" else p.adapter_rules
-    index = [c.rule.id for c in rules].index(rule_id)
-    return p.blocks(scope, missing)[index][2]
-
-
-@pytest.mark.parametrize("rule_index", range(len(load_rules())))
-def test_no_rule_fires_on_a_placeholder(rule_index):
-    """Over every rule's examples: a problem's rule read (in `when` or `condition`) no input that
-    was replaced by a placeholder (no --model, a non-Inkling or empty config.json, an
-    unreadable adapter, weights not read)."""
-    from inkling_compat.facts.derive import derive
-    from inkling_compat.facts.inputs import load_inputs
-    from inkling_compat.errors import InputError
-
-    rule = load_rules()[rule_index].rule
-    for example in [*rule.examples.fire, *rule.examples.pass_]:
-        args = example_arguments(example.input)
-        try:
-            inputs = load_inputs(args["config"], args["adapter"], model=args["model"], platform=args["platform"])
-        except InputError:
-            continue
-        facts = derive(inputs)
-        missing = coverage.global_missing(facts)
-        per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
-        report = check(**args)
-        for problem in report.problems:
-            scope = "adapter" if any(c.rule.id == problem.rule_id for c in the_plan().adapter_rules) else "global"
-            miss = per_adapter[problem.adapter_index] if scope == "adapter" else missing
-            assert _gated(problem.rule_id, miss, scope) is None, f"{problem.rule_id} fired on a placeholder ({example.description})"
+# No rule fires on a placeholder, over every rule example: tests/test_rule_examples.py
+# (and over the hostile corpus: tests/test_evaluators.py).
 
 
 def test_a_bare_assert_says_what_failed():

@@ -2,7 +2,7 @@
 the guards' shared conjuncts (engine/guards.py), a condition run alone behind a guard that
 held (the joined `(when) && (condition)` otherwise), and the built CEL contexts kept by their
 variables' content (engine/evaluator.py `_ContextStore`). Each is compared with the plain form on every rule
-example (whole reports: tests/test_evaluators.py)."""
+example (whole reports: tests/test_rule_examples.py)."""
 
 from __future__ import annotations
 

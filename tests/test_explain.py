@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from in_process import run_main
 from inkling_compat import cli
 from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.explain import (
@@ -26,10 +27,16 @@ EXPERTS = "Inkling shared-sink LoRA expert count does not match"
 MULTISLOT = "InklingBatchDenseMLPWithLoRA is ineligible: multi-slot dense LoRA requires the Triton backend"
 
 
-def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "inkling_compat.cli", *args], input=stdin, capture_output=True, text=True, timeout=60
     )
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling-compat ARGS` in this process (tests/in_process.py)."""
+    return lambda *args, **kw: run_main(capsys, *args, **kw)
 
 
 def best(text: str) -> str:
@@ -146,7 +153,7 @@ def test_traceback_source_lines_are_not_errors():
 
 
 def test_explain_stdin_log_in_subprocess():
-    result = run_cli("explain", "-", stdin=LOG)
+    result = run_process("explain", "-", stdin=LOG)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("2 errors in the text")
@@ -166,7 +173,7 @@ def test_explain_stdin_single_message(capsys, monkeypatch):
     assert "line " not in out.splitlines()[2]  # one line of text: the block as for an argument
 
 
-def test_unrelated_log_exits_1():
+def test_unrelated_log_exits_1(run_cli):
     result = run_cli("explain", "-", stdin="[2026-01-01 12:00:00 TP0] Load weight begin.\nCUDA out of memory.\n")
     assert result.returncode == 1 and "no rule matches" in result.stdout
 
@@ -175,7 +182,7 @@ def test_unrelated_log_exits_1():
 
 
 @pytest.mark.parametrize("argument,stdin", [("", None), ("   \n\t ", None), ("-", ""), ("-", " \n \n")])
-def test_empty_text_exits_2_with_one_line(argument, stdin):
+def test_empty_text_exits_2_with_one_line(argument, stdin, run_cli):
     result = run_cli("explain", argument, stdin=stdin)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert result.stdout == ""
@@ -196,7 +203,7 @@ def test_a_long_log_is_read_in_bounded_time():
     assert time.perf_counter() - start < 30  # ~1.5 s on a loaded 2-core machine
 
 
-def test_text_over_the_limit_exits_2():
+def test_text_over_the_limit_exits_2(run_cli):
     from inkling_compat.explain import MAX_TEXT_BYTES
 
     result = run_cli("explain", "-", stdin="x" * (MAX_TEXT_BYTES + 1))

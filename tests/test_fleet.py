@@ -8,7 +8,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,12 +25,15 @@ from inkling_compat.facts.derive import derive  # noqa: E402
 from inkling_compat.facts.inputs import load_inputs  # noqa: E402
 from inkling_compat.fleet import ProgressBar, check_fleet  # noqa: E402
 from inkling_compat.inputs.loading import load_adapter, load_model_config  # noqa: E402
+from in_process import run_main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_cli(*args, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inkling_compat.cli", *map(str, args)], capture_output=True, text=True, timeout=timeout)
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling-compat ARGS` in this process (tests/in_process.py)."""
+    return lambda *args: run_main(capsys, *args)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +101,7 @@ def test_api_fleet(fleet):
     assert {n: [p["rule_id"] for p in a["problems"]] for n, a in names.items()} == dict(EXPECTED, **{"linked-out": []})
 
 
-def test_cli_fleet_text(fleet):
+def test_cli_fleet_text(fleet, run_cli):
     result = run_cli("check", "--config", EXAMPLES / "serve.yaml", "--model", EXAMPLES / "config.json", "--adapter-dir", fleet)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stdout + result.stderr and result.stderr == ""
@@ -113,7 +115,7 @@ def test_cli_fleet_text(fleet):
     assert lines[-2].startswith("10 adapter(s): 2 ok, 7 with errors, 1 with warnings only")  # pickled: not checked, a warning
 
 
-def test_cli_fleet_json(fleet):
+def test_cli_fleet_json(fleet, run_cli):
     result = run_cli("check", "--config", EXAMPLES / "serve.yaml", "--model", EXAMPLES / "config.json", "--adapter-dir", fleet, "--format", "json")
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
@@ -122,7 +124,7 @@ def test_cli_fleet_json(fleet):
     assert all(p["adapter_index"] is not None for p in data["problems"])
 
 
-def test_cli_fleet_and_single_adapters_combine(fleet, tmp_path):
+def test_cli_fleet_and_single_adapters_combine(fleet, tmp_path, run_cli):
     extra = write_adapter(tmp_path / "extra", r=16)
     result = run_cli("check", "--config", EXAMPLES / "serve.yaml", "--model", EXAMPLES / "config.json", "--adapter", extra, "--adapter-dir", fleet, "--format", "json")
     data = json.loads(result.stdout)
@@ -130,7 +132,7 @@ def test_cli_fleet_and_single_adapters_combine(fleet, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "empty"])
-def test_unusable_fleet_folder_exits_2(tmp_path, kind):
+def test_unusable_fleet_folder_exits_2(tmp_path, kind, run_cli):
     target = tmp_path / "adapters"
     if kind == "file":
         target.write_text("x")
@@ -142,10 +144,10 @@ def test_unusable_fleet_folder_exits_2(tmp_path, kind):
     assert len(result.stderr.strip().splitlines()) == 1 and "adapters" in result.stderr and "(adapter-dir)" in result.stderr
 
 
-def test_alias_bomb_config_with_fleet_exits_2(tmp_path, fleet):
+def test_alias_bomb_config_with_fleet_exits_2(tmp_path, fleet, run_cli):
     bomb = tmp_path / "serve.yaml"
     bomb.write_text('a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")))
-    result = run_cli("check", "--config", bomb, "--adapter-dir", fleet, timeout=30)
+    result = run_cli("check", "--config", bomb, "--adapter-dir", fleet)
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 

@@ -12,6 +12,7 @@ import pytest
 from inkling_compat import check
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.launch import parse_launch, read_words
+from in_process import run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = ["python", "-m", "sglang.launch_server", "--config", "examples/sglang-config.yaml", "--lora-paths", "support=examples/adapter", "--experts-shared-outer-loras"]
@@ -29,7 +30,8 @@ def _problems(report):
 def test_examples_check_ok_with_no_model_and_no_adapter() -> None:
     for report in (check(argv=read_words("examples/launch.sh")), check(argv=LAUNCH)):
         assert report.ok, str(report)
-        assert "model" not in report.not_given and report.coverage is not None
+        # The model and the adapter the launch names were read: every rule was checked or does not apply.
+        assert "model" not in report.not_given and report.coverage.checked > 0 and report.coverage.reasons == {}, report.coverage.reasons
     assert check(config="examples/sglang-config.yaml").ok
 
 
@@ -132,9 +134,10 @@ def test_a_deprecated_flag_is_sglangs_warning_and_the_launch_goes_on() -> None:
     assert "sink-lora-multislot-needs-triton" in [p.rule_id for p in report.errors]
 
 
-def test_refusals_exit_1_not_2(tmp_path: Path) -> None:
+def test_refusals_exit_1_not_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """In process (tests/in_process.py); the exit status of a real process: test_cli_takes_the_command_after_a_double_dash."""
     for words, _rule, message, _fix in REFUSALS:
-        done = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--", *SGLANG, *words], capture_output=True, text=True, cwd=ROOT)
+        done = run_main(capsys, "check", "--", *SGLANG, *words)
         assert done.returncode == 1, done.stdout + done.stderr
         assert message in done.stdout and not done.stderr
 

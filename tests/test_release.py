@@ -4,8 +4,6 @@ across releases (argument_history.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from importlib import metadata
@@ -24,25 +22,16 @@ from inkling_compat.errors import InputError
 from inkling_compat.inputs import argument_table, release
 from inkling_compat.inputs.release import NEWEST, find_release
 from inkling_compat.inputs.versions import SGLANG_RELEASES, SGLANG_VERSIONS
+from in_process import run_main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def _installed() -> bool:
-    try:
-        metadata.version("sglang")
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-# (a command in a subprocess sees the environment's own sglang, which the fixture below hides
-# from the tests in this process)
-WITHOUT_SGLANG = pytest.mark.skipif(_installed(), reason="sglang is installed here: it decides the release")
-
-
-def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inkling_compat.cli", *map(str, args)], check=False, capture_output=True, text=True, timeout=60)
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling-compat ARGS` in this process (tests/in_process.py), where the fixture below hides
+    an installed sglang (a command in a subprocess would see it, and it would decide the release)."""
+    return lambda *args: run_main(capsys, *args)
 
 
 @pytest.fixture(autouse=True)
@@ -180,8 +169,7 @@ def test_a_launch_command_is_read_with_the_release_table() -> None:
     assert "invalid choice: 'triton_v2' (choose from 'triton', 'csgmv', 'ascend', 'torch_native')" in refused.errors[0].message
 
 
-@WITHOUT_SGLANG
-def test_cli_says_the_release_in_text_and_json(tmp_path: Path) -> None:
+def test_cli_says_the_release_in_text_and_json(tmp_path: Path, run_cli) -> None:
     deploy = _project(tmp_path, {"launch.sh": "# lmsysorg/sglang:v0.5.16 (a comment)\nIMAGE=lmsysorg/sglang:v0.5.21 sglang serve --model-path /m\n"}) / "launch.sh"
     done = run_cli("check", "--launch", deploy)
     assert done.returncode == 0, done.stderr
@@ -210,7 +198,7 @@ def test_explain_names_the_releases_of_a_flag_and_its_replacement() -> None:
     assert rule_releases_note(list(SGLANG_VERSIONS)) is None
 
 
-def test_explain_command_prints_the_notes() -> None:
+def test_explain_command_prints_the_notes(run_cli) -> None:
     done = run_cli("explain", "sglang serve: error: unrecognized arguments: --no-enable-tf32-matmul")
     assert done.returncode == 0
     assert "sglang releases\n  - --no-enable-tf32-matmul is an argument of sglang 0.5.23 only" in done.stdout
@@ -218,7 +206,7 @@ def test_explain_command_prints_the_notes() -> None:
     assert document["releases"] == [flag_history("--stream-output").note()]
 
 
-def test_explain_names_the_releases_that_raise_a_message() -> None:
+def test_explain_names_the_releases_that_raise_a_message(run_cli) -> None:
     """A rule whose sglang site older releases lack (engine/sites.py, from the audit)."""
     done = run_cli("explain", "ValueError: --lora-backend triton_v2 does not yet support two-batch overlap")
     assert done.returncode == 0

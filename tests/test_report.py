@@ -6,8 +6,6 @@ torch's."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from inkling_compat import check
 from inkling_compat.report.model import Problem, Report, SglangWouldRaise
 from inkling_compat.sglang import set_lora_info
 from inkling_compat.testing.scenarios import example_arguments
+from in_process import run_main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PEFT_CONFIG = {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["gate_up_proj", "down_proj"]}
@@ -24,8 +23,10 @@ PEFT_CONFIG = {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules":
 BIND_CRASH = {"adapter": {"pool": {"down_lora_a": {"shape": [2, 2, 16, 768]}}}}
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inkling_compat.cli", *map(str, args)], capture_output=True, text=True, timeout=60)
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling-compat ARGS` in this process (tests/in_process.py)."""
+    return lambda *args: run_main(capsys, *args)
 
 
 def problem(rule_id: str = "r", origin: str = "sglang", error_class: str = "ValueError", message: str = "boom", severity: str = "error") -> Problem:
@@ -169,7 +170,7 @@ def test_warnings_alone_raise_nothing():
 # --- pickle weights: not checked, a warning -----------------------------------------------------
 
 
-def test_pickle_adapter_is_not_checked_not_an_sglang_error(tmp_path):
+def test_pickle_adapter_is_not_checked_not_an_sglang_error(tmp_path, run_cli):
     folder = tmp_path / "old"
     folder.mkdir()
     (folder / "adapter_config.json").write_text(json.dumps(PEFT_CONFIG), encoding="utf-8")
@@ -245,7 +246,7 @@ def test_raised_exception_survives_pickle():
     assert type(plain) is SglangWouldRaise and str(plain) == "own finding"
 
 
-def test_a_prediction_of_silent_misbehaviour_names_no_class(tmp_path):
+def test_a_prediction_of_silent_misbehaviour_names_no_class(tmp_path, run_cli):
     """error_class "none" (nothing is raised, results are wrong: n_routed_experts 0 with MoE
     layers) is printed as its text alone, never "none: ...", in text and SARIF alike."""
     model = json.loads((EXAMPLES / "config.json").read_text())

@@ -18,6 +18,7 @@ import pytest
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.launch import cli_config, env_values, parse_launch
 from inkling_compat.inputs.shell import FoundCommand, find_commands, find_in_argv
+from in_process import run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ["python3", "-m", "sglang.launch_server"]
@@ -234,10 +235,11 @@ def test_env_file_and_env(tmp_path: Path):
         env_values(["1X=2"], [])
 
 
-def test_cli_names_the_value_not_known_and_takes_env(tmp_path: Path):
+def test_cli_names_the_value_not_known_and_takes_env(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     script = tmp_path / "start.sh"
     script.write_text("PORT=30000\npython3 -m sglang.launch_server --model-path /models/m --port $PORT --tp $TP\n")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", str(script), *a], capture_output=True, text=True, cwd=ROOT)  # noqa: E731
+    monkeypatch.chdir(ROOT)
+    run = lambda *a: run_main(capsys, "check", "--launch", str(script), *a)  # noqa: E731  (in process: tests/in_process.py)
     plain = run()
     assert plain.returncode == 0, plain.stderr
     assert f"note: not checked: --tp-size comes from $TP, not set in {script}" in plain.stdout or f"note: not checked: --tp comes from $TP, not set in {script}" in plain.stdout
@@ -262,10 +264,11 @@ def test_a_script_without_a_command_says_what_was_looked_for(tmp_path: Path):
         cli_config(None, str(script), None)
 
 
-def test_fix_on_a_script_keeps_values_it_does_not_define_unknown(tmp_path: Path):
+def test_fix_on_a_script_keeps_values_it_does_not_define_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     script = tmp_path / "start.sh"
     script.write_text("python3 -m sglang.launch_server --model-path m --port $PORT --enable-lora --lora-backend triton_v2 --enable-pdmux\n")
-    proc = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", str(script), "--fix", "--unsafe-fixes"], capture_output=True, text=True, cwd=ROOT)
+    monkeypatch.chdir(ROOT)
+    proc = run_main(capsys, "check", "--launch", str(script), "--fix", "--unsafe-fixes")
     assert proc.returncode in (0, 1) and "invalid int value" not in proc.stderr, proc.stderr
     corrected = proc.stdout.split("corrected command: ")[1].splitlines()[0]
     assert "$PORT" in corrected and "--enable-pdmux" not in corrected

@@ -12,8 +12,8 @@ An `Evaluator` gives a check what it runs on:
 - `context(variables)`: the CEL context the rules run in.
 
 `REFERENCE` does exactly that, rule by rule, and computes each of them afresh every time: the
-meaning. `FAST` gives the same results (tests/test_evaluators.py compares the two on every rule
-example and the hostile corpus) and holds every shortcut and every cache the engine takes:
+meaning. `FAST` gives the same results (compared on every rule example by
+tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) and holds every shortcut and every cache the engine takes:
 
 - the plan of a rule set and version, the selections per set of missing inputs and the
   prepared rules per selection are kept (bounded) for the next check;
