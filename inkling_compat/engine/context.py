@@ -11,6 +11,7 @@ from pydantic_core import to_jsonable_python
 
 from inkling_compat.engine import cel
 from inkling_compat.engine.plan import Plan
+from inkling_compat.facts.record import Record, dump
 
 _LISTS = ("adapters", "adapter_facts_list")
 
@@ -108,6 +109,8 @@ def _json(value: Any) -> Any:
     """`value` as `model_dump(mode="json")` writes it (scalars are already)."""
     if value is None or type(value) in _PLAIN:
         return value
+    if isinstance(value, Record) or (type(value) is list and value and isinstance(value[0], Record)):
+        return dump(value)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     return to_jsonable_python(value)
@@ -122,6 +125,14 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
     and manifest to throw most of it away; a one-adapter check costs the same either way."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
+    if isinstance(value, Record):  # a fact: its fields are its slots
+        fields = value.__fact_fields__
+        out = {}
+        for key, child in tree.items():
+            if key in fields:
+                item = getattr(value, key)
+                out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
+        return out
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):
         fields = _fields(type(value))
         extra = value.__pydantic_extra__
@@ -284,6 +295,10 @@ _SCALARS = (str, int, bool, float)
 
 def _member(value: Any, name: str) -> Any:
     """`value.name` as `pick` reads it: a model's field (or extra key), a dict's key."""
+    if isinstance(value, Record):
+        if name in value.__fact_fields__:
+            return getattr(value, name)
+        raise LookupError(name)
     if isinstance(value, RootModel):
         value = value.root
     if isinstance(value, BaseModel):
@@ -300,7 +315,6 @@ def _member(value: Any, name: str) -> Any:
 
 def _facts_variable(facts: Any, tree: dict[Any, Any]) -> Any:
     """`facts` without the per-adapter list (that is `adapter_facts` / `adapter_facts_list`)."""
-    fields = _fields(type(facts))
     if None in tree:
         return facts.model_dump(mode="json", exclude={"adapters"})
     return pick(facts, {k: v for k, v in tree.items() if k != "adapters"})
