@@ -203,8 +203,19 @@ class Contexts:
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.
         # (`shared` may be a kept context, shared with other checks: it is never updated.)
         self.per_adapter: Any = None
+        self._entries_by_name: dict[Any, list[Any]] | None = None
         if len(self.adapter_views) > 1:
-            self.per_adapter = cel_context(self._variables(plan.adapter_global_tree, lists))
+            variables = self._variables(plan.adapter_global_tree, lists)
+            facts_variable = variables.get("facts")
+            if plan.lora_paths_by_name and isinstance(facts_variable, dict) and isinstance(facts_variable.get("lora_paths"), list):
+                # Each adapter's context gets the entries of its own name only (engine/plan.py
+                # `reads_lora_paths_by_name`): the whole list would be converted again per adapter.
+                self._entries_by_name = {}
+                for entry in facts_variable["lora_paths"]:
+                    self._entries_by_name.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
+                self._facts_without_entries = {k: v for k, v in facts_variable.items() if k != "lora_paths"}
+                variables["facts"] = dict(self._facts_without_entries, lora_paths=[])
+            self.per_adapter = cel_context(variables)
 
     def _variables(self, tree: dict[Any, Any], lists: dict[str, list[Any]]) -> dict[str, Any]:
         """The CEL variables `tree` reads (`prune(base, tree)` of the whole-dump design)."""
@@ -282,10 +293,15 @@ class Contexts:
             return self.shared
         doc, af = self._view(index)
         self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
+        update = {"adapter": doc, "adapter_facts": af}
+        if self._entries_by_name is not None:
+            name = doc.get("name") if isinstance(doc, dict) else None
+            own = self._entries_by_name.get(name, []) if isinstance(name, str) else None
+            update["facts"] = dict(self._facts_without_entries, lora_paths=own if own is not None else [e for es in self._entries_by_name.values() for e in es])
         try:
-            self.per_adapter.update({"adapter": doc, "adapter_facts": af})
+            self.per_adapter.update(update)
         except ValueError:  # a name that is not UTF-8 (see cel_context)
-            self.per_adapter.update(_as_text({"adapter": doc, "adapter_facts": af}))
+            self.per_adapter.update(_as_text(update))
         return self.per_adapter
 
 
