@@ -12,9 +12,10 @@ name, with the same results on these values.
 from __future__ import annotations
 
 import math
-from dataclasses import FrozenInstanceError
+import sys
 import types
 import typing
+from dataclasses import FrozenInstanceError
 from typing import Any, Callable
 
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<required>"})()
@@ -78,8 +79,18 @@ class _RecordType(type):
         pydantic's `model_fields` has it; resolved on first use (the check does not use it)."""
         resolved = cls.__dict__.get("_resolved_fields")
         if resolved is None:
-            hints = typing.get_type_hints(cls, include_extras=True)
-            resolved = {name: spec.resolved(hints[name]) for name, spec in cls.__fact_fields__.items()}  # type: ignore[attr-defined]
+            # Each class's own annotation texts evaluated in its module (what
+            # typing.get_type_hints does, without its per-name ForwardRef machinery: the plan
+            # reads these for every path the rules read); inherited fields from the parent's.
+            namespace = vars(sys.modules[cls.__module__])
+            resolved = {}
+            for base in reversed(cls.__mro__[1:]):
+                if isinstance(base, _RecordType) and base.__dict__.get("__annotations__"):
+                    resolved.update(base.model_fields)
+            for name, text in cls.__dict__.get("__annotations__", {}).items():
+                annotation = eval(text, namespace) if isinstance(text, str) else text  # noqa: S307 - the package's own class bodies
+                resolved[name] = cls.__fact_fields__[name].resolved(annotation)  # type: ignore[attr-defined]
+            resolved = {name: resolved[name] for name in cls.__fact_fields__}  # type: ignore[attr-defined]
             type.__setattr__(cls, "_resolved_fields", resolved)
         return resolved
 
