@@ -49,10 +49,9 @@ def models() -> dict[str, type[BaseModel]]:
             base = out[bases[0].__name__] if bases else _Published
             model = create_model(cls.__name__, __base__=base, __doc__=cls.__dict__.get("__doc__"), __module__=ft.__name__, **fields)
             out[cls.__name__] = namespace[cls.__name__] = model
-            if all(n in out for n in ("PoolAdapterFacts", "PeftAdapterFacts", "UnreadableAdapterFacts")):
-                namespace["AdapterFacts"] = typing.Annotated[
-                    typing.Union[out["PoolAdapterFacts"], out["PeftAdapterFacts"], out["UnreadableAdapterFacts"]], Field(discriminator="form")
-                ]
+            forms = tuple(out.get(form.__name__) for form in ft.ADAPTER_FORMS)
+            if all(forms):
+                namespace["AdapterFacts"] = typing.Annotated[typing.Union[forms], Field(discriminator="form")]
             progress.append(cls)
         if not progress:
             raise RuntimeError(f"facts records whose annotations do not resolve: {[c.__name__ for c in pending]}")
