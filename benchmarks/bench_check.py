@@ -214,9 +214,12 @@ def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str,
         ("`check --launch examples/launch.sh` from the tree, median", ("process", "launch_tree_median_ms"), "{:.0f} ms"),
         ("  / `python -c pass` (median; goal <= 4x)", ("process", "launch_tree_x_python"), "{:.1f}x"),
         ("  / `python -c pass` (best of each)", ("process", "launch_tree_x_python_best"), "{:.1f}x"),
+        ("  / `python -c pass`, CPU time (user + system), median", ("process", "launch_tree_cpu_x_python"), "{:.1f}x"),
         ("`inkling-compat check --launch` wheel in a fresh venv, median", ("process", "launch_wheel_median_ms"), "{:.0f} ms"),
         ("  / that venv's `python -c pass` (median; goal <= 4x)", ("process", "launch_wheel_x_python"), "{:.1f}x"),
         ("  / that venv's `python -c pass` (best of each)", ("process", "launch_wheel_x_python_best"), "{:.1f}x"),
+        ("  / that venv's `python -c pass`, CPU time, median", ("process", "launch_wheel_cpu_x_python"), "{:.1f}x"),
+        ("`check --launch` from the tree, CPU time, median", ("process", "launch_tree_cpu_median_ms"), "{:.0f} ms"),
         ("4,000 --lora-paths hub ids, whole check (goal < 1 s)", ("scale", "lora_paths_hub", "seconds"), "{:.2f} s"),
         ("4,000 --lora-paths local folders, whole check (goal < 1 s)", ("scale", "lora_paths_local", "seconds"), "{:.2f} s"),
         ("100,000-word command, whole check (goal < 1 s)", ("scale", "words", "seconds"), "{:.2f} s"),
@@ -379,10 +382,19 @@ def main(argv: list[str] | None = None) -> int:
     walls: dict[str, dict[str, list[float]]] = {side: {name: [] for name in side_commands[side]} for side in sides}
     codes: dict[str, dict[str, int]] = {side: {} for side in sides}
 
-    def timed(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, int]:
+    cpu: dict[str, dict[str, list[float]]] = {side: {name: [] for name in side_commands[side]} for side in sides}
+
+    def timed(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, float]:
+        """(wall s, exit code, CPU s: the child's user + system time, which other processes
+        on a shared machine do not inflate as they do the wall clock)."""
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         code = subprocess.run(command, capture_output=True, env=env, cwd=cwd).returncode
-        return time.perf_counter() - start, code
+        wall_s = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall_s, code, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     for side in sides:
         for command, env, cwd in side_commands[side].values():
@@ -390,12 +402,17 @@ def main(argv: list[str] | None = None) -> int:
     for index in range(args.procs):
         for side in sides if index % 2 == 0 else reversed(sides):
             for name, (command, env, cwd) in side_commands[side].items():
-                seconds, codes[side][name] = timed(command, env, cwd)
+                seconds, codes[side][name], used = timed(command, env, cwd)
                 walls[side][name].append(seconds)
+                cpu[side][name].append(used)
     for side in sides:
         results[side]["process"] = {f"{name}_median_ms": statistics.median(times) * 1e3 for name, times in walls[side].items()}
         results[side]["process"].update({f"{name}_best_ms": min(times) * 1e3 for name, times in walls[side].items()})
+        results[side]["process"].update({f"{name}_cpu_median_ms": statistics.median(times) * 1e3 for name, times in cpu[side].items()})
         proc = results[side]["process"]
+        proc["launch_tree_cpu_x_python"] = proc["launch_tree_cpu_median_ms"] / proc["python_pass_cpu_median_ms"]
+        if "launch_wheel_cpu_median_ms" in proc:
+            proc["launch_wheel_cpu_x_python"] = proc["launch_wheel_cpu_median_ms"] / proc["python_pass_wheel_cpu_median_ms"]
         proc["launch_tree_x_python"] = proc["launch_tree_median_ms"] / proc["python_pass_median_ms"]
         proc["launch_tree_x_python_best"] = proc["launch_tree_best_ms"] / proc["python_pass_best_ms"]
         if "launch_wheel_median_ms" in proc:
