@@ -1,6 +1,6 @@
 """Checker performance: check() latency from files, throughput, rule loading, CLI start-up.
 
-    python benchmarks/bench_check.py [--before c253eda] [--runs 2000] [--inputs 1000] [--procs 10] [--rounds 3]
+    python benchmarks/bench_check.py [--before c253eda] [--runs 2000] [--inputs 1000] [--procs 10] [--rounds 3] [--no-wheel] [--no-scale]
 
 Every in-process figure is measured in a fresh interpreter for the code under test (the
 working tree, and with --before the given revision in a git worktree of its own), the sides
@@ -9,6 +9,13 @@ alternating round by round; the process figures alternate run by run. Prints one
 date, machine, commit and load average. Targets (2-core machine): check() median <= 1 ms for
 one config + pool manifest and for one config + PEFT directory, read from files; the
 `inkling-compat check` process <= 0.25 s.
+
+Also, per side: `check --launch examples/launch.sh` as a process from the tree and as the
+console script of the wheel built from the tree and installed in a fresh venv (pip, with its
+dependencies), each against that interpreter's `python -c pass` (goal <= 4x; wall and CPU time);
+and the inputs at the caps, each in a fresh interpreter with a timeout: 4,000 `--lora-paths`
+hub ids, 4,000 local adapter folders, a 100,000-word command (each < 1 s) and a fleet of 1,000
+PEFT adapter folders (no slower than before).
 
 Both trees get their bytecode written first (`compileall`, as `pip install` does; --no-bytecode
 skips it): with PYTHONDONTWRITEBYTECODE set, as in the development sandbox, a module edited since
