@@ -1,6 +1,6 @@
 """Checker performance: check() latency from files, throughput, rule loading, CLI start-up.
 
-    python benchmarks/bench_check.py [--before c253eda] [--runs 2000] [--inputs 1000] [--procs 10] [--rounds 3]
+    python benchmarks/bench_check.py [--before c253eda] [--runs 2000] [--inputs 1000] [--procs 10] [--rounds 3] [--no-wheel] [--no-scale]
 
 Every in-process figure is measured in a fresh interpreter for the code under test (the
 working tree, and with --before the given revision in a git worktree of its own), the sides
@@ -9,6 +9,13 @@ alternating round by round; the process figures alternate run by run. Prints one
 date, machine, commit and load average. Targets (2-core machine): check() median <= 1 ms for
 one config + pool manifest and for one config + PEFT directory, read from files; the
 `inkling-compat check` process <= 0.25 s.
+
+Also, per side: `check --launch examples/launch.sh` as a process from the tree and as the
+console script of the wheel built from the tree and installed in a fresh venv (pip, with its
+dependencies), each against that interpreter's `python -c pass` (goal <= 4x; wall and CPU time);
+and the inputs at the caps, each in a fresh interpreter with a timeout: 4,000 `--lora-paths`
+hub ids, 4,000 local adapter folders, a 100,000-word command (each < 1 s) and a fleet of 1,000
+PEFT adapter folders (no slower than before).
 
 Both trees get their bytecode written first (`compileall`, as `pip install` does; --no-bytecode
 skips it): with PYTHONDONTWRITEBYTECODE set, as in the development sandbox, a module edited since
@@ -216,19 +223,117 @@ def rows(results: dict[str, Any], sides: list[str]) -> list[tuple[str, str, str,
         ("  same, in-process caches off (INKLING_COMPAT_NO_CACHE=1)", ("process", "check_no_cache_median_ms"), "{:.0f} ms"),
         ("`inkling-compat --help` process wall, median", ("process", "help_median_ms"), "{:.0f} ms"),
         ("`python -c pass`, median", ("process", "python_pass_median_ms"), "{:.0f} ms"),
+        ("`check --launch examples/launch.sh` from the tree, median", ("process", "launch_tree_median_ms"), "{:.0f} ms"),
+        ("  / `python -c pass` (median; goal <= 4x)", ("process", "launch_tree_x_python"), "{:.1f}x"),
+        ("  / `python -c pass` (best of each)", ("process", "launch_tree_x_python_best"), "{:.1f}x"),
+        ("  / `python -c pass`, CPU time (user + system), median", ("process", "launch_tree_cpu_x_python"), "{:.1f}x"),
+        ("`inkling-compat check --launch` wheel in a fresh venv, median", ("process", "launch_wheel_median_ms"), "{:.0f} ms"),
+        ("  / that venv's `python -c pass` (median; goal <= 4x)", ("process", "launch_wheel_x_python"), "{:.1f}x"),
+        ("  / that venv's `python -c pass` (best of each)", ("process", "launch_wheel_x_python_best"), "{:.1f}x"),
+        ("  / that venv's `python -c pass`, CPU time, median", ("process", "launch_wheel_cpu_x_python"), "{:.1f}x"),
+        ("`check --launch` from the tree, CPU time, median", ("process", "launch_tree_cpu_median_ms"), "{:.0f} ms"),
+        ("4,000 --lora-paths hub ids, whole check (goal < 1 s)", ("scale", "lora_paths_hub", "seconds"), "{:.2f} s"),
+        ("4,000 --lora-paths local folders, whole check (goal < 1 s)", ("scale", "lora_paths_local", "seconds"), "{:.2f} s"),
+        ("100,000-word command, whole check (goal < 1 s)", ("scale", "words", "seconds"), "{:.2f} s"),
+        ("fleet of 1,000 PEFT adapters, check_fleet (goal: no slower)", ("scale", "fleet", "seconds"), "{:.2f} s"),
         ("rules loaded", ("rules",), "{:.0f}"),
     ]
     table = []
     for label, path, fmt in spec:
         values = [get(side, *path) for side in sides]
-        cells = [fmt.format(v) if v is not None else "" for v in values]
+        cells = [fmt.format(v) if v is not None else ("> timeout" if path[0] == "scale" and get(side, *path[:2]) else "") for v, side in zip(values, sides)]
         if len(sides) == 1:
             table.append((label, "", cells[0], ""))
         else:
-            better_high = "checks/s" in fmt
+            better_high = "checks/s" in fmt  # (a ratio to `python -c pass` is lower-better, as a time)
             r = compare.ratio(values[1], values[0]) if better_high else compare.ratio(values[0], values[1])
             table.append((label, cells[0], cells[1], r if path != ("rules",) else ""))
     return table
+
+
+SCALE_N = {"lora_paths_hub": 4_000, "lora_paths_local": 4_000, "words": 100_000, "fleet": 1_000}
+SCALE_TIMEOUT_S = 180.0  # one side of one input at the caps: past it, shown as "> timeout" (a quadratic reading)
+LAUNCH = ["python3", "-m", "sglang.launch_server", "--model-path", "examples/model", "--enable-lora"]
+
+
+def adapter_folders(count: int) -> Path:
+    """A folder of `count` PEFT adapter folders (examples/adapter's files hard-linked: real
+    folders, each read on its own), made once per run."""
+    folder = Path(tempfile.gettempdir()) / f"inkling-compat-bench-adapters-{count}"
+    if not (folder / f"a{count - 1}" / "adapter_config.json").is_file():
+        folder.mkdir(exist_ok=True)
+        for i in range(count):
+            sub = folder / f"a{i}"
+            sub.mkdir(exist_ok=True)
+            for name in ("adapter_config.json", "adapter_model.safetensors"):
+                if not (sub / name).exists():
+                    os.link(EXAMPLES / "adapter" / name, sub / name)
+    return folder
+
+
+def measure_scale(case: str) -> dict[str, Any]:
+    """One input at the caps, in this interpreter (imports and rules loaded first): seconds of
+    one whole check, best of 2."""
+    from inkling_compat.api import check
+
+    n = SCALE_N[case]
+    os.chdir(ROOT)
+    check(argv=LAUNCH)
+    if case == "fleet":
+        from inkling_compat.fleet import check_fleet
+
+        folder = adapter_folders(n)
+        run = lambda: check_fleet(str(EXAMPLES / "serve.yaml"), [str(folder)], model=str(EXAMPLES / "config.json"))  # noqa: E731
+    else:
+        if case == "lora_paths_hub":
+            words = LAUNCH + ["--lora-paths"] + [f"a{i}=org/adapter-{i}" for i in range(n)]
+        elif case == "lora_paths_local":
+            folder = adapter_folders(n)
+            words = LAUNCH + ["--lora-paths"] + [f"a{i}={folder}/a{i}" for i in range(n)]
+        else:
+            words = LAUNCH + ["--tp", "2"] * ((n - len(LAUNCH)) // 2)
+        run = lambda: check(argv=words)  # noqa: E731
+    best, report = float("inf"), None
+    for _ in range(2):
+        try:
+            from inkling_compat.inputs import launch
+
+            launch._LAUNCHES.clear()  # (the parsed-command cache: each run parses again)
+        except (ImportError, AttributeError):
+            pass
+        start = time.perf_counter()
+        report = run()
+        best = min(best, time.perf_counter() - start)
+    return {"seconds": best, "ok": getattr(report, "ok", None), "problems": len(getattr(report, "problems", []))}
+
+
+def scale_side(tree: Path, case: str) -> dict[str, Any]:
+    cmd = [sys.executable, "-P", str(Path(__file__).resolve()), "--scale", case]
+    try:
+        proc = subprocess.run(cmd, env=compare.side_env(tree), cwd=str(tree), capture_output=True, text=True, timeout=SCALE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"seconds": None, "timed_out_s": SCALE_TIMEOUT_S}
+    if proc.returncode != 0:
+        return {"seconds": None, "error": proc.stderr[-500:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def wheel_venv(tree: Path, name: str) -> Path | None:
+    """A fresh virtual environment with the wheel built from `tree` installed as a user
+    installs it (pip, its dependencies from the index); its python, or None if it cannot be built."""
+    base = Path(tempfile.gettempdir()) / f"inkling-compat-wheel-{name}"
+    python = base / "venv" / "bin" / "python"
+    if python.exists():
+        return python
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(tree)], check=True, capture_output=True, timeout=600)
+        subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True, capture_output=True, timeout=600)
+        wheels = sorted((base / "dist").glob("inkling_compat-*.whl"))
+        subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheels[-1])], check=True, capture_output=True, timeout=900)
+    except (subprocess.SubprocessError, OSError, IndexError) as exc:
+        print(f"wheel venv for {name} not built: {exc}", file=sys.stderr)
+        return None
+    return python
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,8 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--no-bytecode", action="store_true", help="measure without writing the trees' bytecode first")
+    parser.add_argument("--no-wheel", action="store_true", help="skip the process figures of the built wheel in a fresh venv")
+    parser.add_argument("--no-scale", action="store_true", help="skip the inputs at the caps (4,000 --lora-paths, 100,000 words, 1,000 adapters)")
     parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)  # internal: one side's in-process run
+    parser.add_argument("--scale", choices=sorted(SCALE_N), help=argparse.SUPPRESS)  # internal: one input at the caps
     args = parser.parse_args(argv)
+    if args.scale:
+        print(json.dumps(measure_scale(args.scale)))
+        return 0
     if args.side:
         print(json.dumps(measure_in_process(args.runs, args.inputs)))
         return 0
@@ -267,19 +378,62 @@ def main(argv: list[str] | None = None) -> int:
         results[side] = merge(raw[side])
     # Processes, alternating run by run (one warm-up each: bytecode, page cache).
     commands = {"check": compare.cli_command(*CLI_ARGS), "help": compare.cli_command("--help"), "python_pass": [sys.executable, "-c", "pass"], "check_no_cache": compare.cli_command(*CLI_ARGS)}
+    launch_args = ("check", "--launch", "examples/launch.sh")
     extra_env = {"check_no_cache": {"INKLING_COMPAT_NO_CACHE": "1"}}
-    walls: dict[str, dict[str, list[float]]] = {side: {name: [] for name in commands} for side in sides}
+    side_commands: dict[str, dict[str, tuple[list[str], dict[str, str], str]]] = {}
+    for side, tree in trees.items():
+        env = compare.side_env(tree)
+        cmds = {name: (command, dict(env, **extra_env.get(name, {})), tempfile.gettempdir()) for name, command in commands.items()}
+        cmds["launch_tree"] = (compare.cli_command(*launch_args), env, str(tree))  # `python -m`-like, from the tree
+        python = None if args.no_wheel else wheel_venv(tree, side + "-" + compare.git("rev-parse", "--short", "HEAD", cwd=tree) if side == "before" else side)
+        if python is not None:
+            plain = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONDONTWRITEBYTECODE")}
+            cmds["launch_wheel"] = ([str(python.parent / "inkling-compat"), *launch_args], plain, str(tree))  # the console script
+            cmds["python_pass_wheel"] = ([str(python), "-c", "pass"], plain, str(tree))
+        side_commands[side] = cmds
+    walls: dict[str, dict[str, list[float]]] = {side: {name: [] for name in side_commands[side]} for side in sides}
     codes: dict[str, dict[str, int]] = {side: {} for side in sides}
+
+    cpu: dict[str, dict[str, list[float]]] = {side: {name: [] for name in side_commands[side]} for side in sides}
+
+    def timed(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, float]:
+        """(wall s, exit code, CPU s: the child's user + system time, which other processes
+        on a shared machine do not inflate as they do the wall clock)."""
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        code = subprocess.run(command, capture_output=True, env=env, cwd=cwd).returncode
+        wall_s = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall_s, code, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
     for side in sides:
-        for name, command in commands.items():
-            wall(command, dict(compare.side_env(trees[side]), **extra_env.get(name, {})))
+        for command, env, cwd in side_commands[side].values():
+            timed(command, env, cwd)  # warm-up: page cache
     for index in range(args.procs):
         for side in sides if index % 2 == 0 else reversed(sides):
-            for name, command in commands.items():
-                seconds, codes[side][name] = wall(command, dict(compare.side_env(trees[side]), **extra_env.get(name, {})))
+            for name, (command, env, cwd) in side_commands[side].items():
+                seconds, codes[side][name], used = timed(command, env, cwd)
                 walls[side][name].append(seconds)
+                cpu[side][name].append(used)
     for side in sides:
         results[side]["process"] = {f"{name}_median_ms": statistics.median(times) * 1e3 for name, times in walls[side].items()}
+        results[side]["process"].update({f"{name}_best_ms": min(times) * 1e3 for name, times in walls[side].items()})
+        results[side]["process"].update({f"{name}_cpu_median_ms": statistics.median(times) * 1e3 for name, times in cpu[side].items()})
+        proc = results[side]["process"]
+        proc["launch_tree_cpu_x_python"] = proc["launch_tree_cpu_median_ms"] / proc["python_pass_cpu_median_ms"]
+        if "launch_wheel_cpu_median_ms" in proc:
+            proc["launch_wheel_cpu_x_python"] = proc["launch_wheel_cpu_median_ms"] / proc["python_pass_wheel_cpu_median_ms"]
+        proc["launch_tree_x_python"] = proc["launch_tree_median_ms"] / proc["python_pass_median_ms"]
+        proc["launch_tree_x_python_best"] = proc["launch_tree_best_ms"] / proc["python_pass_best_ms"]
+        if "launch_wheel_median_ms" in proc:
+            proc["launch_wheel_x_python"] = proc["launch_wheel_median_ms"] / proc["python_pass_wheel_median_ms"]
+            proc["launch_wheel_x_python_best"] = proc["launch_wheel_best_ms"] / proc["python_pass_wheel_best_ms"]
+    if not args.no_scale:
+        for case in SCALE_N:
+            for side in sides:
+                results[side].setdefault("scale", {})[case] = scale_side(trees[side], case)
         results[side]["process"].update(repeats=args.procs, exit_codes=codes[side], command="inkling-compat " + " ".join(CLI_ARGS))
     results["load_average_at_end"] = list(os.getloadavg())
     after = results["after"]

@@ -30,7 +30,9 @@ class _CliParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; for `command` check, rules or explain without `run` (the
+    runtime's module is imported only to parse `run` or to list every command)."""
     parser = _CliParser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
     parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")
@@ -63,9 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="explain an error message copied from a log")
     explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
     explain.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json (each error found and the rules matching it)")
-    from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
+    if command not in ("check", "rules", "explain"):
+        from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
 
-    add_run_parser(sub)
+        add_run_parser(sub)
     return parser
 
 
@@ -459,7 +462,7 @@ def _main(argv: Sequence[str] | None) -> int:
         cut = argv.index("--")
         argv, launch_words = argv[:cut], argv[cut + 1 :]
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(argv[0] if argv else None).parse_args(argv)
         args.launch_words = launch_words
     except UsageError as exc:
         named = re.match(r"argument ([^:\s]+)", str(exc))

@@ -4,6 +4,7 @@ across releases (argument_history.py)."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator
 from importlib import metadata
@@ -27,6 +28,9 @@ from in_process import run_main
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
+_REAL_DISTRIBUTION_VERSION = release._distribution_version
+
+
 @pytest.fixture
 def run_cli(capsys):
     """`inkling-compat ARGS` in this process (tests/in_process.py), where the fixture below hides
@@ -44,6 +48,8 @@ def _no_installed_sglang(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return real(name)
 
     monkeypatch.setattr(metadata, "version", version)
+    real_dist = release._distribution_version
+    monkeypatch.setattr(release, "_distribution_version", lambda name: None if name == "sglang" else real_dist(name))
     release._installed.cache_clear()  # (read once per process)
     yield
     release._installed.cache_clear()
@@ -132,10 +138,26 @@ def test_an_unsupported_release_found_in_a_file_is_named_with_where(tmp_path: Pa
 
 
 def test_the_installed_distribution_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(metadata, "version", lambda name: "0.5.21" if name == "sglang" else "0")
+    site = tmp_path / "site"
+    (site / "SGLang-0.5.21.dist-info").mkdir(parents=True)
+    (site / "SGLang-0.5.21.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: SGLang\nVersion: 0.5.21\n\nbody\n")
+    monkeypatch.setattr(release, "_distribution_version", _REAL_DISTRIBUTION_VERSION)
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    assert metadata.distribution("sglang").version == "0.5.21"  # what importlib.metadata finds there too
     release._installed.cache_clear()
     deploy = _project(tmp_path, {"deploy.yaml": "image: lmsysorg/sglang:v0.5.22\n"}) / "deploy.yaml"
     assert find_release(None, deploy).text() == "sglang 0.5.21 (from the installed sglang distribution)"
+
+
+def test_the_installed_versions_are_importlib_metadatas() -> None:
+    """The installed distributions' versions as importlib.metadata reads them (release.py reads
+    the dist-info folders itself: importing importlib.metadata costs more than a check)."""
+    for name in ("pydantic", "PyYAML", "pyyaml", "tree-sitter", "tree_sitter_bash", "common-expression-language", "inkling-compat", "no-such-distribution-x"):
+        try:
+            expected = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            expected = None
+        assert _REAL_DISTRIBUTION_VERSION(name) == expected, name
 
 
 def test_hostile_files_are_bounded(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pydantic_core import to_jsonable_python
 
 from inkling_compat.engine import cel
 from inkling_compat.engine.plan import Plan
+from inkling_compat.facts.record import Record, dump
 
 _LISTS = ("adapters", "adapter_facts_list")
 
@@ -108,6 +109,8 @@ def _json(value: Any) -> Any:
     """`value` as `model_dump(mode="json")` writes it (scalars are already)."""
     if value is None or type(value) in _PLAIN:
         return value
+    if isinstance(value, Record) or (type(value) is list and value and isinstance(value[0], Record)):
+        return dump(value)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     return to_jsonable_python(value)
@@ -122,6 +125,14 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
     and manifest to throw most of it away; a one-adapter check costs what a whole dump does."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
+    if isinstance(value, Record):  # a fact: its fields are its slots
+        fields = value.__fact_fields__
+        out = {}
+        for key, child in tree.items():
+            if key in fields:
+                item = getattr(value, key)
+                out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
+        return out
     if isinstance(value, BaseModel) and not isinstance(value, RootModel):
         fields = _fields(type(value))
         extra = value.__pydantic_extra__
@@ -192,8 +203,19 @@ class Contexts:
         # (unless an adapter rule reads them): a fleet check stays linear in the number of adapters.
         # (`shared` may be a kept context, shared with other checks: it is never updated.)
         self.per_adapter: Any = None
+        self._entries_by_name: dict[Any, list[Any]] | None = None
         if len(self.adapter_views) > 1:
-            self.per_adapter = cel_context(self._variables(plan.adapter_global_tree, lists))
+            variables = self._variables(plan.adapter_global_tree, lists)
+            facts_variable = variables.get("facts")
+            if plan.lora_paths_by_name and isinstance(facts_variable, dict) and isinstance(facts_variable.get("lora_paths"), list):
+                # Each adapter's context gets the entries of its own name only (engine/plan.py
+                # `reads_lora_paths_by_name`): the whole list would be converted again per adapter.
+                self._entries_by_name = {}
+                for entry in facts_variable["lora_paths"]:
+                    self._entries_by_name.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
+                self._facts_without_entries = {k: v for k, v in facts_variable.items() if k != "lora_paths"}
+                variables["facts"] = dict(self._facts_without_entries, lora_paths=[])
+            self.per_adapter = cel_context(variables)
 
     def _variables(self, tree: dict[Any, Any], lists: dict[str, list[Any]]) -> dict[str, Any]:
         """The CEL variables `tree` reads (`prune(base, tree)` of the whole-dump design)."""
@@ -271,10 +293,15 @@ class Contexts:
             return self.shared
         doc, af = self._view(index)
         self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
+        update = {"adapter": doc, "adapter_facts": af}
+        if self._entries_by_name is not None:
+            name = doc.get("name") if isinstance(doc, dict) else None
+            own = self._entries_by_name.get(name, []) if isinstance(name, str) else None
+            update["facts"] = dict(self._facts_without_entries, lora_paths=own if own is not None else [e for es in self._entries_by_name.values() for e in es])
         try:
-            self.per_adapter.update({"adapter": doc, "adapter_facts": af})
+            self.per_adapter.update(update)
         except ValueError:  # a name that is not UTF-8 (see cel_context)
-            self.per_adapter.update(_as_text({"adapter": doc, "adapter_facts": af}))
+            self.per_adapter.update(_as_text(update))
         return self.per_adapter
 
 
@@ -284,6 +311,10 @@ _SCALARS = (str, int, bool, float)
 
 def _member(value: Any, name: str) -> Any:
     """`value.name` as `pick` reads it: a model's field (or extra key), a dict's key."""
+    if isinstance(value, Record):
+        if name in value.__fact_fields__:
+            return getattr(value, name)
+        raise LookupError(name)
     if isinstance(value, RootModel):
         value = value.root
     if isinstance(value, BaseModel):
@@ -300,7 +331,6 @@ def _member(value: Any, name: str) -> Any:
 
 def _facts_variable(facts: Any, tree: dict[Any, Any]) -> Any:
     """`facts` without the per-adapter list (that is `adapter_facts` / `adapter_facts_list`)."""
-    fields = _fields(type(facts))
     if None in tree:
         return facts.model_dump(mode="json", exclude={"adapters"})
     return pick(facts, {k: v for k, v in tree.items() if k != "adapters"})

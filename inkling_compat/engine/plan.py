@@ -5,6 +5,7 @@ context holds only those: converting values into CEL costs more than evaluating 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from inkling_compat.engine import coverage, sites
@@ -12,6 +13,34 @@ from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
 _ADAPTER_VARS = ("adapter", "adapter_facts")
+# How adapter rules ask whether their adapter is a --lora-paths entry (and a pinned one).
+_NAMED_ENTRY = re.compile(r"facts\.lora_paths\.exists\((\w+), \1\.name == adapter\.name(?: && \1\.pinned)?\)")
+_LORA_PATHS = re.compile(r"facts\.lora_paths\b")
+
+
+def reads_lora_paths_by_name(rules: tuple[CompiledRule, ...]) -> bool:
+    """Every `facts.lora_paths` in the adapter rules' text (every string of each rule and its
+    variants) is `facts.lora_paths.exists(p, p.name == adapter.name)`, optionally `&& p.pinned`:
+    then an adapter's rules read the entries of its own name only, and its context may hold just
+    those (engine/context.py) with every result the same: an entry of another name makes the
+    macro's body false, and `exists` of false bodies adds nothing. Checked on the text, so any
+    other use (or another spelling) keeps the whole list."""
+    for c in rules:
+        for text in _strings(c.rule.model_dump(exclude={"examples"})):
+            if "facts.lora_paths" in text and len(_LORA_PATHS.findall(text)) != len(_NAMED_ENTRY.findall(text)):
+                return False
+    return True
+
+
+def _strings(value: Any) -> Any:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
 
 
 def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
@@ -40,6 +69,9 @@ class Plan:
         self.adapter_tree = path_tree({p for p in adapter_paths if p[0] in _ADAPTER_VARS})
         # What adapter rules read besides the adapter (their own, smaller context).
         self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
+        # An adapter's rules read only the --lora-paths entries of its own name: its context holds
+        # those (a fleet listed in --lora-paths stays linear in the number of entries).
+        self.lora_paths_by_name = "lora_paths" in self.adapter_global_tree.get("facts", {}) and reads_lora_paths_by_name(self.adapter_rules)
         # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
         # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
         self.item_keys = frozenset().union(*(c.fields for c in self.ordered))

@@ -26,12 +26,12 @@ Settings files are read with the inputs' caps (size, a regular file: never a FIF
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
@@ -42,23 +42,29 @@ PYPROJECT = "pyproject.toml"
 TABLE = "tool.inkling-compat"
 
 
-class IgnoreEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@functools.lru_cache(maxsize=1)
+def _settings_models() -> tuple[Any, Any]:
+    """(Settings, IgnoreEntry): the settings file's keys as pydantic models, built only when a
+    settings file is read (a check without one imports no pydantic for them)."""
+    from pydantic import BaseModel, ConfigDict
 
-    rule: str
-    reason: str = ""
+    class IgnoreEntry(BaseModel):
+        model_config = ConfigDict(extra="forbid")
 
+        rule: str
+        reason: str = ""
 
-class Settings(BaseModel):
-    """The settings file's keys (the YAML file's top level, or pyproject's table)."""
+    class Settings(BaseModel):
+        """The settings file's keys (the YAML file's top level, or pyproject's table)."""
 
-    model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid")
 
-    select: list[str] | None = None
-    ignore: list[str | IgnoreEntry] = []
-    severity: dict[str, Literal["error", "warning"]] = {}
-    # The pre-commit hook's checks (inkling_compat/ci/targets.py reads and validates them).
-    checks: Any = None
+        select: list[str] | None = None
+        ignore: list[str | IgnoreEntry] = []
+        severity: dict[str, Literal["error", "warning"]] = {}
+        checks: Any = None
+
+    return Settings, IgnoreEntry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +199,7 @@ def _lines(path: Path, prefix: str) -> Any:
     return line_of
 
 
-def read_settings(path: str | os.PathLike[str]) -> tuple[Settings, str]:
+def read_settings(path: str | os.PathLike[str]) -> tuple[Any, str]:
     """(Settings, the key prefix its fields are named by in errors) from either kind of file."""
     path = Path(path)
     if path.name == PYPROJECT:
@@ -204,6 +210,9 @@ def read_settings(path: str | os.PathLike[str]) -> tuple[Settings, str]:
         table, prefix = read_document(path), ""
     if not isinstance(table, dict):
         raise InputError(str(path), prefix.rstrip(".") or "(root)", f"expected a mapping, got {type(table).__name__}")
+    from pydantic import ValidationError
+
+    Settings, IgnoreEntry = _settings_models()
     try:
         return Settings.model_validate(table), prefix
     except ValidationError as exc:

@@ -418,7 +418,7 @@ def _failure_facts(failure: NormalizeFailure | None) -> dict[str, Any]:
     """The first torch failure of the normalization: a reshape (`_normalize_shared_expert_moe`)
     or a concatenation (`normalize_gate_up_proj`, `normalize_qkv_proj`, ...)."""
     return {
-        "reshape_failure": vars(failure) if isinstance(failure, ReshapeRefusal) else None,
+        "reshape_failure": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(failure).items()} if isinstance(failure, ReshapeRefusal) else None,
         "cat_failure": {"message": failure.message} if isinstance(failure, CatRefusal) else None,
     }
 
@@ -442,7 +442,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
     # LoRAConfig drops ids below the base vocab ("fake" added tokens).
     added = sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size)
     names = tuple(sorted([name for _, w in normalized.layers for name in w] + read.embedding_names))
-    facts = PeftOwnFacts(
+    facts = PeftOwnFacts.model_validate(dict(  # the failures and mismatches found as dicts become their records
         form="peft",
         name=manifest.name,
         lora_id=lora_id(manifest.name, manifest.path),
@@ -469,7 +469,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
         normalizes_shared_sink=normalizes,
         **_failure_facts(failure),
         slice_failure=None if (normalizes or failure) else _slice_failure(normalized.layers, n),
-    )
+    ))
     weights = None if failure else AdapterWeights(
         names=names, layers=normalized.layers, templates=normalized.templates, r=r, layer_out_of_range=read.out_of_range is not None
     )

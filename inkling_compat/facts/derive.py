@@ -20,7 +20,7 @@ from inkling_compat.facts.fleet import INKLING_LORA_MODULES
 from inkling_compat.facts.inputs import Inputs, lora_path_entries
 from inkling_compat.facts.model import attention_backends, model_facts, quantization_facts
 from inkling_compat.facts.adapter import OwnFacts
-from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, LoraPathJsonFailure, PinnedIntFailure, PoolFacts, SinkFacts
+from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, LoraPathJsonFailure, PinnedIntFailure, PoolAllocation, PoolFacts, SinkFacts
 from inkling_compat.inputs.models import LoraRef, ModelConfig, ServerConfig
 from inkling_compat.sglang import pool_shapes
 from inkling_compat.sglang.pool_shapes import StartupAdapter, StartupPool
@@ -139,8 +139,8 @@ def pool_facts(pool: StartupPool | None) -> PoolFacts | None:
     return PoolFacts(
         rank=pool.rank,
         shared_outer=pool.shared_outer,
-        allocation=None if allocation is None else vars(allocation),
-        **dict(pool.buffers.items()),
+        allocation=None if allocation is None else PoolAllocation(**vars(allocation)),
+        **{name: list(shape) for name, shape in pool.buffers.items()},
     )
 
 

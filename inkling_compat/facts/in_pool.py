@@ -98,15 +98,15 @@ def _pool_form(own: PoolOwn, sink: SinkFacts, model: Any) -> PoolAdapterFacts:
 def _pool_fit(failure: load_to_buffer.CopyFailure | None) -> PoolFit | None:
     if failure is None:
         return None
-    return PoolFit(**vars(failure))
+    return PoolFit(**{k: list(v) if isinstance(v, tuple) else v for k, v in vars(failure).items()})
 
 
 def _peft_form(own: PeftOwn, setup: load_to_buffer.LoadSetup, pool: StartupPool | None) -> PeftAdapterFacts:
     fit = load_to_buffer.replay_load(own.weights, setup, pool)
     return PeftAdapterFacts(
-        **vars(own.facts),  # the validated field values (dict(model) iterates them in Python)
+        **dict(own.facts),  # the own facts' field values
         unmatched_weight_names=list(fit.unmatched_weight_names),
-        target_failure=None if fit.target_failure is None else TargetFailure(**vars(fit.target_failure)),
+        target_failure=None if fit.target_failure is None else TargetFailure(**{k: list(v) if isinstance(v, tuple) else v for k, v in vars(fit.target_failure).items()}),
         pool_fit=_pool_fit(fit.pool_fit),
         pool_partial=None if fit.pool_partial is None else PoolPartial(**vars(fit.pool_partial)),
         indexed_shared_without_sink=None if fit.indexed_shared_without_sink is None else IndexedSharedFailure(**vars(fit.indexed_shared_without_sink)),

@@ -125,7 +125,9 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
-    lora_paths = lora_path_entries(server)  # names the adapter directories listed there
+    from inkling_compat.inputs.adapter_dir import LoraPathIndex
+
+    lora_paths = LoraPathIndex(lora_path_entries(server))  # names the adapter directories listed there (one index for every adapter)
     manifests = []
     for item in _adapter_items(adapter):
         manifest, unknown_adapter = load_adapter(item, lora_paths)

@@ -1,4 +1,4 @@
-"""The facts rules read, as frozen pydantic models: the contract between Python and rules/.
+"""The facts rules read, as plain frozen records (facts/record.py): the contract between Python and rules/.
 
 `Facts` is the CEL variable `facts`; `AdapterFacts` (one model per adapter form) is
 `adapter_facts`. Each field says what it means, which sglang 0.5.23 lines it models
@@ -14,13 +14,8 @@ from __future__ import annotations
 import typing
 from typing import Annotated, Any, Literal, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-def fact(description: str, sglang: str | None = None, **kwargs: Any) -> Any:
-    """A field with its meaning and (where it models sglang code) the lines it models."""
-    extra = {"sglang": sglang} if sglang else None
-    return Field(description=description, json_schema_extra=extra, **kwargs)
+from inkling_compat.facts.record import Record
+from inkling_compat.facts.record import field as fact
 
 
 # The inputs a fact can be derived from: "config" (server config), "model" (config.json),
@@ -55,8 +50,10 @@ class From:
         return schema
 
 
-class _Facts(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Facts(Record):
+    """Published as a pydantic model with frozen=True, extra="forbid" (publish/facts_schema.py)."""
+
+    __slots__ = ()
 
 
 # --- global facts -------------------------------------------------------------------------
@@ -575,7 +572,7 @@ class UnreadableAdapterFacts(_Facts):
     name: Annotated[str, From("adapter")]
 
 
-AdapterFacts = Annotated[Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts], Field(discriminator="form")]
+AdapterFacts = Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts]  # told apart by `form` (the schema's discriminator)
 
 
 class InputsGiven(_Facts):
@@ -646,8 +643,8 @@ def _declared(field: Any) -> tuple[str, ...] | None:
     return next((m.inputs for m in field.metadata if isinstance(m, From)), None)
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _models_in(annotation: Any) -> list[type[Record]]:
+    if isinstance(annotation, type) and issubclass(annotation, Record):
         return [annotation]
     return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
@@ -659,7 +656,7 @@ def derived_from(path: Sequence[str]) -> tuple[str, ...] | None:
     method, a list's elements) ends the walk; an adapter field is looked up in every form
     that has it."""
     root, *rest = path
-    models: list[type[BaseModel]] = [Facts] if root == "facts" else list(ADAPTER_FORMS) if root == "adapter_facts" else []
+    models: list[type[Record]] = [Facts] if root == "facts" else list(ADAPTER_FORMS) if root == "adapter_facts" else []
     found = None
     for name in rest:
         fields = [m.model_fields[name] for m in models if name in m.model_fields]

@@ -718,7 +718,7 @@ def read_fleet(
     dirs: Iterable[str | os.PathLike[str]],
     *,
     folder: str | os.PathLike[str] | None = None,
-    lora_paths: list[LoraRef] | None = None,
+    lora_paths: "list[LoraRef] | LoraPathIndex | None" = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[PeftManifest]:
     """Manifests of many adapter directories; never raises for an adapter's content.
@@ -728,11 +728,11 @@ def read_fleet(
     names an adapter by its --lora-paths entry when the paths resolve to the same directory."""
     dirs = [os.fspath(d) for d in dirs]
     folder_real = os.path.realpath(os.fspath(folder)) if folder is not None else None
-    by_real = _lora_path_index(lora_paths or [])
+    by_dir = lora_paths if isinstance(lora_paths, LoraPathIndex) else LoraPathIndex(lora_paths)
     out = []
     for index, directory in enumerate(dirs):
         name, path, pinned = None, None, False
-        entry = by_real.get(_real_or_none(directory)) if by_real else None  # no realpath without --lora-paths
+        entry = by_dir.get(directory)
         if entry is not None:
             name, path, pinned = entry.name, entry.path, entry.pinned
         out.append(_read_entry(directory, folder_real, name, path, pinned))
@@ -784,18 +784,32 @@ def _unreadable(directory: str, name: str, path: str | None, pinned: bool, reaso
     )
 
 
-def _real_or_none(path: str) -> str | None:
+class LoraPathIndex:
+    """The --lora-paths entries by the directory they name (its device and inode: the same
+    folder whatever the path), built once per check on first use: looking each adapter up
+    in it costs one stat, whatever the number of entries."""
+
+    def __init__(self, entries: list[LoraRef] | None):
+        self.entries = entries or []
+        self._index: dict[tuple[int, int], LoraRef] | None = None
+
+    def get(self, directory: str) -> LoraRef | None:
+        if not self.entries:
+            return None  # (no stat without --lora-paths)
+        if self._index is None:
+            self._index = {}
+            for entry in self.entries:
+                key = _dir_key(entry.path)
+                if key is not None:
+                    self._index.setdefault(key, entry)
+        key = _dir_key(directory)
+        return None if key is None else self._index.get(key)
+
+
+def _dir_key(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the directory `path` leads to (links followed), None if it is none."""
     try:
-        return os.path.realpath(path, strict=True)
-    except (OSError, ValueError):
+        st = os.stat(path)
+    except (OSError, ValueError, TypeError):
         return None
-
-
-def _lora_path_index(entries: list[LoraRef]) -> dict[str | None, LoraRef]:
-    index: dict[str | None, LoraRef] = {}
-    for entry in entries:
-        real = _real_or_none(entry.path)
-        if real is not None and os.path.isdir(real):
-            index.setdefault(real, entry)
-    index.pop(None, None)
-    return index
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

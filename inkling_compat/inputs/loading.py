@@ -790,10 +790,11 @@ def load_platform(source: Any) -> tuple[Platform, list[dict[str, str]]]:
 
 
 def load_adapter(
-    source: Any, lora_paths: list[LoraRef] | None = None
+    source: Any, lora_paths: Any = None
 ) -> tuple[PoolManifest | PeftManifest, list[dict[str, str]]]:
     """A manifest (pool or PEFT form) from a model, a dict, a YAML/JSON file or a PEFT adapter
-    directory (read by `adapter_reader`; `lora_paths` names it by its --lora-paths entry)."""
+    directory (read by `adapter_reader`; `lora_paths`, a list of entries or an
+    adapter_dir.LoraPathIndex, names it by its --lora-paths entry)."""
     if isinstance(source, (PoolManifest, PeftManifest)):
         return source, []
     if isinstance(source, (str, Path)) and os.path.isdir(source):

@@ -3,8 +3,8 @@
 In this order (the first that says a release wins):
 
 1. given (`--sglang-version`, `check(..., sglang_version=)`);
-2. the `sglang` distribution installed in this environment (its metadata, read with
-   importlib.metadata: sglang itself is never imported);
+2. the `sglang` distribution installed in this environment (its metadata on sys.path, found
+   as importlib.metadata finds it: sglang itself is never imported);
 3. a pinned requirement (`sglang==X`, `sglang[all]==X`) in a `requirements*.txt` or
    `pyproject.toml` beside the deployment file or in a folder above it up to the repository's
    root (the first folder holding `.git`; outside a repository, beside it only);
@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from stat import S_ISREG
 from dataclasses import dataclass
 from typing import Any
@@ -85,15 +86,44 @@ def _known(release: Release) -> Release:
 
 @functools.lru_cache(maxsize=1)
 def _installed() -> Release | None:
-    """(Once per process: importlib.metadata scans every folder of sys.path, about a
-    millisecond, and a check does not install packages.)"""
-    from importlib import metadata
-
+    """The installed sglang's version, as `importlib.metadata.version("sglang")` finds it (the
+    first `sglang-*.dist-info` / `.egg-info` on sys.path), read from its folder directly:
+    importing importlib.metadata (email, zipfile, csv) costs more than the rest of a check's
+    start. (Once per process: a check does not install packages.)"""
     try:
-        version = metadata.version("sglang")
-    except (metadata.PackageNotFoundError, ValueError, OSError):
-        return None
+        version = _distribution_version("sglang")
+    except (OSError, ValueError, UnicodeError):
+        version = None
     return Release(version, "from the installed sglang distribution") if version else None
+
+
+def _distribution_version(name: str) -> str | None:
+    """The Version of the first distribution `name` on sys.path (names compared as PEP 503
+    normalizes them, as importlib.metadata compares them)."""
+    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    for folder in sys.path:
+        try:
+            entries = os.listdir(folder or ".")
+        except (OSError, TypeError, ValueError):
+            continue
+        for entry in sorted(entries):
+            stem, dot, suffix = entry.rpartition(".")
+            if not dot or suffix not in ("dist-info", "egg-info"):
+                continue
+            if re.sub(r"[-_.]+", "_", stem.partition("-")[0]).lower() != wanted:
+                continue
+            path = os.path.join(folder or ".", entry)
+            meta = os.path.join(path, "METADATA" if suffix == "dist-info" else "PKG-INFO") if os.path.isdir(path) else path
+            try:
+                with open(meta, encoding="utf-8", errors="replace") as handle:
+                    for line in handle:
+                        if line.startswith("Version:"):
+                            return line.partition(":")[2].strip()
+                        if not line.strip():
+                            break  # the headers end
+            except OSError:
+                continue
+    return None
 
 
 def _from_files(deployment: Any) -> list[Release | None]:

@@ -57,9 +57,9 @@ def _adapter_manifest() -> dict[str, Any]:
 
 
 def _facts() -> dict[str, Any]:
-    from inkling_compat.facts.types import Facts
+    from inkling_compat.publish.facts_schema import facts_json_schema
 
-    schema = Facts.model_json_schema(mode="serialization")
+    schema = facts_json_schema()
     schema["description"] = (
         "The facts rules read: the CEL variable `facts` (without `adapters`), and `adapter_facts` "
         "(one item of `adapters`). Rules that read a path not defined here are refused when they load."
