@@ -363,6 +363,59 @@ def dflash_layer_ids(model: ModelConfig, config: ServerConfig) -> list[int] | No
     return list(stated)
 
 
+def _nvfp4_unaligned_linear(model: ModelConfig, quant: QuantFacts | None, attn_tp: int, tp: int) -> tuple[str, int] | None:
+    """The first NVFP4 linear whose input size per TP rank is not a multiple of 16, with that
+    size (ModelOptFp4LinearMethod.create_weights), in the order InklingDecoderLayer builds them.
+    A row-parallel input that does not divide by its group is left to the earlier divide()."""
+    if quant is None or not quant.nvfp4_serialized:
+        return None
+    mapped = _mapped_excludes(model)
+    head_dim = model.head_dim or model.hidden_size // max(model.num_attention_heads, 1)
+    local_ids = {i for i in (model.local_layer_ids or []) if isinstance(i, int) and not isinstance(i, bool)}
+    first_moe = max(model.dense_mlp_idx, 0)
+    dense_inter = model.dense_intermediate_size or model.intermediate_size
+    shared = model.n_shared_experts * model.shared_experts_size * model.intermediate_size
+    # Each linear: (tail of its prefix, input size, the group its input is split over, or 1),
+    # for a full-attention or SWA layer, dense or MoE; layers of one kind give the same answer.
+    def linears(local: bool, dense: bool) -> list[tuple[str, int, int]]:
+        heads = (model.swa_num_attention_heads or model.num_attention_heads) if local else model.num_attention_heads
+        dim = (model.swa_head_dim or head_dim) if local else head_dim
+        found = [(".attn.qkvr", model.hidden_size, 1), (".attn.wo_ud", heads * dim, attn_tp)]
+        if dense:
+            found += [(".mlp.gate_up_proj", model.hidden_size, 1), (".mlp.down_proj", dense_inter, attn_tp)]
+        elif model.n_shared_experts > 0 and not model.shared_expert_sink:
+            found += [(".mlp.shared_experts.gate_up_proj", model.hidden_size, 1), (".mlp.shared_experts.down_proj", shared, tp)]
+        return found
+
+    unaligned = {}
+    for local in (False, True):
+        for dense in (False, True):
+            bad = []
+            for tail, size, group in linears(local, dense):
+                if size % group == 0 and (size // group) % 16 != 0:
+                    bad.append((tail, size // group))
+            unaligned[local, dense] = bad
+    if not any(unaligned.values()):
+        return None
+    # Only layers with an unaligned linear are walked, and an exclusion per tail is built once.
+    exclusions: dict[str, Any] = {}
+    for layer in range(max(model.num_hidden_layers, 0)):
+        for tail, size in unaligned[layer in local_ids, layer < first_moe]:
+            if tail not in exclusions:
+                exclusions[tail] = LayerExclusions(mapped, "llm.layers.", tail) if mapped else (lambda i: False)
+            if not exclusions[tail](layer):
+                return f"llm.layers.{layer}{tail}", size
+    return None
+
+
+def _mapped_excludes(model: ModelConfig) -> list[str]:
+    """The exclude_modules of the block Inkling's NVFP4 config reads, mapped to sglang prefixes."""
+    quant = model.quantization_config
+    raw = quant.model_dump(exclude_none=True) if quant is not None else {}
+    block = raw["quantization"] if isinstance(raw.get("quantization"), dict) else raw
+    return _map_exclude_modules(list(block.get("exclude_modules", []) or []))
+
+
 def model_facts(
     model: ModelConfig, server_config: ServerConfig, platform: Platform, attention: AttentionFacts, quant: QuantFacts | None = None
 ) -> ModelFacts:
@@ -376,6 +429,7 @@ def model_facts(
     attn_tp = tp // max(config.dp_size, 1) if config.enable_dp_attention else tp
     attn_tp = max(attn_tp, 1)
     dflash_ids = dflash_layer_ids(model, config)
+    unaligned = _nvfp4_unaligned_linear(model, quant, attn_tp, tp)
     wiring = QuantWiring(**model.quant_method_wiring.model_dump()) if model.quant_method_wiring else QuantWiring(
         routed_experts=None, shared_sink=None, shared_sink_forward=None
     )
@@ -395,4 +449,6 @@ def model_facts(
         mtp_banded=bool((model.mtp_config.local_layer_ids if model.mtp_config else None) or model.mtp_local_layer_ids),
         dflash_layer_ids=dflash_ids,
         dflash_layer_ids_distinct=dflash_ids is None or len(set(dflash_ids)) == len(dflash_ids),
+        nvfp4_unaligned_linear=unaligned[0] if unaligned else None,
+        nvfp4_unaligned_in_features=unaligned[1] if unaligned else None,
     )

@@ -282,6 +282,21 @@ class ModelFacts(_Facts):
     dflash_layer_ids_distinct: bool = fact(
         "No id of dflash_layer_ids repeats (true when it is None).", "models/inkling.py InklingCausalLLM.set_dflash_layers_to_capture l.751"
     )
+    nvfp4_unaligned_linear: Annotated[str | None, From("config", "model")] = fact(
+        "The first linear layer (its prefix) that Inkling's NVFP4 config quantizes, in the order the model builds them, whose "
+        "input size per TP rank is not a multiple of 16: attn.qkvr (hidden_size), attn.wo_ud (heads x head_dim of the layer's "
+        "full or SWA attention / attention TP), a dense layer's mlp.gate_up_proj (hidden_size) and mlp.down_proj "
+        "(dense_intermediate_size / attention TP), an MoE layer's unsunk shared experts mlp.shared_experts.gate_up_proj "
+        "(hidden_size) and .down_proj (n_shared_experts x shared_experts_size x intermediate_size / TP); excluded ones skipped "
+        "(None: every one is a multiple, or the config is not NVFP4).",
+        "layers/quantization/modelopt_quant.py ModelOptFp4LinearMethod.create_weights l.1822-1825; models/inkling_common/attn.py "
+        "InklingAttention.__init__ l.335-356; models/inkling.py InklingDecoderLayer.__init__ l.354-393; "
+        "models/inkling_common/moe.py _build_inkling_shared_experts l.770-780; configs/inkling.py InklingModelConfig.__init__ l.77-92",
+    )
+    nvfp4_unaligned_in_features: Annotated[int | None, From("config", "model")] = fact(
+        "The input size per TP rank of nvfp4_unaligned_linear (None when that is None).",
+        "layers/quantization/modelopt_quant.py ModelOptFp4LinearMethod.create_weights l.1822",
+    )
 
 
 class PinRefusal(_Facts):

@@ -400,6 +400,8 @@ class ModelConfig(BaseModel):
     swa_num_attention_heads: Annotated[int | None, _HEADS] = None
     swa_num_key_value_heads: Annotated[int | None, _HEADS] = None
     swa_head_dim: Annotated[int | None, _WIDTH] = None
+    # The layers with sliding-window (SWA) attention, whose heads are the swa_* ones (configs/inkling.py l.91-92).
+    local_layer_ids: list[Any] | None = None
     n_routed_experts: Annotated[int, _EXPERTS] = 0
     n_shared_experts: Annotated[int, _EXPERTS] = 0
     num_experts_per_tok: Annotated[int, _EXPERTS] = 1

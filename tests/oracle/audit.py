@@ -12,7 +12,8 @@ category and a one-line reason). `check` says what does not hold for one release
 
 Across releases a site is what its file, function, class and message are, not its line (`match`):
 `rule_sites` follows each rule's site into another release (the site data,
-inkling_compat/data/sglang-sites.json, `--write-data`), and `compare` lists what another release
+inkling_compat/data/sglang-sites.json, `--write-data`; a rule only older releases have is found
+there by its file, function, class and message: `older_rule_sites`), and `compare` lists what another release
 adds, rewords or removes that no rule, variant, exclusion or site data accounts for (what
 `make audit` prints: the to-do list for supporting that release).
 
@@ -898,6 +899,30 @@ def data_pins(all_pins: Sequence[Pin]) -> list[Pin]:
     return [p for p in all_pins if p.rule_id not in argparse_ids]
 
 
+def older_rule_sites(other: Scan) -> dict[str, Any]:
+    """Where each rule the default release has no form of (a site only older releases have) has
+    its site in `other`: by the rule's file, function, class and message as it reads there (the
+    way an exclusion names a site), the raise's line; None where the rule does not apply to the
+    release or the release lacks the site."""
+    from inkling_compat.engine.rules import load_rules
+
+    out: dict[str, Any] = {}
+    for compiled in load_rules():
+        if compiled.for_version(DEFAULT_RELEASE) is not None:
+            continue
+        found = compiled.for_version(other.release)
+        rule = found.rule if found is not None else None
+        source = rule.source if rule is not None else None
+        site = None
+        if rule is not None and source is not None and source.function:
+            pin = Pin(rule.id, source.path, 0, (rule.join.prefix if rule.join else "") + rule.message, source.function,
+                      rule.error_class, rule.origin == "derived")
+            site = next((s for s in other.sites if s.path == pin.path and _same_function(s.function, pin.function)
+                         and _same_class(s, pin) and template_matches(s.template, pin.message)), None)
+        out[compiled.rule.id] = site.line if site is not None else None
+    return out
+
+
 def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> dict[str, Any]:
     """The site data of each release (inkling_compat/data/sglang-sites.json): per rule and
     release, its site's line, changed message or condition, or null where the release lacks it."""
@@ -909,9 +934,10 @@ def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> d
     for wheel in wheels:
         other = read_sites(wheel, scope)
         if other.release != DEFAULT_RELEASE:
-            by_release[other.release] = rule_sites(base, base_audit, data_pins(base_pins), other)
+            by_release[other.release] = {**rule_sites(base, base_audit, data_pins(base_pins), other), **older_rule_sites(other)}
     releases = sorted(by_release, key=lambda r: tuple(int(x) if x.isdigit() else x for x in r.split(".")))
-    rules = {p.rule_id: {r: by_release[r][p.rule_id] for r in releases} for p in sorted(data_pins(base_pins), key=lambda p: p.rule_id)}
+    ids = sorted({p.rule_id for p in data_pins(base_pins)} | set(older_rule_sites(base)))
+    rules = {i: {r: by_release[r][i] for r in releases} for i in ids}
     data = {"baseline": DEFAULT_RELEASE, "releases": releases, "rules": rules}
     text = "{\n" + f'"baseline": {json.dumps(DEFAULT_RELEASE)},\n"releases": {json.dumps(releases)},\n"rules": {{\n'
     text += ",\n".join(f"{json.dumps(r)}: {json.dumps(v, separators=(',', ':'))}" for r, v in rules.items()) + "\n}\n}\n"
