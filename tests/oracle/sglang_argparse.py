@@ -40,7 +40,9 @@ table the checker ships (inkling_compat/data/sglang-0.5.23-arguments.json).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.abc
+import io
 import importlib.machinery
 import importlib.util
 import json
@@ -161,6 +163,27 @@ class SglangArgparse:
 
     def merger(self) -> Any:
         return self.merger_class(self.parser)
+
+
+def parse(oracle: SglangArgparse, argv: list[str]) -> tuple[str, Any]:
+    """The words as the release's `sglang serve` parses them: ("ok", the namespace as a dict) or
+    ("refused", sglang's text). A `--config` file is merged first by the release's own
+    ConfigArgumentMerger. argparse's message is the last stderr line after `sglang serve:
+    error: `; the merger's ValueError is its text; an action's AssertionError (LoRAPathAction)
+    reads as its traceback ends."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            if "--config" in argv:
+                argv = oracle.merger().merge_config_with_args(argv)
+            namespace = oracle.parser.parse_args(argv)
+    except SystemExit:
+        return "refused", err.getvalue().strip().splitlines()[-1].split("sglang serve: error: ", 1)[1]
+    except ValueError as exc:
+        return "refused", str(exc)
+    except AssertionError as exc:
+        return "refused", f"AssertionError: {exc}"
+    return "ok", vars(namespace)
 
 
 _LOADED: dict[Path, SglangArgparse] = {}
