@@ -20,6 +20,7 @@ quantization with a lora_* MoE runner.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,9 @@ from hypothesis import strategies as st
 
 from inkling_compat import check
 from inkling_compat.report.model import Report
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES
 from oracle import sglang_server_args, tally
+from oracle.sglang_sink import find_wheel
 from oracle.require import load_or_skip
 from test_fidelity import run_property, verdict
 
@@ -126,11 +129,12 @@ def _describe(report: Report) -> str:
     return "; ".join(f"{p.rule_id}[{p.origin}/{p.severity}]: {p.message}" for p in report.problems if p.rule_id in SERVER_ARGS_RULES) or "no server_args problems"
 
 
-def compare_case(oracle: sglang_server_args.SglangServerArgs, case: dict[str, Any]) -> tuple[bool, str, str]:
-    """(agreed, outcome label, detail) for one case."""
+def compare_case(oracle: Any, case: dict[str, Any], release: str | None = None) -> tuple[bool, str, str]:
+    """(agreed, outcome label, detail) for one case, checked as `release` (default: 0.5.23)."""
     parsed = oracle.parse(case["config"])
     called = oracle.check(case["config"], case["env"], case["rocm"])
-    report = check(config={**case["config"], "env": case["env"]}, model=MODEL, platform=ROCM if case["rocm"] else CUDA)
+    version = {} if release is None else {"sglang_version": release}
+    report = check(config={**case["config"], "env": case["env"]}, model=MODEL, platform=ROCM if case["rocm"] else CUDA, **version)
     ours = [p for p in report.problems if p.rule_id in SERVER_ARGS_RULES and p.rule_id not in ALLOWED]
     argparse_errors = [p for p in ours if p.origin == "argparse" and p.severity == "error"]
     sglang_errors = [p for p in ours if p.origin == "sglang" and p.severity == "error"]
@@ -175,3 +179,51 @@ def test_server_args_oracle_sees_each_check(server_args_oracle: sglang_server_ar
     assert server_args_oracle.check(v2, env, True).message == "--lora-backend triton_v2 does not yet support ROCm"
     assert server_args_oracle.check(v2, env, False).ok
     assert server_args_oracle.parse({"lora_backend": "x"}).message.startswith("argument --lora-backend: invalid choice: 'x'")
+
+
+# --- every supported release ---------------------------------------------------------------------
+#
+# The same property through each release's own checks (oracle.sglang_server_args.load_release:
+# 0.5.16-0.5.18's ServerArgs.check_lora_server_args method, 0.5.19-0.5.22's lora_hook.py) and its
+# whole argument parser, checked as that release. The cases leave out the fields the release has
+# no argument for (--attn-dp-size before 0.5.22). 0.5.23 is the property above; the next two
+# releases run here everywhere, the others under INKLING_COMPAT_ALL_RELEASES=1 (make fidelity-all).
+
+EARLIER = [r for r in SGLANG_RELEASES if r != SGLANG_DEFAULT_VERSION]
+ALL_RELEASES = os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1"
+EARLIER_PARAMS = [
+    pytest.param(r, marks=() if i < 2 or ALL_RELEASES else pytest.mark.skip(reason="older release: make fidelity-all"))
+    for i, r in enumerate(EARLIER)
+]
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER_PARAMS)
+def test_server_args_agree_with_each_earlier_release(release: str) -> None:
+    oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
+    assert oracle.release == release
+    has = {a.dest for a in oracle.argparse_oracle.parser._actions}
+    prop = f"check_lora_server_args + argparse@{release}"
+
+    def compare(case: dict[str, Any]) -> None:
+        case = {**case, "config": {k: v for k, v in case["config"].items() if k in has or k == "lora_paths"}}
+        agreed, label, detail = compare_case(oracle, case, release)
+        verdict(prop, agreed, label, lambda: detail)
+
+    run_property(prop, server_arg_cases(), compare, default_examples=300 if ALL_RELEASES else 150)
+
+
+def test_the_release_oracles_see_each_release_s_checks() -> None:
+    """Known inputs give each kind of release its own text: the method of 0.5.16-0.5.18 refuses
+    EAGLE with LoRA, 0.5.19's hook takes it; 0.5.22's parser refuses triton_v2."""
+    env = {"SGLANG_EXPERIMENTAL_LORA_OPTI": False, "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": False, "SGLANG_RAGGED_VERIFY_MODE": "static"}
+    eagle = {"enable_lora": True, "speculative_algorithm": "EAGLE", "max_lora_rank": 8, "lora_target_modules": ["all"]}
+    cases = {
+        "0.5.22": lambda o: o.parse({"lora_backend": "triton_v2"}).message.startswith("argument --lora-backend: invalid choice: 'triton_v2'"),
+        "0.5.21": lambda o: o.check(eagle, env, False).ok and o.check({"max_loras_per_batch": 0}, env, False).message == "max_loras_per_batch must be positive",
+    }
+    if ALL_RELEASES:
+        cases["0.5.18"] = lambda o: o.check(eagle, env, False).message == "Currently LoRA is only compatible with NGRAM speculative decoding."
+    for release, holds in cases.items():
+        oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
+        assert holds(oracle), release
