@@ -18,6 +18,7 @@ stopping at the first (used by `make fuzz`, which prints the summary table).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -238,12 +239,13 @@ def init_cases(draw: Any) -> dict[str, Any]:
     }
 
 
-def init_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
+def init_check_arguments(case: dict[str, Any], backends: tuple[str, ...] = LORA_BACKENDS) -> dict[str, Any]:
     """The checker's inputs for an initialize_lora case: a whole config where one exists,
     `sink:` stated facts for what a config cannot express (an unknown backend name, a class
-    the backend would not select, a non-linearized sink, ...)."""
+    the backend would not select, a non-linearized sink, ...). `backends`: the release's
+    --lora-backend choices."""
     name, slots = case["backend_name"], case["max_loras_per_batch"]
-    config_backend = name if name in LORA_BACKENDS else "triton"
+    config_backend = name if name in backends else "triton"
     config: dict[str, Any] = {
         "enable_lora": True,
         "lora_backend": config_backend,
@@ -279,7 +281,10 @@ def init_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.fidelity
 def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
-    prop = "initialize_lora"
+    initialize_lora_property(sglang_oracle, "initialize_lora", init_cases(), {})
+
+
+def initialize_lora_property(sglang_oracle: SglangSink, prop: str, cases: Any, version: dict[str, Any], backends: tuple[str, ...] = LORA_BACKENDS, default_examples: int = 3000) -> None:
     # check() is a pure function of its inputs, and this property's input space is small
     # enough that cases repeat (real backend names, small slot counts): reuse the report.
     reports: dict[str, Report] = {}
@@ -294,11 +299,11 @@ def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             contiguous=case["contiguous"],
             n=case["n"],
         )
-        arguments = init_check_arguments(case)
+        arguments = init_check_arguments(case, backends)
         key = json.dumps(arguments, sort_keys=True)
         report = reports.get(key)
         if report is None:
-            report = reports[key] = check(**arguments)
+            report = reports[key] = check(**arguments, **version)
         problems = report.problems
         if outcome.ok:
             agreed = not problems
@@ -308,7 +313,7 @@ def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             label = "sglang raises"
         verdict(prop, agreed, label, lambda: f"{case} -> {describe_outcome(outcome)}; checker: {describe(report)}; inputs {arguments}")
 
-    run_property(prop, init_cases(), compare)
+    run_property(prop, cases, compare, default_examples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,8 +327,8 @@ _SETUPS = sink_setups(max_slots=8)
 
 
 @st.composite
-def bind_cases(draw: Any) -> dict[str, Any]:
-    setup = draw(_SETUPS)
+def bind_cases(draw: Any, setups: Any = _SETUPS) -> dict[str, Any]:
+    setup = draw(setups)
     desc, pool = draw(pool_shape_variants(setup))
     case: dict[str, Any] = {"setup": setup, "desc": desc, "pool": pool, "rebind": None, "slots": None}
     extras = draw(_CHOICE[16])  # a quarter re-bind, a quarter update slots (independently)
@@ -362,7 +367,10 @@ def bind_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.fidelity
 def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
-    prop = "set_lora_info"
+    set_lora_info_property(sglang_oracle, "set_lora_info", bind_cases(), {})
+
+
+def set_lora_info_property(sglang_oracle: SglangSink, prop: str, cases: Any, version: dict[str, Any], default_examples: int = 3000) -> None:
     rules = adapter_rules("pool")
 
     def compare(case: dict[str, Any]) -> None:
@@ -380,7 +388,7 @@ def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             backend=backend,
         )
         arguments = bind_check_arguments(case)
-        report = check(**arguments, rules=rules)
+        report = check(**arguments, rules=rules, **version)
         well_formed = case["pool"] == setup.pool_shapes() and (
             case["rebind"] is None or pool_is_consistent(setup, case["rebind"])
         )
@@ -393,7 +401,7 @@ def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             f"{describe_outcome(outcome)}; well_formed={well_formed}; checker: {describe(report)}",
         )
 
-    run_property(prop, bind_cases(), compare)
+    run_property(prop, cases, compare, default_examples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,8 +530,46 @@ EARLIER = EARLIER if os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1" else E
 def _release_wheel(release: str) -> Path:
     wheels = sorted(sglang_sink.cache_dir().glob(f"sglang-{release}-*.whl"))
     if not wheels:
-        pytest.skip(f"no sglang {release} wheel in {sglang_sink.cache_dir()}")
+        reason = f"no sglang {release} wheel in {sglang_sink.cache_dir()}"
+        if os.environ.get("INKLING_COMPAT_REQUIRE_ORACLE") == "1":
+            pytest.fail(reason + " (INKLING_COMPAT_REQUIRE_ORACLE=1)", pytrace=False)
+        pytest.skip(reason)
     return wheels[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _release_oracle(wheel: Path) -> SglangSink:
+    """Each release's lora.py, loaded once per session."""
+    return sglang_sink.load(wheel)
+
+
+def _release_backends(release: str) -> tuple[str, ...]:
+    """The release's --lora-backend choices (its argument table)."""
+    from inkling_compat.inputs import argument_table
+
+    row = next(r for r in argument_table.table(release)["arguments"] if r["dest"] == "lora_backend")
+    return tuple(row["choices"])
+
+
+# Earlier releases have the legacy sink only (no V2 class, no triton_v2 choice): cases of the
+# legacy class; a backend name the release's --lora-backend lacks is a stated sink fact.
+EXAMPLES_PER_RELEASE = 400 if os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1" else 150
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER)
+def test_initialize_lora_agrees_with_each_earlier_release(release: str) -> None:
+    oracle = _release_oracle(_release_wheel(release))
+    cases = init_cases().filter(lambda case: case["sink_class"] == "legacy")
+    initialize_lora_property(oracle, f"initialize_lora@{release}", cases, {"sglang_version": release}, _release_backends(release), EXAMPLES_PER_RELEASE)
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER)
+def test_set_lora_info_agrees_with_each_earlier_release(release: str) -> None:
+    oracle = _release_oracle(_release_wheel(release))
+    cases = bind_cases(sink_setups(sink_class="legacy", max_slots=8))
+    set_lora_info_property(oracle, f"set_lora_info@{release}", cases, {"sglang_version": release}, EXAMPLES_PER_RELEASE)
 
 
 def test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22() -> None:
@@ -541,7 +587,7 @@ def test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22() -> None:
 @pytest.mark.fidelity
 @pytest.mark.parametrize("release", EARLIER)
 def test_slice_methods_agree_with_each_earlier_release(release: str) -> None:
-    oracle = sglang_sink.load(_release_wheel(release))
+    oracle = _release_oracle(_release_wheel(release))
     slice_property(oracle, f"slice_moe_lora_weights@{release}", release, default_examples=300)
 
 
