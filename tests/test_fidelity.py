@@ -11,6 +11,9 @@ them through sglang and through `check()`, and compares:
 * `slice_moe_lora_{a,b}_weights`: `inkling_compat.sglang.slicing` gives sglang's per-rank shape and
   failure, and `check()` reports the slice rule exactly when sglang raises.
 
+Every earlier release's lora.py (the legacy sink only) runs the three properties too, checked
+with check(sglang_version=R): 0.5.22-0.5.20 here, all under INKLING_COMPAT_ALL_RELEASES=1.
+
 Example counts: a few thousand per property by default; `INKLING_COMPAT_FIDELITY_EXAMPLES=N`
 sets N per property, and `INKLING_COMPAT_FIDELITY_COUNT=1` counts disagreements instead of
 stopping at the first (used by `make fuzz`, which prints the summary table).

@@ -15,6 +15,10 @@ The cases are the values sglang's checks see after the resolution hooks that run
 them (docs/fidelity.md): the speculative algorithm in its resolved upper-case name (not NEXTN,
 not UNO), attention DP as --attn-dp-size (not the deprecated --dp-size spelling), no mxfp8
 quantization with a lora_* MoE runner.
+
+Every earlier release 0.5.16-0.5.22 runs the same property through its own checks and its whole
+parser, checked with check(sglang_version=R) (`test_server_args_agree_with_each_earlier_release`;
+0.5.22 and 0.5.21 here, the others under INKLING_COMPAT_ALL_RELEASES=1: make fidelity-all).
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ Two parts of sglang 0.5.23, read from the wheel at test time (never copied here)
 The server-args object is a `SimpleNamespace` of inkling_compat's `ServerConfig` defaults (sglang
 0.5.23's) updated with the case: an attribute the functions read that is not there raises
 AttributeError, so nothing is read from a default we did not state.
+
+`load_release(wheel)` is the same oracle for any supported release: its `check_lora_server_args`
+(0.5.16-0.5.18: the ServerArgs method; later: lora_hook.py) and its whole argument parser
+(oracle.sglang_argparse), with the release's own parser defaults.
 """
 
 from __future__ import annotations
