@@ -231,3 +231,76 @@ def test_the_release_oracles_see_each_release_s_checks() -> None:
     for release, holds in cases.items():
         oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
         assert holds(oracle), release
+
+
+# --- LoRA launch commands, end to end, per release ------------------------------------------------
+#
+# A launch command of LoRA flags goes through release R's own parser and, when it parses, R's own
+# check_lora_server_args on the namespace it gives; the checker checks the same words with
+# check(argv=..., sglang_version=R). No resolution hook of sglang runs between the two for these
+# flags (the speculative, attention-DP and MoE-runner fields stay at their defaults here), so the
+# namespace is what check_lora_server_args sees.
+
+_LAUNCH_FIELDS = (
+    "enable_lora", "max_lora_rank", "lora_target_modules", "max_loaded_loras", "max_loras_per_batch",
+    "lora_eviction_policy", "lora_backend", "max_lora_chunk_size", "lora_drain_wait_threshold", "lora_paths",
+)
+_LAUNCH_PATHS = st.lists(st.sampled_from(["sink=/adapters/sink", "/adapters/plain", "a=/p", '{"lora_name": "c", "lora_path": "/x/c"}', '{"lora_name": "c"}']), min_size=1, max_size=3)
+
+
+@st.composite
+def lora_launch_commands(draw: Any) -> list[str]:
+    argv = ["--model-path", "/m"]
+    for name in draw(st.permutations(_LAUNCH_FIELDS)):
+        if draw(_LEAVE_OUT) == 0:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name == "enable_lora":
+            argv += [flag] if draw(st.booleans()) else []
+        elif name == "lora_paths":
+            argv += [flag, *draw(_LAUNCH_PATHS)]
+        else:
+            value = draw(_FIELDS[name])
+            if value is None:
+                continue
+            argv += [flag, *(str(v) for v in value)] if isinstance(value, list) else [flag, str(value)]
+    return argv
+
+
+LAUNCH_RELEASES = [
+    pytest.param(r, marks=() if i < 3 or ALL_RELEASES else pytest.mark.skip(reason="older release: make fidelity-all"))
+    for i, r in enumerate(SGLANG_RELEASES)
+]
+_QUIET_ENV = {"SGLANG_EXPERIMENTAL_LORA_OPTI": False, "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": False, "SGLANG_RAGGED_VERIFY_MODE": "static"}
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", LAUNCH_RELEASES)
+def test_lora_launch_commands_agree_with_each_release(release: str) -> None:
+    from oracle import sglang_argparse
+
+    oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
+    prop = f"LoRA launch command@{release}"
+
+    def compare(argv: list[str]) -> None:
+        verdict_, parsed = sglang_argparse.parse(oracle.argparse_oracle, list(argv))
+        report = check(argv=["python", "-m", "sglang.launch_server", *argv], model=MODEL, platform=CUDA, sglang_version=release)
+        ours = [p for p in report.problems if p.rule_id in SERVER_ARGS_RULES and p.severity == "error"]
+        if verdict_ == "refused":
+            # the parse stops the launch: the checker's first error is its refusal, in its words
+            # (an action's AssertionError, LoRAPathAction's, reads as its traceback ends)
+            first = ours[0] if ours else None
+            agreed = first is not None and parsed in (first.message.split(" (did you mean")[0], f"{first.error_class}: {first.message}")
+            label, said = "argparse refuses", parsed
+        else:
+            called = oracle.check({k: v for k, v in parsed.items()}, _QUIET_ENV, False)
+            errors = [p for p in ours if p.origin == "sglang"]
+            if called.ok:
+                agreed = not ours
+            else:
+                agreed = not [p for p in ours if p.origin == "argparse"] and bool(errors) and (errors[0].error_class, errors[0].message) == (called.error_class, called.message)
+            label = "sglang accepts" if called.ok else f"sglang raises {called.error_class}"
+            said = f"{called.error_class}({called.message!r})"
+        verdict(prop, agreed, label, lambda: f"{argv} -> sglang {release}: {said}; checker: {_describe(report)}")
+
+    run_property(prop, lora_launch_commands(), compare, default_examples=300 if ALL_RELEASES else 100)
