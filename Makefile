@@ -20,13 +20,15 @@ fidelity:
 
 # Every supported sglang release (0.5.16-0.5.23), not only the three newest the suite runs: each
 # release's argument table regenerated from its wheel, random launch commands through its own
-# parser (tests/test_fidelity_releases.py), the raise-site audit of each release
-# (tests/test_audit.py), the rules of sites only older releases have against their own code
-# (tests/test_fidelity_older_sites.py), the NVFP4 linears' in-features check
-# (tests/test_fidelity_nvfp4_linear.py) and the legacy sink's slice property through each release's lora.py
-# (tests/test_fidelity.py); wheels downloaded into the cache; docs/fidelity.md.
+# parser (tests/test_fidelity_releases.py), random server configs through its own
+# check_lora_server_args and LoRA choices (tests/test_fidelity_server_args.py), the raise-site
+# audit of each release (tests/test_audit.py), the rules of sites only older releases have
+# against their own code (tests/test_fidelity_older_sites.py), the NVFP4 linears' in-features
+# check (tests/test_fidelity_nvfp4_linear.py) and the legacy sink's initialize_lora,
+# set_lora_info and slice properties through each release's lora.py (tests/test_fidelity.py);
+# wheels downloaded into the cache; docs/fidelity.md.
 fidelity-all:
-	INKLING_COMPAT_ALL_RELEASES=1 INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) -m pytest -q tests/test_fidelity_releases.py tests/test_fidelity_older_sites.py tests/test_fidelity_nvfp4_linear.py tests/test_audit.py tests/test_fidelity.py
+	INKLING_COMPAT_ALL_RELEASES=1 INKLING_COMPAT_REQUIRE_ORACLE=1 $(PY) -m pytest -q tests/test_fidelity_releases.py tests/test_fidelity_server_args.py tests/test_fidelity_older_sites.py tests/test_fidelity_nvfp4_linear.py tests/test_audit.py tests/test_fidelity.py
 
 # The same properties with FUZZ_EXAMPLES examples each, in FUZZ_JOBS processes; prints the
 # summary table (also in build/fuzz/summary.md). Needs the sglang 0.5.23 wheel (see docs/fidelity.md).

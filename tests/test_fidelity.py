@@ -11,6 +11,9 @@ them through sglang and through `check()`, and compares:
 * `slice_moe_lora_{a,b}_weights`: `inkling_compat.sglang.slicing` gives sglang's per-rank shape and
   failure, and `check()` reports the slice rule exactly when sglang raises.
 
+Every earlier release's lora.py (the legacy sink only) runs the three properties too, checked
+with check(sglang_version=R): 0.5.22 and 0.5.21 here, all under INKLING_COMPAT_ALL_RELEASES=1.
+
 Example counts: a few thousand per property by default; `INKLING_COMPAT_FIDELITY_EXAMPLES=N`
 sets N per property, and `INKLING_COMPAT_FIDELITY_COUNT=1` counts disagreements instead of
 stopping at the first (used by `make fuzz`, which prints the summary table).
@@ -18,6 +21,7 @@ stopping at the first (used by `make fuzz`, which prints the summary table).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -238,12 +242,13 @@ def init_cases(draw: Any) -> dict[str, Any]:
     }
 
 
-def init_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
+def init_check_arguments(case: dict[str, Any], backends: tuple[str, ...] = LORA_BACKENDS) -> dict[str, Any]:
     """The checker's inputs for an initialize_lora case: a whole config where one exists,
     `sink:` stated facts for what a config cannot express (an unknown backend name, a class
-    the backend would not select, a non-linearized sink, ...)."""
+    the backend would not select, a non-linearized sink, ...). `backends`: the release's
+    --lora-backend choices."""
     name, slots = case["backend_name"], case["max_loras_per_batch"]
-    config_backend = name if name in LORA_BACKENDS else "triton"
+    config_backend = name if name in backends else "triton"
     config: dict[str, Any] = {
         "enable_lora": True,
         "lora_backend": config_backend,
@@ -279,7 +284,10 @@ def init_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.fidelity
 def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
-    prop = "initialize_lora"
+    initialize_lora_property(sglang_oracle, "initialize_lora", init_cases(), {})
+
+
+def initialize_lora_property(sglang_oracle: SglangSink, prop: str, cases: Any, version: dict[str, Any], backends: tuple[str, ...] = LORA_BACKENDS, default_examples: int = 3000) -> None:
     # check() is a pure function of its inputs, and this property's input space is small
     # enough that cases repeat (real backend names, small slot counts): reuse the report.
     reports: dict[str, Report] = {}
@@ -294,11 +302,11 @@ def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             contiguous=case["contiguous"],
             n=case["n"],
         )
-        arguments = init_check_arguments(case)
+        arguments = init_check_arguments(case, backends)
         key = json.dumps(arguments, sort_keys=True)
         report = reports.get(key)
         if report is None:
-            report = reports[key] = check(**arguments)
+            report = reports[key] = check(**arguments, **version)
         problems = report.problems
         if outcome.ok:
             agreed = not problems
@@ -308,7 +316,7 @@ def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             label = "sglang raises"
         verdict(prop, agreed, label, lambda: f"{case} -> {describe_outcome(outcome)}; checker: {describe(report)}; inputs {arguments}")
 
-    run_property(prop, init_cases(), compare)
+    run_property(prop, cases, compare, default_examples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,8 +330,8 @@ _SETUPS = sink_setups(max_slots=8)
 
 
 @st.composite
-def bind_cases(draw: Any) -> dict[str, Any]:
-    setup = draw(_SETUPS)
+def bind_cases(draw: Any, setups: Any = _SETUPS) -> dict[str, Any]:
+    setup = draw(setups)
     desc, pool = draw(pool_shape_variants(setup))
     case: dict[str, Any] = {"setup": setup, "desc": desc, "pool": pool, "rebind": None, "slots": None}
     extras = draw(_CHOICE[16])  # a quarter re-bind, a quarter update slots (independently)
@@ -362,7 +370,10 @@ def bind_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.fidelity
 def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
-    prop = "set_lora_info"
+    set_lora_info_property(sglang_oracle, "set_lora_info", bind_cases(), {})
+
+
+def set_lora_info_property(sglang_oracle: SglangSink, prop: str, cases: Any, version: dict[str, Any], default_examples: int = 3000) -> None:
     rules = adapter_rules("pool")
 
     def compare(case: dict[str, Any]) -> None:
@@ -380,7 +391,7 @@ def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             backend=backend,
         )
         arguments = bind_check_arguments(case)
-        report = check(**arguments, rules=rules)
+        report = check(**arguments, rules=rules, **version)
         well_formed = case["pool"] == setup.pool_shapes() and (
             case["rebind"] is None or pool_is_consistent(setup, case["rebind"])
         )
@@ -393,7 +404,7 @@ def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
             f"{describe_outcome(outcome)}; well_formed={well_formed}; checker: {describe(report)}",
         )
 
-    run_property(prop, bind_cases(), compare)
+    run_property(prop, cases, compare, default_examples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -512,18 +523,55 @@ def test_slice_methods_agree_with_sglang(sglang_oracle: SglangSink) -> None:
 
 
 # The legacy sink of each earlier release: inkling_common/lora.py is the same file from 0.5.16
-# to 0.5.22 (test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22), so the slice property runs
-# through one of them, checked as that release; the three newest here, every release under
+# to 0.5.22 (test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22); each release's own file
+# runs the properties, checked as that release: 0.5.22 and 0.5.21 here (with 0.5.23 above, the
+# three newest, whose wheels CI pre-downloads), every release under
 # INKLING_COMPAT_ALL_RELEASES=1 (`make fidelity-all`).
 EARLIER = [v for v in SGLANG_RELEASES if v != SGLANG_DEFAULT_VERSION]
-EARLIER = EARLIER if os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1" else EARLIER[:3]
+EARLIER = EARLIER if os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1" else EARLIER[:2]
 
 
 def _release_wheel(release: str) -> Path:
-    wheels = sorted(sglang_sink.cache_dir().glob(f"sglang-{release}-*.whl"))
-    if not wheels:
-        pytest.skip(f"no sglang {release} wheel in {sglang_sink.cache_dir()}")
-    return wheels[0]
+    """The release's wheel (cached, else downloaded); skipped with the reason without it, a
+    failure under INKLING_COMPAT_REQUIRE_ORACLE=1."""
+    from oracle.require import load_or_skip
+
+    return load_or_skip(lambda: sglang_sink.find_wheel(version=release), f"{release} wheel")
+
+
+@functools.lru_cache(maxsize=None)
+def _release_oracle(wheel: Path) -> SglangSink:
+    """Each release's lora.py, loaded once per session."""
+    return sglang_sink.load(wheel)
+
+
+def _release_backends(release: str) -> tuple[str, ...]:
+    """The release's --lora-backend choices (its argument table)."""
+    from inkling_compat.inputs import argument_table
+
+    row = next(r for r in argument_table.table(release)["arguments"] if r["dest"] == "lora_backend")
+    return tuple(row["choices"])
+
+
+# Earlier releases have the legacy sink only (no V2 class, no triton_v2 choice): cases of the
+# legacy class; a backend name the release's --lora-backend lacks is a stated sink fact.
+EXAMPLES_PER_RELEASE = 400 if os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1" else 150
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER)
+def test_initialize_lora_agrees_with_each_earlier_release(release: str) -> None:
+    oracle = _release_oracle(_release_wheel(release))
+    cases = init_cases().filter(lambda case: case["sink_class"] == "legacy")
+    initialize_lora_property(oracle, f"initialize_lora@{release}", cases, {"sglang_version": release}, _release_backends(release), EXAMPLES_PER_RELEASE)
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER)
+def test_set_lora_info_agrees_with_each_earlier_release(release: str) -> None:
+    oracle = _release_oracle(_release_wheel(release))
+    cases = bind_cases(sink_setups(sink_class="legacy", max_slots=8))
+    set_lora_info_property(oracle, f"set_lora_info@{release}", cases, {"sglang_version": release}, EXAMPLES_PER_RELEASE)
 
 
 def test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22() -> None:
@@ -541,7 +589,7 @@ def test_the_legacy_sink_is_one_file_from_0_5_16_to_0_5_22() -> None:
 @pytest.mark.fidelity
 @pytest.mark.parametrize("release", EARLIER)
 def test_slice_methods_agree_with_each_earlier_release(release: str) -> None:
-    oracle = sglang_sink.load(_release_wheel(release))
+    oracle = _release_oracle(_release_wheel(release))
     slice_property(oracle, f"slice_moe_lora_weights@{release}", release, default_examples=300)
 
 

@@ -14,9 +14,6 @@ Cases: ordinary and LoRA flags with good and bad values, aliases (`--model`,
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -70,24 +67,6 @@ CONFIG_KEYS: list[tuple[str, list[Any]]] = [
 ]
 
 
-def _oracle_parse(oracle: Any, argv: list[str]) -> tuple[str, Any]:
-    """("ok", namespace dict of the given dests) or ("refused", argparse's message)."""
-    parser = oracle.parser
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            if "--config" in argv:
-                argv = oracle.merger().merge_config_with_args(argv)
-            namespace = parser.parse_args(argv)
-    except SystemExit:
-        return "refused", err.getvalue().strip().splitlines()[-1].split("sglang serve: error: ", 1)[1]
-    except ValueError as exc:
-        return "refused", str(exc)
-    except AssertionError as exc:
-        return "refused", f"AssertionError: {exc}"
-    return "ok", vars(namespace)
-
-
 def _ours(argv: list[str]) -> tuple[str, Any]:
     try:
         launch = parse_launch(["python", "-m", "sglang.launch_server", *argv])
@@ -132,7 +111,7 @@ def test_launch_commands_parse_as_sglang_parses_them(tmp_path: Path) -> None:
     @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(commands(tmp_path))
     def prop(argv: list[str]) -> None:
-        theirs = _oracle_parse(oracle, list(argv))
+        theirs = sglang_argparse.parse(oracle, list(argv))
         ours = _ours(list(argv))
         assert ours[0] == theirs[0], (argv, ours, theirs)
         if ours[0] == "refused":
@@ -151,7 +130,7 @@ def test_launch_commands_parse_as_sglang_parses_them(tmp_path: Path) -> None:
 def test_argparse_messages_exactly() -> None:
     oracle = load_or_skip(sglang_argparse.load, "argument parser")
     for argv in (["--model-path", "/m", "--max-lora-rank", "abc"], ["--model-path", "/m", "--lora-backend", "foo"], ["--port", "1"], ["--model-path", "/m", "--foo", "1"]):
-        assert _ours(argv) == _oracle_parse(oracle, argv)
+        assert _ours(argv) == sglang_argparse.parse(oracle, argv)
     assert _ours(["--model-path", "/m", "--max-lora-rank", "abc"])[1] == "argument --max-lora-rank: invalid int value: 'abc'"
 
 
@@ -179,7 +158,7 @@ def test_every_kind_of_refusal_reads_as_sglangs() -> None:
     oracle = load_or_skip(sglang_argparse.load, "argument parser")
     kinds = set()
     for argv in REFUSING:
-        theirs = _oracle_parse(oracle, list(argv))
+        theirs = sglang_argparse.parse(oracle, list(argv))
         assert theirs[0] == "refused", argv
         assert _ours(list(argv)) == theirs, argv
         kinds.add(parse_launch(["python", "-m", "sglang.launch_server", *argv]).refusals[0]["kind"])
@@ -201,7 +180,7 @@ def test_deprecation_warnings_are_sglangs_log_text() -> None:
         handler = Keep()
         logging.getLogger().addHandler(handler)
         try:
-            _oracle_parse(oracle, argv)
+            sglang_argparse.parse(oracle, argv)
         finally:
             logging.getLogger().removeHandler(handler)
         theirs = [r.removeprefix("\033[1;33m").removesuffix("\033[0m") for r in records if "deprecated" in r]

@@ -15,9 +15,7 @@ only with INKLING_COMPAT_ALL_RELEASES=1 (`make fidelity-all`; docs/fidelity.md h
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import json
 import os
 import subprocess
@@ -139,22 +137,6 @@ def _commands(draw: Any, config_dir: Path | None = None) -> list[str]:
     return argv
 
 
-def _theirs(oracle: Any, argv: list[str]) -> tuple[str, Any]:
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            if "--config" in argv:
-                argv = oracle.merger().merge_config_with_args(argv)
-            namespace = oracle.parser.parse_args(argv)
-    except SystemExit:
-        return "refused", err.getvalue().strip().splitlines()[-1].split("sglang serve: error: ", 1)[1]
-    except ValueError as exc:
-        return "refused", str(exc)
-    except AssertionError as exc:
-        return "refused", f"AssertionError: {exc}"
-    return "ok", vars(namespace)
-
-
 def _ours(release: str, argv: list[str]) -> tuple[str, Any]:
     with argument_table.using(release):
         try:
@@ -175,12 +157,12 @@ def test_random_commands_parse_as_the_release_parses_them(release: str, tmp_path
     oracle = _load(release)
     # what argparse leaves in the namespace when nothing is given (a dest's first default that
     # is not SUPPRESS: a deprecated alias shares its dest with the real flag)
-    defaults = _theirs(oracle, ["--model-path", "/m"])[1]
+    defaults = sglang_argparse.parse(oracle, ["--model-path", "/m"])[1]
 
     @settings(max_examples=150 if ALL else 60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(_commands(tmp_path))
     def prop(argv: list[str]) -> None:
-        theirs = _theirs(oracle, list(argv))
+        theirs = sglang_argparse.parse(oracle, list(argv))
         ours = _ours(release, list(argv))
         assert ours[0] == theirs[0], (release, argv, ours, theirs)
         if ours[0] == "refused":
@@ -197,7 +179,7 @@ def test_random_commands_parse_as_the_release_parses_them(release: str, tmp_path
 
 def test_the_oracle_converts_with_sglang_s_own_functions() -> None:
     oracle = _load(SGLANG_RELEASES[0])
-    assert _theirs(oracle, ["--model-path", "/m", "--sidecar-args", "[1, 2]"])[1]["sidecar_args"] == [1, 2]
+    assert sglang_argparse.parse(oracle, ["--model-path", "/m", "--sidecar-args", "[1, 2]"])[1]["sidecar_args"] == [1, 2]
 
 
 def test_a_flag_of_one_release_only_is_refused_by_the_others_in_their_words() -> None:

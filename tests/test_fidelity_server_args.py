@@ -15,11 +15,16 @@ The cases are the values sglang's checks see after the resolution hooks that run
 them (docs/fidelity.md): the speculative algorithm in its resolved upper-case name (not NEXTN,
 not UNO), attention DP as --attn-dp-size (not the deprecated --dp-size spelling), no mxfp8
 quantization with a lora_* MoE runner.
+
+Every earlier release 0.5.16-0.5.22 runs the same property through its own checks and its whole
+parser, checked with check(sglang_version=R) (`test_server_args_agree_with_each_earlier_release`;
+0.5.22 and 0.5.21 here, the others under INKLING_COMPAT_ALL_RELEASES=1: make fidelity-all).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +33,9 @@ from hypothesis import strategies as st
 
 from inkling_compat import check
 from inkling_compat.report.model import Report
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES
 from oracle import sglang_server_args, tally
+from oracle.sglang_sink import find_wheel
 from oracle.require import load_or_skip
 from test_fidelity import run_property, verdict
 
@@ -126,11 +133,12 @@ def _describe(report: Report) -> str:
     return "; ".join(f"{p.rule_id}[{p.origin}/{p.severity}]: {p.message}" for p in report.problems if p.rule_id in SERVER_ARGS_RULES) or "no server_args problems"
 
 
-def compare_case(oracle: sglang_server_args.SglangServerArgs, case: dict[str, Any]) -> tuple[bool, str, str]:
-    """(agreed, outcome label, detail) for one case."""
+def compare_case(oracle: Any, case: dict[str, Any], release: str | None = None) -> tuple[bool, str, str]:
+    """(agreed, outcome label, detail) for one case, checked as `release` (default: 0.5.23)."""
     parsed = oracle.parse(case["config"])
     called = oracle.check(case["config"], case["env"], case["rocm"])
-    report = check(config={**case["config"], "env": case["env"]}, model=MODEL, platform=ROCM if case["rocm"] else CUDA)
+    version = {} if release is None else {"sglang_version": release}
+    report = check(config={**case["config"], "env": case["env"]}, model=MODEL, platform=ROCM if case["rocm"] else CUDA, **version)
     ours = [p for p in report.problems if p.rule_id in SERVER_ARGS_RULES and p.rule_id not in ALLOWED]
     argparse_errors = [p for p in ours if p.origin == "argparse" and p.severity == "error"]
     sglang_errors = [p for p in ours if p.origin == "sglang" and p.severity == "error"]
@@ -175,3 +183,124 @@ def test_server_args_oracle_sees_each_check(server_args_oracle: sglang_server_ar
     assert server_args_oracle.check(v2, env, True).message == "--lora-backend triton_v2 does not yet support ROCm"
     assert server_args_oracle.check(v2, env, False).ok
     assert server_args_oracle.parse({"lora_backend": "x"}).message.startswith("argument --lora-backend: invalid choice: 'x'")
+
+
+# --- every supported release ---------------------------------------------------------------------
+#
+# The same property through each release's own checks (oracle.sglang_server_args.load_release:
+# 0.5.16-0.5.18's ServerArgs.check_lora_server_args method, 0.5.19-0.5.22's lora_hook.py) and its
+# whole argument parser, checked as that release. The cases leave out the fields the release has
+# no argument for (--attn-dp-size before 0.5.22). 0.5.23 is the property above; the next two
+# releases run here everywhere, the others under INKLING_COMPAT_ALL_RELEASES=1 (make fidelity-all).
+
+EARLIER = [r for r in SGLANG_RELEASES if r != SGLANG_DEFAULT_VERSION]
+ALL_RELEASES = os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1"
+EARLIER_PARAMS = [
+    pytest.param(r, marks=() if i < 2 or ALL_RELEASES else pytest.mark.skip(reason="older release: make fidelity-all"))
+    for i, r in enumerate(EARLIER)
+]
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", EARLIER_PARAMS)
+def test_server_args_agree_with_each_earlier_release(release: str) -> None:
+    oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
+    assert oracle.release == release
+    has = {a.dest for a in oracle.argparse_oracle.parser._actions}
+    prop = f"check_lora_server_args + argparse@{release}"
+
+    def compare(case: dict[str, Any]) -> None:
+        case = {**case, "config": {k: v for k, v in case["config"].items() if k in has or k == "lora_paths"}}
+        agreed, label, detail = compare_case(oracle, case, release)
+        verdict(prop, agreed, label, lambda: detail)
+
+    run_property(prop, server_arg_cases(), compare, default_examples=300 if ALL_RELEASES else 150)
+
+
+def test_the_release_oracles_see_each_release_s_checks() -> None:
+    """Known inputs give each kind of release its own text: the method of 0.5.16-0.5.18 refuses
+    EAGLE with LoRA, 0.5.19's hook takes it; 0.5.22's parser refuses triton_v2."""
+    env = {"SGLANG_EXPERIMENTAL_LORA_OPTI": False, "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": False, "SGLANG_RAGGED_VERIFY_MODE": "static"}
+    eagle = {"enable_lora": True, "speculative_algorithm": "EAGLE", "max_lora_rank": 8, "lora_target_modules": ["all"]}
+    cases = {
+        "0.5.22": lambda o: o.parse({"lora_backend": "triton_v2"}).message.startswith("argument --lora-backend: invalid choice: 'triton_v2'"),
+        "0.5.21": lambda o: o.check(eagle, env, False).ok and o.check({"max_loras_per_batch": 0}, env, False).message == "max_loras_per_batch must be positive",
+    }
+    if ALL_RELEASES:
+        cases["0.5.18"] = lambda o: o.check(eagle, env, False).message == "Currently LoRA is only compatible with NGRAM speculative decoding."
+    for release, holds in cases.items():
+        oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
+        assert holds(oracle), release
+
+
+# --- LoRA launch commands, end to end, per release ------------------------------------------------
+#
+# A launch command of LoRA flags goes through release R's own parser and, when it parses, R's own
+# check_lora_server_args on the namespace it gives; the checker checks the same words with
+# check(argv=..., sglang_version=R). No resolution hook of sglang runs between the two for these
+# flags (the speculative, attention-DP and MoE-runner fields stay at their defaults here), so the
+# namespace is what check_lora_server_args sees.
+
+_LAUNCH_FIELDS = (
+    "enable_lora", "max_lora_rank", "lora_target_modules", "max_loaded_loras", "max_loras_per_batch",
+    "lora_eviction_policy", "lora_backend", "max_lora_chunk_size", "lora_drain_wait_threshold", "lora_paths",
+)
+_LAUNCH_PATHS = st.lists(st.sampled_from(["sink=/adapters/sink", "/adapters/plain", "a=/p", '{"lora_name": "c", "lora_path": "/x/c"}', '{"lora_name": "c"}']), min_size=1, max_size=3)
+
+
+@st.composite
+def lora_launch_commands(draw: Any) -> list[str]:
+    argv = ["--model-path", "/m"]
+    for name in draw(st.permutations(_LAUNCH_FIELDS)):
+        if draw(_LEAVE_OUT) == 0:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name == "enable_lora":
+            argv += [flag] if draw(st.booleans()) else []
+        elif name == "lora_paths":
+            argv += [flag, *draw(_LAUNCH_PATHS)]
+        else:
+            value = draw(_FIELDS[name])
+            if value is None:
+                continue
+            argv += [flag, *(str(v) for v in value)] if isinstance(value, list) else [flag, str(value)]
+    return argv
+
+
+LAUNCH_RELEASES = [
+    pytest.param(r, marks=() if i < 3 or ALL_RELEASES else pytest.mark.skip(reason="older release: make fidelity-all"))
+    for i, r in enumerate(SGLANG_RELEASES)
+]
+_QUIET_ENV = {"SGLANG_EXPERIMENTAL_LORA_OPTI": False, "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": False, "SGLANG_RAGGED_VERIFY_MODE": "static"}
+
+
+@pytest.mark.fidelity
+@pytest.mark.parametrize("release", LAUNCH_RELEASES)
+def test_lora_launch_commands_agree_with_each_release(release: str) -> None:
+    from oracle import sglang_argparse
+
+    oracle = load_or_skip(lambda: sglang_server_args.load_release(find_wheel(version=release)), f"{release} server-args")
+    prop = f"LoRA launch command@{release}"
+
+    def compare(argv: list[str]) -> None:
+        verdict_, parsed = sglang_argparse.parse(oracle.argparse_oracle, list(argv))
+        report = check(argv=["python", "-m", "sglang.launch_server", *argv], model=MODEL, platform=CUDA, sglang_version=release)
+        ours = [p for p in report.problems if p.rule_id in SERVER_ARGS_RULES and p.severity == "error"]
+        if verdict_ == "refused":
+            # the parse stops the launch: the checker's first error is its refusal, in its words
+            # (an action's AssertionError, LoRAPathAction's, reads as its traceback ends)
+            first = ours[0] if ours else None
+            agreed = first is not None and parsed in (first.message.split(" (did you mean")[0], f"{first.error_class}: {first.message}")
+            label, said = "argparse refuses", parsed
+        else:
+            called = oracle.check({k: v for k, v in parsed.items()}, _QUIET_ENV, False)
+            errors = [p for p in ours if p.origin == "sglang"]
+            if called.ok:
+                agreed = not ours
+            else:
+                agreed = not [p for p in ours if p.origin == "argparse"] and bool(errors) and (errors[0].error_class, errors[0].message) == (called.error_class, called.message)
+            label = "sglang accepts" if called.ok else f"sglang raises {called.error_class}"
+            said = f"{called.error_class}({called.message!r})"
+        verdict(prop, agreed, label, lambda: f"{argv} -> sglang {release}: {said}; checker: {_describe(report)}")
+
+    run_property(prop, lora_launch_commands(), compare, default_examples=300 if ALL_RELEASES else 100)

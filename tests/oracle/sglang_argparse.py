@@ -40,7 +40,9 @@ table the checker ships (inkling_compat/data/sglang-0.5.23-arguments.json).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.abc
+import io
 import importlib.machinery
 import importlib.util
 import json
@@ -123,8 +125,15 @@ class _InertModule(types.ModuleType):
         return _Inert(f"{self.__name__}.{name}")
 
 
+# Stood in even where installed: sglang's config classes (0.5.16-0.5.18 import them from
+# server_args.py) apply huggingface_hub's `strict` to subclasses of transformers'
+# PretrainedConfig, which is stood in, and `strict` refuses a class that is not a dataclass.
+# No argument reads it.
+_ALWAYS_STOOD_IN = frozenset({"huggingface_hub"})
+
+
 class _MissingOnly(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Answers only for a third-party module no other finder can import."""
+    """Answers for a third-party module no other finder can import (and _ALWAYS_STOOD_IN)."""
 
     def __init__(self) -> None:
         self.stood_in: set[str] = set()
@@ -133,6 +142,9 @@ class _MissingOnly(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         top = name.split(".")[0]
         if top == "sglang" or top in sys.stdlib_module_names or top.startswith("_"):
             return None
+        if top in _ALWAYS_STOOD_IN:
+            self.stood_in.add(name)
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
         for finder in sys.meta_path:
             if finder is self:
                 continue
@@ -163,6 +175,27 @@ class SglangArgparse:
         return self.merger_class(self.parser)
 
 
+def parse(oracle: SglangArgparse, argv: list[str]) -> tuple[str, Any]:
+    """The words as the release's `sglang serve` parses them: ("ok", the namespace as a dict) or
+    ("refused", sglang's text). A `--config` file is merged first by the release's own
+    ConfigArgumentMerger. argparse's message is the last stderr line after `sglang serve:
+    error: `; the merger's ValueError is its text; an action's AssertionError (LoRAPathAction)
+    reads as its traceback ends."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            if "--config" in argv:
+                argv = oracle.merger().merge_config_with_args(argv)
+            namespace = oracle.parser.parse_args(argv)
+    except SystemExit:
+        return "refused", err.getvalue().strip().splitlines()[-1].split("sglang serve: error: ", 1)[1]
+    except ValueError as exc:
+        return "refused", str(exc)
+    except AssertionError as exc:
+        return "refused", f"AssertionError: {exc}"
+    return "ok", vars(namespace)
+
+
 _LOADED: dict[Path, SglangArgparse] = {}
 
 
@@ -187,8 +220,9 @@ def load(wheel: Path | None = None) -> SglangArgparse:
     # (asked before the stand-in finder is on sys.meta_path: it would answer for orjson)
     real_orjson = "orjson" in sys.modules or importlib.util.find_spec("orjson") is not None
     finder = _MissingOnly()
+    hidden = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in _ALWAYS_STOOD_IN}
     sys.path.insert(0, str(wheel))
-    sys.meta_path.append(finder)
+    sys.meta_path.insert(0, finder)
     orjson = types.ModuleType("orjson")
     orjson.loads = json.loads  # type: ignore[attr-defined]
     orjson.dumps = lambda value, *a, **k: json.dumps(value).encode()  # type: ignore[attr-defined]
@@ -214,6 +248,7 @@ def load(wheel: Path | None = None) -> SglangArgparse:
             module = sys.modules[name]
             if name.split(".")[0] in ("sglang", "orjson") or isinstance(module, _InertModule) or name in finder.stood_in:
                 del sys.modules[name]
+        sys.modules.update(hidden)
     loaded = SglangArgparse(parser, merger_module.ConfigArgumentMerger, tuple(sorted(finder.stood_in)), wheel, server_args)
     _LOADED[wheel] = loaded
     return loaded

@@ -27,6 +27,10 @@ Two parts of sglang 0.5.23, read from the wheel at test time (never copied here)
 The server-args object is a `SimpleNamespace` of inkling_compat's `ServerConfig` defaults (sglang
 0.5.23's) updated with the case: an attribute the functions read that is not there raises
 AttributeError, so nothing is read from a default we did not state.
+
+`load_release(wheel)` is the same oracle for any supported release: its `check_lora_server_args`
+(0.5.16-0.5.18: the ServerArgs method; later: lora_hook.py) and its whole argument parser
+(oracle.sglang_argparse), with the release's own parser defaults.
 """
 
 from __future__ import annotations
@@ -260,3 +264,130 @@ def load(wheel: Path | None = None) -> SglangServerArgs:
     parser, flags = _choices_parser(wheel)
     defaults = ServerConfig().model_dump(exclude={"env", "sink"})
     return SglangServerArgs(module, parser, flags, origin, wheel, wheel_source.sha256(source), defaults)
+
+
+# --- every supported release -----------------------------------------------------------------
+#
+# Where each release keeps its LoRA server-argument checks (read from its wheel):
+#   0.5.16-0.5.18  the method ServerArgs.check_lora_server_args of server_args.py (its own
+#                  source, taken out by ast; `self._late_resolution` / `self.override` write in
+#                  place, as their own code does)
+#   0.5.19-0.5.23  arg_groups/lora_hook.py, executed whole (0.5.19 resolves with
+#                  `declare_late_resolution`, which writes in place; later ones declare)
+# The argparse side is the release's whole parser (oracle.sglang_argparse), given the case's
+# LoRA fields that have choices as flags, in the parser's own order.
+
+SERVER_ARGS_PATH = "sglang/srt/server_args.py"
+
+
+def _declare_late_resolution(server_args: Any, source: str, **fields: Any) -> None:
+    for name, value in fields.items():
+        setattr(server_args, name, value)
+
+
+class _ServerArgsObject(types.SimpleNamespace):
+    """The server-args object for 0.5.16-0.5.18's method: its resolution helpers write the
+    fields in place (ServerArgs._late_resolution -> declare_late_resolution -> _apply_fields;
+    ServerArgs.override's setattr loop)."""
+
+    def _late_resolution(self, source: str, **fields: Any) -> None:
+        _declare_late_resolution(self, source, **fields)
+
+    def override(self, source: str, **fields: Any) -> None:
+        _declare_late_resolution(self, source, **fields)
+
+
+@dataclass
+class ReleaseServerArgs:
+    """One release's `check_lora_server_args` and argument parser, with the interface of
+    SglangServerArgs (`parse(config)`, `check(config, env, rocm)`)."""
+
+    release: str
+    wheel: Path
+    origin: str
+    source_sha256: str
+    namespace: dict[str, Any]  # where `logger` is looked up when the checks run
+    function: Any
+    argparse_oracle: Any
+    choice_rows: list[dict[str, Any]]
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def argv(self, config: dict[str, Any]) -> list[str]:
+        argv = ["--model-path", "/m"]
+        for row in self.choice_rows:
+            value = config.get(row["dest"])
+            if value is None:
+                continue
+            argv.append(row["options"][0])
+            argv.extend(str(v) for v in (value if row["nargs"] in ("*", "+") else [value]))
+        return argv
+
+    def parse(self, config: dict[str, Any]) -> Outcome:
+        from oracle import sglang_argparse
+
+        verdict, said = sglang_argparse.parse(self.argparse_oracle, self.argv(config))
+        return Outcome(True) if verdict == "ok" else Outcome(False, "SystemExit", said, "argparse")
+
+    def check(self, config: dict[str, Any], env: dict[str, Any], rocm: bool) -> Outcome:
+        args = _ServerArgsObject(**{**self.defaults, **config})
+        _Context.env = env
+        _Context.is_hip = rocm
+        recorder = _WarningRecorder()
+        self.namespace["logger"] = recorder
+        try:
+            self.function(args)
+        except Exception as exc:  # noqa: BLE001 - every exception is an outcome
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == self.origin]
+            return Outcome(False, type(exc).__name__, str(exc), "sglang", frames[-1].lineno if frames else None, tuple(recorder.messages))
+        return Outcome(True, warnings=tuple(recorder.messages))
+
+
+_RELEASES: dict[Path, ReleaseServerArgs] = {}
+
+
+def load_release(wheel: Path) -> ReleaseServerArgs:
+    """The release's own checks and parser, loaded once per wheel and process."""
+    import linecache
+    import zipfile
+
+    from inkling_compat.inputs.models import ServerConfig
+    from oracle import sglang_argparse
+
+    wheel = Path(wheel).resolve()
+    if wheel in _RELEASES:
+        return _RELEASES[wheel]
+    release = sglang_argparse.release(wheel)
+    with zipfile.ZipFile(wheel) as archive:
+        has_hook = LORA_HOOK_PATH in archive.namelist()
+    if has_hook:
+        source = wheel_source.read(wheel, LORA_HOOK_PATH)
+        origin = f"{wheel}!/{LORA_HOOK_PATH}"
+        stubs = {
+            "sglang.srt.arg_groups.overrides": {
+                "declare_resolution": declare_resolution,
+                "declare_late_resolution": _declare_late_resolution,
+                "resolving_view": resolving_view,
+            },
+            "sglang.srt.environ": {"envs": _Envs()},
+            "sglang.srt.lora.lora_registry": {"LoRARef": LoRARef},
+            "sglang.srt.runtime_context": {"get_platform": lambda: _Platform()},
+        }
+        module = wheel_source.exec_module(source, origin, "sglang.srt.arg_groups.lora_hook", stubs)
+        namespace, function, sha = module.__dict__, module.check_lora_server_args, wheel_source.sha256(source)
+    else:
+        whole = wheel_source.read(wheel, SERVER_ARGS_PATH)
+        source = wheel_source.method(whole, "ServerArgs", "check_lora_server_args")
+        origin = f"{wheel}!/{SERVER_ARGS_PATH}:ServerArgs.check_lora_server_args"
+        linecache.cache[origin] = (len(source), None, source.splitlines(True), origin)
+        namespace = {"LoRARef": LoRARef, "__name__": "sglang.srt.server_args"}
+        exec(compile(source, origin, "exec"), namespace)
+        function, sha = namespace["check_lora_server_args"], wheel_source.sha256(source)
+    argparse_oracle = sglang_argparse.load(wheel)
+    _verdict, parsed = sglang_argparse.parse(argparse_oracle, ["--model-path", "/m"])
+    # the LoRA flags with choices (what a server config's argparse-lora-* rules check), in the
+    # parser's order
+    choice_rows = [sglang_argparse.action_row(a) for a in argparse_oracle.parser._actions if a.choices is not None and "lora" in a.dest]
+    defaults = {**ServerConfig().model_dump(exclude={"env", "sink"}), **parsed}
+    loaded = ReleaseServerArgs(release, wheel, origin, sha, namespace, function, argparse_oracle, choice_rows, defaults)
+    _RELEASES[wheel] = loaded
+    return loaded
