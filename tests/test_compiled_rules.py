@@ -57,6 +57,27 @@ def test_the_shipped_rules_load_from_the_artifact_as_from_their_files(monkeypatc
     assert _snapshot(load_rules()) == fresh
 
 
+def test_the_shipped_rules_load_without_pydantic_or_compiling_cel():
+    """A check reads the artifact into plain records (engine/rule_record.py): no rule is
+    validated again and no CEL program is compiled until a check evaluates the rule."""
+    code = (
+        "import sys\n"
+        "from inkling_compat.engine import cel\n"
+        "from inkling_compat.engine.rule_load import load_rules\n"
+        "compiled = []\n"
+        "real = cel.compile\n"
+        "cel.compile = lambda text: compiled.append(text) or real(text)\n"
+        "rules = load_rules()\n"
+        "assert len(rules) > 100, len(rules)\n"
+        "assert 'pydantic' not in sys.modules and 'yaml' not in sys.modules, sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'yaml'))\n"
+        "assert compiled == [], compiled[:3]\n"
+        "rules[0].when_program\n"
+        "assert len(compiled) == 1\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 def _artifact_with(tmp_path, monkeypatch, digest, condition="false"):
     _, expanded = compile_folder(rules_dir())
     for name, data in expanded:

@@ -12,7 +12,7 @@ import pytest
 
 from inkling_compat import api
 from inkling_compat.engine import plan as plan_module
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 
 ADAPTER = Path(__file__).resolve().parent.parent / "examples" / "adapter"
 MODEL = Path(__file__).resolve().parent.parent / "examples" / "model"

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from inkling_compat import api
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.facts import types as ft
 from inkling_compat.facts.record import mismatches
 from inkling_compat.testing.scenarios import example_arguments

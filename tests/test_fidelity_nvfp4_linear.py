@@ -23,7 +23,7 @@ from oracle import sglang_sink, wheel_source
 from oracle.require import load_or_skip
 
 from inkling_compat.api import check
-from inkling_compat.engine.rules import load_rules
+from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.inputs.versions import SGLANG_RELEASES
 from inkling_compat.testing.scenarios import example_arguments
 

@@ -7,7 +7,8 @@ after a load that passed every check (schema, path check, `after` references). I
     python -m inkling_compat.publish.compiled_rules            # regenerate after editing rules/
     python -m inkling_compat.publish.compiled_rules --check    # exit 1 if missing or stale
 
-and read by `load_rules()`, which still validates each rule with pydantic and compiles its CEL.
+and read by `load_rules()` into plain records (engine/rule_record.py), without validating them
+again; each CEL program is compiled when a check first evaluates it.
 The file records a digest of the rule files and of the code that decides what is valid; a start
 whose digest differs (rules or that code edited since the file was generated) compiles the rules
 from their files instead, so an edit is never hidden by a stale file. Nothing is written at run
@@ -31,7 +32,7 @@ MAX_ARTIFACT_BYTES = 32 * 1024 * 1024  # the shipped file is well under 1 MB
 # The code that decides whether a rule set is valid, relative to the package folder: an edit of
 # any of them makes the artifact stale (and `load_rules()` compiles the files instead).
 VALIDITY_CODE = (
-    "engine/rule_schema.py", "engine/rule_compile.py", "engine/rule_order.py", "engine/rule_load.py",
+    "engine/rule_schema.py", "engine/rule_record.py", "engine/rule_compile.py", "engine/rule_order.py", "engine/rule_load.py",
     "engine/definitions.py", "engine/paths.py", "engine/compiled_rules.py", "engine/cel_tree.py",
     "facts/types.py", "inputs/models.py", "inputs/versions.py",
 )  # fmt: skip

@@ -20,7 +20,7 @@ from inkling_compat.engine.evaluator import FAST, Evaluator
 from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_load import load_rules
-from inkling_compat.engine.rule_schema import STAGES
+from inkling_compat.engine.rule_record import STAGES
 from inkling_compat.errors import InputError, RuleEvaluationError
 from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine import cel, cel_tree
 from inkling_compat.engine.paths import VARIABLES, referenced_paths
-from inkling_compat.engine.rule_schema import Rule
 from inkling_compat.errors import RuleFileError as InputError
+
+if TYPE_CHECKING:  # a pydantic rule_schema.Rule (compiled from files) or a plain rule_record.Rule (from the artifact)
+    from inkling_compat.engine.rule_record import Rule
 
 # A param that is a plain variable path (`adapter_facts.pool_fit.weight`), or `first(...)` of
 # such paths (the first that is not null), is read from the typed values themselves, not
@@ -34,7 +36,7 @@ class CompiledRule:
     """A validated rule with its CEL programs compiled once."""
 
     __slots__ = (
-        "rule", "expression", "when_program", "condition_program", "_program", "_param_programs", "exact_params", "file",
+        "rule", "expression", "_when_program", "_condition_program", "_program", "_param_programs", "exact_params", "file",
         "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs", "rank",
     )
 
@@ -56,10 +58,12 @@ class CompiledRule:
         # docs/performance.md). The joined program
         # is compiled when first needed (a `when` that fails or is not a bool). Two parts that
         # compile join into one that compiles, unless a `//` comment runs on into `) && (`:
-        # then the joined text is compiled here too, so a broken rule still fails at load.
-        self.when_program = self._compile(rule.when.strip(), "when/condition")
-        self.condition_program = self._compile(rule.condition, "when/condition")
-        self._program = self._compile(self.expression, "when/condition") if "//" in self.expression else None
+        # then the joined text is compiled too (`compile_all`), so a broken rule still fails at load.
+        # Each program is compiled on first use: a check evaluates only the rules it selects
+        # (a rule set built from files compiles all of them at load: `compile_all`).
+        self._when_program: Any = None
+        self._condition_program: Any = None
+        self._program: Any = None
         # Params are read only for a rule that fires: their programs are compiled then (a
         # param that does not compile is refused when the rule set is built: `compile_all`).
         self._param_programs: dict[str, Any] | None = None
@@ -74,7 +78,9 @@ class CompiledRule:
             self.fields = frozenset().union(*(analyses.get(e).fields for e in (rule.when, rule.condition, *rule.params.values())))
             # The guard's `&&` operands (engine/guards.py).
             self.when_conjuncts = analyses.get(rule.when.strip()).conjuncts
-        except ValueError as exc:  # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
+        except ValueError as exc:
+            self.compile_all()  # an expression CEL does not compile is said so
+            # (compiled by CEL, yet engine/cel_tree.py cannot parse it)
             raise InputError(file, "when/condition", f"cannot tell what it reads: {exc}") from None
         # Everything the rule reads (coverage; the load-time path check): the CEL context
         # holds only `cel_paths`, the exact params are read from the typed values.
@@ -85,6 +91,20 @@ class CompiledRule:
             compiled = CompiledRule(merged, f"{file} (variants[{index}])", self._programs, analyses)
             for version in variant.sglang_versions:
                 self._versions[version] = compiled
+
+    @property
+    def when_program(self) -> Any:
+        """`when` compiled (what the engine runs once per guard group)."""
+        if self._when_program is None:
+            self._when_program = self._compile(self.rule.when.strip(), "when/condition")
+        return self._when_program
+
+    @property
+    def condition_program(self) -> Any:
+        """`condition` compiled (run where the `when` held)."""
+        if self._condition_program is None:
+            self._condition_program = self._compile(self.rule.condition, "when/condition")
+        return self._condition_program
 
     @property
     def program(self) -> Any:
@@ -105,7 +125,9 @@ class CompiledRule:
     def compile_all(self) -> None:
         """Every program of the rule and its variants compiled now (a rule set built from
         files: a broken expression fails at load, not when the rule first fires)."""
-        self.param_programs
+        self.when_program, self.condition_program, self.param_programs
+        if "//" in self.expression:  # a `//` comment may run on into `) && (`
+            self.program
         for compiled in self._versions.values():
             if compiled is not None and compiled is not self:
                 compiled.compile_all()

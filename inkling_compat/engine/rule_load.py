@@ -1,6 +1,8 @@
 """Reading the rule files: every file of `rules/` (or the compiled artifact of the shipped
 rules) expanded, validated and compiled, in sglang's check order. A broken rule file is
-reported with its file name and the offending field."""
+reported with its file name and the offending field. The shipped rules are read from the
+compiled artifact into plain classes (engine/rule_record.py), neither validated again nor
+compiled until a check evaluates them: pydantic is imported only to compile rule files."""
 
 from __future__ import annotations
 
@@ -9,20 +11,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-from pydantic import ValidationError
-
 from inkling_compat.engine import cel_tree
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
-from inkling_compat.engine.rule_schema import Rule
+from inkling_compat.engine.rule_record import Rule as PlainRule
 from inkling_compat.errors import RuleFileError as InputError
 
 if TYPE_CHECKING:
     from inkling_compat.engine import definitions  # imported where used: a start from the compiled artifact needs none of it
-
-# libyaml's safe loader: the pure-Python one is many times slower on the rule files.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def rules_dir() -> Path:
@@ -63,10 +59,14 @@ def _expanded_folder(folder: Path, defs: "definitions.Definitions") -> list[tupl
 def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[str, Any], dict[str, str]]:
     """A rule file's data as `Rule` reads it (family merged, guards written out) and, per field
     that came from a family, the family's file."""
+    import yaml  # (only rule files are YAML: a start from the compiled artifact reads none)
+
     from inkling_compat.engine import definitions
 
+    # libyaml's safe loader: the pure-Python one is many times slower on the rule files.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise InputError(path.name, "(yaml)", f"malformed YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
@@ -79,7 +79,11 @@ def _expanded(path: Path, defs: "definitions.Definitions | None") -> tuple[dict[
 def _validated(
     data: dict[str, Any], origins: dict[str, str], name: str, stem: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None
 ) -> CompiledRule:
-    """The expanded data of one rule file validated and its CEL compiled."""
+    """The expanded data of one rule file validated (engine/rule_schema.py's pydantic models)."""
+    from pydantic import ValidationError
+
+    from inkling_compat.engine.rule_schema import Rule
+
     try:
         rule = Rule.model_validate(data)
     except ValidationError as exc:
@@ -92,13 +96,26 @@ def _validated(
     return CompiledRule(rule, name, programs, analyses)
 
 
+def _plain(data: dict[str, Any], name: str, programs: dict[str, Any], analyses: "cel_tree.Analyses") -> CompiledRule:
+    """A rule of the compiled artifact as a plain record (engine/rule_record.py)."""
+    stem = name[: -len(".yaml")] if name.endswith(".yaml") else name
+    try:
+        rule = PlainRule(data)
+    except (ValueError, TypeError, KeyError) as exc:  # (only an artifact edited by hand)
+        raise InputError(name, "(root)", f"compiled artifact: {exc}") from None
+    if stem != rule.id:
+        raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
+    return CompiledRule(rule, name, programs, analyses)
+
+
 @lru_cache(maxsize=4)
 def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     """Every rule in `rules/` (or `directory`), validated and compiled, in sglang's check order.
 
     The package's own rules come from the compiled artifact (engine/compiled_rules.py) when it is
-    current, each still validated and its CEL compiled; any other folder, or a stale artifact,
-    is compiled from its files."""
+    current, as plain records (validated when the artifact was generated), each CEL program
+    compiled when first evaluated; any other folder, or a stale artifact, is compiled from its
+    files with every check."""
     from inkling_compat.engine import compiled_rules
 
     folder = Path(directory) if directory else rules_dir()
@@ -107,7 +124,7 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
         entries, known = stored
         programs: dict[str, Any] = {}
         analyses = cel_tree.Analyses(known)
-        compiled = [_validated(data, {}, name, name[: -len(".yaml")] if name.endswith(".yaml") else name, programs, analyses) for name, data in entries]
+        compiled = [_plain(data, name, programs, analyses) for name, data in entries]
         check_after(compiled)
     else:
         compiled, _ = compile_folder(folder)

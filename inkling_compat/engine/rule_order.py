@@ -4,10 +4,14 @@ within a stage, and a rule after every rule its `after` list names."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from inkling_compat.engine.rule_compile import CompiledRule
-from inkling_compat.engine.rule_schema import STAGES, Rule
+from inkling_compat.engine.rule_record import STAGES
 from inkling_compat.errors import RuleFileError as InputError
+
+if TYPE_CHECKING:
+    from inkling_compat.engine.rule_record import Rule
 
 
 def check_order(rules: Iterable[CompiledRule]) -> tuple[CompiledRule, ...]:

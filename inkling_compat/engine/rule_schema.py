@@ -1,5 +1,7 @@
 """The rule file format: the pydantic models a rule file is validated against (`Rule`, its
-variants, fixes and examples), sglang's stages and the message-template holes.
+variants, fixes and examples) and the message-template holes. It validates rule files where
+they are compiled (engine/rule_load.py `compile_folder`, publishing, tests); a check reads the
+compiled artifact into engine/rule_record.py's plain classes.
 
 A rule mirrors one error sglang raises (or, for `origin: derived`, one failure sglang
 does not check but that crashes or misbehaves later). Its logic is a CEL expression in
@@ -14,21 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from inkling_compat.engine.rule_record import STAGES
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 
-# sglang's start-up sequence; problems are reported in this order (then by `order`).
-STAGES = (
-    "argparse",  # argparse choices and types
-    "server_args",  # arg_groups/*_hook.py resolution checks
-    "model_config",  # config.json / quantization config parsing
-    "model_init",  # module construction
-    "weight_load",  # weight loading and post-load processing
-    "adapter_load",  # LoRAManager.init_lora_adapters / load_lora_adapter
-    "lora_modules",  # init_lora_shapes, init_lora_modules -> initialize_lora
-    "pool_bind",  # update_lora_info -> set_lora_info
-    "pool_load",  # adapter weights into the pool (slice_moe_lora_*), slot refresh
-    "first_forward",  # fails on the first request, not at start-up
-)
 SEVERITIES = ("error", "runtime", "warning")
 ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 

@@ -904,7 +904,7 @@ def older_rule_sites(other: Scan) -> dict[str, Any]:
     its site in `other`: by the rule's file, function, class and message as it reads there (the
     way an exclusion names a site), the raise's line; None where the rule does not apply to the
     release or the release lacks the site."""
-    from inkling_compat.engine.rules import load_rules
+    from inkling_compat.engine.rule_load import load_rules
 
     out: dict[str, Any] = {}
     for compiled in load_rules():

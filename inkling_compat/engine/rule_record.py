@@ -1,0 +1,210 @@
+"""The rule a check reads: plain classes built from the compiled artifact's data, without
+validation (the artifact holds only rules that passed engine/rule_schema.py's pydantic models
+when it was generated), with the same attributes, defaults and `model_dump` as those models.
+
+A check imports no pydantic for its rules: validating some 200 rules costs tens of
+milliseconds per start. tests/test_compiled_rules.py proves each rule read here dumps as the
+validated model of the same file does. sglang's stages live here, read by both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# sglang's start-up sequence; problems are reported in this order (then by `order`).
+STAGES = (
+    "argparse",  # argparse choices and types
+    "server_args",  # arg_groups/*_hook.py resolution checks
+    "model_config",  # config.json / quantization config parsing
+    "model_init",  # module construction
+    "weight_load",  # weight loading and post-load processing
+    "adapter_load",  # LoRAManager.init_lora_adapters / load_lora_adapter
+    "lora_modules",  # init_lora_shapes, init_lora_modules -> initialize_lora
+    "pool_bind",  # update_lora_info -> set_lora_info
+    "pool_load",  # adapter weights into the pool (slice_moe_lora_*), slot refresh
+    "first_forward",  # fails on the first request, not at start-up
+)
+
+_REQUIRED: Any = object()
+
+
+class _Plain:
+    """Fields (name, key in the file, default: a value, `list`/`dict` for a new empty one, or
+    required) read from a mapping; `NESTED`: fields holding one (or a list of) another class."""
+
+    __slots__ = ()
+    FIELDS: tuple[tuple[str, str, Any], ...] = ()
+    NESTED: dict[str, tuple[type["_Plain"], bool]] = {}
+
+    def __init__(self, data: dict[str, Any]):
+        for name, key, default in self.FIELDS:
+            if key in data:
+                value = data[key]
+                nested = self.NESTED.get(name)
+                if nested is not None and value is not None:
+                    cls, many = nested
+                    value = [cls(v) for v in value] if many else cls(value)
+            elif default is _REQUIRED:
+                raise ValueError(f"{type(self).__name__}: missing field {key!r}")
+            else:
+                value = default() if default is list or default is dict else default
+            object.__setattr__(self, name, value)
+
+    def model_dump(self, *, mode: str = "python", by_alias: bool = False, exclude: Any = None, exclude_none: bool = False) -> dict[str, Any]:
+        """The fields as pydantic's `model_dump` of the same model writes them (in order; the
+        values are JSON's own types, the same in either `mode`)."""
+        out = {}
+        for name, key, _ in self.FIELDS:
+            if exclude and name in exclude:
+                continue
+            value = getattr(self, name)
+            if exclude_none and value is None:
+                continue
+            out[key if by_alias else name] = _dump(value, by_alias, exclude_none)
+        return out
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+        """A shallow copy with `update`'s fields replaced (not validated, as pydantic's)."""
+        copy = object.__new__(type(self))
+        for name, _, _ in self.FIELDS:
+            object.__setattr__(copy, name, getattr(self, name))
+        for name, value in (update or {}).items():
+            object.__setattr__(copy, name, value)
+        return copy
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n, _, _ in self.FIELDS) + ")"
+
+
+def _dump(value: Any, by_alias: bool, exclude_none: bool) -> Any:
+    if isinstance(value, _Plain):
+        return value.model_dump(by_alias=by_alias, exclude_none=exclude_none)
+    if isinstance(value, list):
+        return [_dump(v, by_alias, exclude_none) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v, by_alias, exclude_none) for k, v in value.items()}
+    return value
+
+
+def _fields(*names: str | tuple[str, Any] | tuple[str, str, Any]) -> tuple[tuple[str, str, Any], ...]:
+    out = []
+    for item in names:
+        if isinstance(item, str):
+            out.append((item, item, _REQUIRED))
+        elif len(item) == 2:
+            out.append((item[0], item[0], item[1]))
+        else:
+            out.append(item)  # type: ignore[arg-type]
+    return tuple(out)
+
+
+class Source(_Plain):
+    __slots__ = ("path", "line", "function", "commit", "commit_line")
+    FIELDS = _fields("path", ("line", None), ("function", None), ("commit", None), ("commit_line", None))
+
+
+class Join(_Plain):
+    __slots__ = ("group", "prefix", "separator")
+    FIELDS = _fields("group", "prefix", ("separator", "; "))
+
+
+class Example(_Plain):
+    __slots__ = ("description", "input", "message")
+    FIELDS = _fields("description", "input", ("message", None))
+
+
+class Examples(_Plain):
+    __slots__ = ("fire", "pass_")
+    FIELDS = _fields("fire", ("pass_", "pass", _REQUIRED))
+    NESTED = {"fire": (Example, True), "pass_": (Example, True)}
+
+
+class Variant(_Plain):
+    __slots__ = ("sglang_versions", "message", "message_pattern", "params", "error_class", "when", "condition", "source", "explanation", "fixes", "examples")
+    FIELDS = _fields(
+        "sglang_versions", ("message", None), ("message_pattern", None), ("params", None), ("error_class", None), ("when", None),
+        ("condition", None), ("source", None), ("explanation", None), ("fixes", None), ("examples", None),
+    )  # fmt: skip
+    NESTED = {"source": (Source, False), "examples": (Examples, False)}
+
+
+class FixEdit(_Plain):
+    """One change to the server config (engine/rule_schema.FixEdit)."""
+
+    __slots__ = ("set", "value", "remove", "rename", "to", "when")
+    FIELDS = _fields(("set", None), ("value", None), ("remove", None), ("rename", None), ("to", None), ("when", None))
+
+    @property
+    def kind(self) -> str:
+        return "set" if self.set is not None else "remove" if self.remove is not None else "rename"
+
+    @property
+    def key(self) -> str:
+        return self.set or self.remove or self.rename or ""
+
+    def expressions(self) -> dict[str, str]:
+        """field -> CEL text of this edit."""
+        out = {}
+        if self.value is not None:
+            out["value"] = self.value
+        if self.when is not None:
+            out["when"] = self.when
+        return out
+
+
+class FixSpec(_Plain):
+    """A machine-applicable fix (engine/rule_schema.FixSpec)."""
+
+    __slots__ = ("safety", "description", "for_each", "when", "edits")
+    FIELDS = _fields("safety", "description", ("for_each", None), ("when", None), "edits")
+    NESTED = {"edits": (FixEdit, True)}
+
+    def expressions(self) -> dict[str, str]:
+        """field -> CEL text of the fix."""
+        out = {}
+        if self.for_each is not None:
+            out["fix.for_each"] = self.for_each
+        if self.when is not None:
+            out["fix.when"] = self.when
+        for index, edit in enumerate(self.edits):
+            out.update({f"fix.edits.{index}.{name}": e for name, e in edit.expressions().items()})
+        return out
+
+
+class Rule(_Plain):
+    """One rule file, as engine/rule_schema.Rule reads it (`sglang_versions` left out: every
+    known version not taken by a variant)."""
+
+    __slots__ = (
+        "id", "title", "severity", "origin", "error_class", "message", "message_pattern", "params", "join", "source", "sglang_versions",
+        "variants", "stage", "order", "scope", "after", "stops", "any_model", "inkling_only", "when", "condition", "field_paths",
+        "because", "explanation", "fixes", "fix_hint", "fix", "examples", "references",
+    )  # fmt: skip
+    FIELDS = _fields(
+        "id", "title", "severity", "origin", "error_class", "message", "message_pattern", ("params", dict), ("join", None), ("source", None),
+        ("sglang_versions", None), ("variants", list), "stage", ("order", None), ("scope", "global"), ("after", list), ("stops", False),
+        ("any_model", False), ("inkling_only", False), ("when", "true"), "condition", ("field_paths", list), ("because", None),
+        "explanation", "fixes", ("fix_hint", None), ("fix", None), "examples", ("references", list),
+    )  # fmt: skip
+    NESTED = {"join": (Join, False), "source": (Source, False), "variants": (Variant, True), "fix": (FixSpec, False), "examples": (Examples, False)}
+
+    def __init__(self, data: dict[str, Any]):
+        super().__init__(data)
+        if self.sglang_versions is None:
+            from inkling_compat.inputs.versions import SGLANG_VERSIONS
+
+            taken = {v for variant in self.variants for v in variant.sglang_versions}
+            object.__setattr__(self, "sglang_versions", [v for v in SGLANG_VERSIONS if v not in taken])
+
+    def for_version(self, version: str) -> "Rule | None":
+        """The rule as it reads in `version` (a variant merged in), or None if it does not apply."""
+        assert self.sglang_versions is not None
+        if version in self.sglang_versions:
+            return self
+        for variant in self.variants:
+            if version in variant.sglang_versions:
+                overrides = {n: getattr(variant, n) for n, _, _ in variant.FIELDS if n not in ("sglang_versions", "examples") and getattr(variant, n) is not None}
+                if variant.examples is not None:
+                    overrides["examples"] = variant.examples
+                return self.model_copy(update=dict(overrides, sglang_versions=list(variant.sglang_versions), variants=[]))
+        return None
