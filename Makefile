@@ -6,7 +6,7 @@ FUZZ_JOBS ?= 2
 .PHONY: test generate fidelity fidelity-all fuzz fuzz-hostile audit
 
 test:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 # Every generated file: schemas, the compiled rules artifact, rule pages, facts and fixes docs,
 # README.md's figures and check outputs, the expanded-rule and format snapshots.

@@ -7,6 +7,7 @@ skipped, or fail when INKLING_COMPAT_REQUIRE_ORACLE=1 (CI).
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -43,8 +44,26 @@ def sglang_oracle() -> sglang_sink.SglangSink:
     return oracle
 
 
+# Under pytest-xdist each worker counts its own cases: a worker hands its counts to the
+# controller when it finishes, and the controller prints (and writes) one table of them all.
+WORKER_TALLIES: list[dict] = []
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fidelity_tally"] = json.dumps(tally.to_json())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # noqa: ARG001 - pytest-xdist hook
+    counts = getattr(node, "workeroutput", {}).get("fidelity_tally")
+    if counts:
+        WORKER_TALLIES.append(json.loads(counts))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest hook
-    data = tally.to_json()
+    data = tally.merge_documents([tally.to_json(), *WORKER_TALLIES]) if WORKER_TALLIES else tally.to_json()
     if not data["properties"]:
         return
     text = tally.table(data)
@@ -52,7 +71,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     terminalreporter.write_line(text)
     path = tally.out_path()
     if path:
-        tally.write(path)
+        tally.write(path, data)
 
 
 def pytest_configure(config):

@@ -98,16 +98,23 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write(path: str) -> None:
+def write(path: str, data: dict[str, Any] | None = None) -> None:
     with open(path, "w", encoding="utf-8") as handle:
-        json.dump(to_json(), handle, indent=1, sort_keys=True)
+        json.dump(to_json() if data is None else data, handle, indent=1, sort_keys=True)
 
 
 def merge(paths: list[str]) -> dict[str, Any]:
-    merged: dict[str, Any] = {"meta": {}, "properties": {}}
+    documents = []
     for path in paths:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            documents.append(json.load(handle))
+    return merge_documents(documents)
+
+
+def merge_documents(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table's counts from several processes' `to_json()` (make fuzz's, pytest-xdist's workers)."""
+    merged: dict[str, Any] = {"meta": {}, "properties": {}}
+    for data in documents:
         merged["meta"].update(data.get("meta") or {})
         for name, p in data["properties"].items():
             into = merged["properties"].setdefault(
