@@ -46,7 +46,7 @@ def test_the_first_sh_block_is_the_two_commands_ci_runs():
     lines = _blocks("sh")[0].strip().splitlines()
     assert len(lines) == 2
     assert "inkling-compat check --launch examples/" in lines[0] or "inkling-compat check --config examples/" in lines[0]
-    assert lines[1].endswith("python -m pytest -q") and "python3 -m venv .venv" in lines[1]
+    assert lines[1].endswith("python -m pytest -q -n 2") and "python3 -m venv .venv" in lines[1]
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "sed -n 2p" in run  # (.ci/run takes the second line of this block)
 
