@@ -109,14 +109,15 @@ def _down_proj_kernel(
             wt = wt.to(tl.float32)
         acc += tl.dot(at, wt, input_precision=DOT_PREC)
         if FUSED:
-            koff = (k0 + offs_k)[:, None] - col_shift[None, :]
-            smask = k_mask[:, None] & kb_use[None, :] & (koff >= 0) & (koff < KWIN)
-            sa = tl.load(sa_base + koff * stride_ak_a, mask=smask, other=0.0)
-            if UPCAST:
-                sa = sa.to(tl.float32)
-            else:
-                sa = sa.to(at.dtype)
-            br += tl.dot(at, sa, input_precision=DOT_PREC)
+            if slot >= 0:  # a tile without an adapter runs the base loop alone
+                koff = (k0 + offs_k)[:, None] - col_shift[None, :]
+                smask = k_mask[:, None] & kb_use[None, :] & (koff >= 0) & (koff < KWIN)
+                sa = tl.load(sa_base + koff * stride_ak_a, mask=smask, other=0.0)
+                if UPCAST:
+                    sa = sa.to(tl.float32)
+                else:
+                    sa = sa.to(at.dtype)
+                br += tl.dot(at, sa, input_precision=DOT_PREC)
 
     if FUSED:
         if slot >= 0:

@@ -143,12 +143,13 @@ def _gate_up_swiglu_kernel(
         acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
         acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
         if FUSED:
-            at = tl.load(a_base + (k0 + offs_k)[:, None] * stride_ak, mask=k_mask[:, None] & c_use[None, :], other=0.0)
-            if UPCAST:
-                at = at.to(tl.float32)
-            else:
-                at = at.to(xt.dtype)
-            br += tl.dot(xt, at, input_precision=DOT_PREC)
+            if slot >= 0:  # a tile without an adapter runs the base loop alone
+                at = tl.load(a_base + (k0 + offs_k)[:, None] * stride_ak, mask=k_mask[:, None] & c_use[None, :], other=0.0)
+                if UPCAST:
+                    at = at.to(tl.float32)
+                else:
+                    at = at.to(xt.dtype)
+                br += tl.dot(xt, at, input_precision=DOT_PREC)
 
     if FUSED:
         if slot >= 0:
