@@ -10,9 +10,8 @@
 #           test_runtime_plan, profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all,
 #           peer (../shared/bench/sglang_peer.py as it is, copied into build/peer/ and carried), plan
 #           (benchmarks/bench_plan.py, beside the peer run's sglang prepare_lora_batch timings), host
-#           (benchmarks/ops/host_cost.py: the eager forward's host cost and a cProfile of it), branch
-#           (benchmarks/ops/graph_branch.py: captured forwards with and without the graph branch)
-#   BENCH_COMMIT=<sha> names the commit in the benchmark JSON; PEER_ENV="NAME=value ..." sets variables for the peer run.
+#           (benchmarks/ops/host_cost.py: the eager forward's host cost and a cProfile of it)
+#   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
@@ -54,15 +53,12 @@ for spec in "$@"; do
         --output "$OUT/$stage.json" > "$OUT/$stage.txt" 2>&1
       echo "$stage exit $?" | tee -a "$OUT/summary.txt"; grep -E "^\||ceilings|Error|error" "$OUT/$stage.txt" | tail -14 ;;
     peer)
-      env ${PEER_ENV:-} timeout "$s" python3 build/peer/sglang_peer.py --commit "${BENCH_COMMIT:-}" --budget-s $((s * 7 / 10)) \
+      timeout "$s" python3 build/peer/sglang_peer.py --commit "${BENCH_COMMIT:-}" --budget-s $((s * 7 / 10)) \
         --output "$OUT/sglang_peer.json" > "$OUT/sglang_peer.txt" 2>&1
       echo "peer exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/sglang_peer.txt" | grep -E "^\||prepare|wrote" | tail -50 ;;
     host)
       timeout "$s" python3 benchmarks/ops/host_cost.py --output "$OUT/host_cost.json" > "$OUT/host.txt" 2>&1
       echo "host exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/host.txt" | head -40 ;;
-    branch)
-      timeout "$s" python3 benchmarks/ops/graph_branch.py --output "$OUT/graph_branch.json" > "$OUT/branch.txt" 2>&1
-      echo "branch exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/branch.txt" | tail -20 ;;
     plan)
       timeout "$s" python3 benchmarks/bench_plan.py --commit "${BENCH_COMMIT:-}" --peer "$OUT/sglang_peer.json" \
         --output "$OUT/runtime_plan.json" > "$OUT/plan.txt" 2>&1

@@ -30,7 +30,7 @@ token's slot themselves).
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ._triton import torch
 from .routing import SlotRouting, build_routing
@@ -48,28 +48,10 @@ class BatchPlan:
     version: int = 0  # slot_ids._version when built
     capture: int | None = None  # id of the CUDA-graph capture it was built in, None outside
     active_key: tuple[bool, ...] | str | None = None  # the slot_active it was built with (None: every slot)
-    slot_active: torch.Tensor | None = None  # that mask (None: every slot)
-    _flags: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def num_tokens(self) -> int:
         return int(self.slot_ids.numel())
-
-    def branch_flags(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(some token has an adapter, none has): two one-element bool tensors on the device,
-        made once per plan (a few element-wise launches; what a captured forward's conditional
-        nodes read at replay)."""
-        if "flags" not in self._flags:
-            if self.routing is not None:
-                none = self.routing.no_adapter.reshape(1) != 0
-            else:
-                s = self.slot_ids.reshape(1).long()
-                has = (s >= 0) & (s < self.num_slots)
-                if self.slot_active is not None:
-                    has &= self.slot_active.to(s.device)[s.clamp(0, self.num_slots - 1)].bool()
-                none = ~has
-            self._flags["flags"] = (~none, none)
-        return self._flags["flags"]
 
 
 def _capture_id(device: torch.device) -> int | None:
@@ -137,7 +119,16 @@ def build_plan(slot_ids: torch.Tensor, num_slots: int, *, device: torch.device |
         if flag is None and host_flag and capture is None:
             flag = bool(routing.no_adapter.item())
     return BatchPlan(slot_ids=ids, num_slots=num_slots, routing=routing, all_unassigned=flag,
-                     version=src._version, capture=capture, active_key=active_key, slot_active=slot_active)
+                     version=src._version, capture=capture, active_key=active_key)
+
+
+def _same_device(have: torch.device, want: torch.device) -> bool:
+    """``want`` may leave out the index ("cuda"): the current device's."""
+    if have.type != want.type:
+        return False
+    if want.index is None and want.type == "cuda":
+        return have.index == torch.cuda.current_device()
+    return want.index is None or have.index == want.index
 
 
 def plan_for(slot_ids: torch.Tensor, num_slots: int, device: torch.device, *,
@@ -149,7 +140,7 @@ def plan_for(slot_ids: torch.Tensor, num_slots: int, device: torch.device, *,
     for i, (ref, plan) in enumerate(_kept):
         if ref() is slot_ids:
             if (plan.version == slot_ids._version and plan.num_slots == num_slots and plan.capture == capture
-                    and capture != -1 and plan.slot_ids.device == device and plan.active_key == active_key):
+                    and capture != -1 and _same_device(plan.slot_ids.device, device) and plan.active_key == active_key):
                 if i:
                     _kept.insert(0, _kept.pop(i))
                 return plan

@@ -28,7 +28,6 @@ the two down operands and, on the library-GEMM path, ``[w13; A_all]`` (like sgla
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from ._triton import torch
@@ -187,99 +186,34 @@ def sink_forward_triton(
         return forward_base(ops, x_td, g_td)
     if ops._down_shrink_a is None:
         ops.refresh()
-    if routing is not None:
-        return _forward_lora(ops, x_td, g_td, routing)
-    if plan is None:
-        ids = slot_ids if isinstance(slot_ids, torch.Tensor) else torch.as_tensor(slot_ids)
-        plan = plan_for(ids, ops.slots, x_td.device, slot_active=ops.slot_active, active_key=ops.active_key())
-    if plan.num_tokens != T:
-        raise ValueError(f"the batch plan is for {plan.num_tokens} tokens, x gives {T}")
-    if plan.all_unassigned:
-        return forward_base(ops, x_td, g_td)
-    if plan.all_unassigned is None and use_graph_branch(ops, T):
-        graph = _capturing_graph()
-        if graph is not None:
-            return forward_branched(ops, x_td, g_td, plan, graph)
-    return _forward_plan(ops, x_td, g_td, plan)
-
-
-def _forward_plan(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, plan: BatchPlan,
-                  out: torch.Tensor | None = None) -> torch.Tensor:
-    if plan.routing is None:  # one token: the fused kernels read its slot themselves
-        if use_fused(ops, 1):
-            return forward_fused(ops, x_td, g_td, OneToken(plan.slot_ids, ops.active_u8(), ops.slots), out=out)
-        return _forward_lora(ops, x_td, g_td, build_routing(plan.slot_ids, ops.slots, ops.slot_active), out=out)
-    return _forward_lora(ops, x_td, g_td, plan.routing, out=out)
-
-
-def _forward_lora(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting,
-                  out: torch.Tensor | None = None) -> torch.Tensor:
-    T = x_td.shape[0]
+    if routing is None:
+        if plan is None:
+            ids = slot_ids if isinstance(slot_ids, torch.Tensor) else torch.as_tensor(slot_ids)
+            plan = plan_for(ids, ops.slots, x_td.device, slot_active=ops.slot_active, active_key=ops.active_key())
+        if plan.num_tokens != T:
+            raise ValueError(f"the batch plan is for {plan.num_tokens} tokens, x gives {T}")
+        if plan.all_unassigned:
+            return forward_base(ops, x_td, g_td)
+        if plan.routing is None:  # one token: the fused kernels read its slot themselves
+            if use_fused(ops, 1):
+                return forward_fused(ops, x_td, g_td, OneToken(plan.slot_ids, ops.active_u8(), ops.slots))
+            routing = build_routing(plan.slot_ids, ops.slots, ops.slot_active)
+        else:
+            routing = plan.routing
     if use_blas(ops, T, lora=True) and routing.group_start is not None:
-        return forward_blas(ops, x_td, g_td, routing, out=out)
+        return forward_blas(ops, x_td, g_td, routing)
     if use_fused(ops, T) and routing.group_start is not None:
-        return forward_fused(ops, x_td, g_td, routing, out=out)
-    return forward_split(ops, x_td, g_td, routing, out=out)
+        return forward_fused(ops, x_td, g_td, routing)
+    return forward_split(ops, x_td, g_td, routing)
 
 
-# Inside a CUDA-graph capture the host cannot know whether a batch has adapters, so a captured
-# LoRA forward branches at replay through two CUDA-graph conditional nodes on the plan's flags
-# (torch's ``CUDAGraph.begin_capture_to_if_node``): the LoRA kernels when some token has an
-# adapter, the base kernels alone when none has. Each branch costs a small kernel that sets its
-# node's condition and the node itself (a few microseconds per forward), so it pays only where
-# the LoRA launches it skips cost more: from GRAPH_BRANCH_MIN_T tokens (None: never). Below, the
-# LoRA kernels of a captured forward return at once on the plan's flag.
-GRAPH_BRANCH_MIN_T: int | None = None
-if os.environ.get("INKLING_GRAPH_BRANCH_MIN_T", "").isdigit():  # for measuring other thresholds
-    GRAPH_BRANCH_MIN_T = int(os.environ["INKLING_GRAPH_BRANCH_MIN_T"])
-
-
-def use_graph_branch(ops: SinkOperands, tokens: int) -> bool:
-    """Whether a captured LoRA forward of ``tokens`` tokens branches at replay on the plan's flag."""
-    return GRAPH_BRANCH_MIN_T is not None and tokens >= GRAPH_BRANCH_MIN_T and ops.w13_lin.is_cuda
-
-
-def _capturing_graph():
-    """The torch CUDA graph being captured on the current stream, or None (not capturing, or a
-    torch without conditional nodes)."""
-    if not torch.cuda.is_current_stream_capturing():
-        return None
-    get = getattr(torch.cuda.CUDAGraph, "get_currently_capturing_graph", None)
-    if get is None:
-        return None
-    try:
-        graph = get()
-    except RuntimeError:
-        return None
-    return graph if hasattr(graph, "begin_capture_to_if_node") else None
-
-
-def forward_branched(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, plan: BatchPlan, graph) -> torch.Tensor:
-    """The captured forward of a batch whose flag is known only at replay: the LoRA path in one
-    conditional node (some token has an adapter), the base path in another (none has); both
-    write the same output buffer."""
-    has, none = plan.branch_flags()
-    out = torch.empty((x_td.shape[0], ops.hidden), dtype=x_td.dtype, device=x_td.device)
-    graph.begin_capture_to_if_node(has)
-    try:
-        _forward_plan(ops, x_td, g_td, plan, out=out)
-    finally:
-        graph.end_capture_to_conditional_node()
-    graph.begin_capture_to_if_node(none)
-    try:
-        forward_base(ops, x_td, g_td, out=out)
-    finally:
-        graph.end_capture_to_conditional_node()
-    return out
-
-
-def forward_base(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def forward_base(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor) -> torch.Tensor:
     """The base MLP alone: the library GEMMs on CUDA (eager at every T; inside a CUDA-graph
     capture from ``BLAS_MIN_T_BASE`` tokens), else the two Triton GEMM kernels."""
     if use_blas(ops, x_td.shape[0], lora=False):
-        return forward_blas(ops, x_td, g_td, None, out=out)
+        return forward_blas(ops, x_td, g_td, None)
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
-    return down_proj(act, ops.w2_lin, out=out)
+    return down_proj(act, ops.w2_lin)
 
 
 # From how many tokens the base GEMMs go to the library (cuBLAS through torch.mm) and the Triton
@@ -304,8 +238,7 @@ def use_blas(ops: SinkOperands, tokens: int, *, lora: bool) -> bool:
     return not lora and not torch.cuda.is_current_stream_capturing()
 
 
-def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | None,
-                 out: torch.Tensor | None = None) -> torch.Tensor:
+def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | None) -> torch.Tensor:
     """The base GEMMs on the library (token order throughout), the LoRA in Triton around them:
     ``[y | bridges] = x @ [w13; A_all]^T`` (one library GEMM gives the gate/up shrink of every
     slot too), the expand + SwiGLU epilogue over y (sorted tiles, each row reading its slot's
@@ -316,14 +249,14 @@ def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rout
     if routing is None:
         y = torch.mm(x_td, ops.w13_lin.t())
         act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, y=y)
-        return torch.mm(act, ops.w2_lin) if out is None else torch.mm(act, ops.w2_lin, out=out)
+        return torch.mm(act, ops.w2_lin)
     rows = ops.w13_lin.shape[0]
     S, E_a, R2, H = ops.gate_up_a.shape
     y_ext = torch.mm(x_td, gate_up_ext(ops).t())  # [T, rows + S*E_a*2R]: y, then each slot's bridge
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
                          bridge=y_ext[:, rows:], b_gu=ops.gate_up_b, bridge_expert_stride=0 if E_a == 1 else R2,
                          bridge_slot_stride=E_a * R2, y=y_ext[:, :rows])
-    out = torch.mm(act, ops.w2_lin) if out is None else torch.mm(act, ops.w2_lin, out=out)
+    out = torch.mm(act, ops.w2_lin)
     if ops.shared_outer:  # every slot's down shrink as one library GEMM: [T, S*R], slot s at s*R
         bridge_dn = torch.mm(act, ops._down_shrink_a.reshape(S * ops.rank, -1).t())
         return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b, out=out,
@@ -356,8 +289,7 @@ def use_fused(ops: SinkOperands, tokens: int) -> bool:
             and ops._down_shrink_a.shape[1] <= FUSED_MAX_BRIDGE)
 
 
-def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | OneToken,
-                  out: torch.Tensor | None = None) -> torch.Tensor:
+def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | OneToken) -> torch.Tensor:
     """Three launches: routing, gate/up with the gate/up shrink in its K loop, down with the down
     shrink in its K loop (group-aligned tiles, one slot each; no bridges in memory, no memset).
     Two with a :class:`OneToken` routing (T = 1), as many as the base path."""
@@ -365,11 +297,10 @@ def forward_fused(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rou
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved, routing=routing,
                          b_gu=ops.gate_up_b, a_gu=ops.gate_up_a)
     return down_proj(act, ops.w2_lin, routing=routing, b=ops._down_expand_b, shrink_a=ops._down_shrink_a,
-                     shrink_rank=ops.rank, shrink_window=window, out=out)
+                     shrink_rank=ops.rank, shrink_window=window)
 
 
-def forward_split(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting,
-                  out: torch.Tensor | None = None) -> torch.Tensor:
+def forward_split(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
     """Five launches (and a memset at small T): routing, the gate/up shrink, gate/up, the down
     shrink, down; the shrinks split K at small T."""
     plan = _ShrinkPlan.of(ops, x_td)
@@ -379,7 +310,7 @@ def forward_split(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, rou
         bridge=bridge_gu, b_gu=ops.gate_up_b, bridge_expert_stride=plan.bridge_expert_stride,
     )
     bridge_dn = plan.down(ops, act, routing, gather=False)
-    return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b, out=out)
+    return down_proj(act, ops.w2_lin, routing=routing, bridge=bridge_dn, b=ops._down_expand_b)
 
 
 @dataclass(frozen=True)

@@ -180,49 +180,6 @@ def test_all_unassigned_batch_runs_the_base_path(T, monkeypatch):
     assert lora and all(r is None for r in lora)  # the base kernels only, no routing given to any
 
 
-class _RecordingGraph:
-    """Stands in for the graph being captured: records each conditional node's flag (the
-    bodies run eagerly, one after the other)."""
-
-    def __init__(self):
-        self.flags, self.open = [], 0
-
-    def begin_capture_to_if_node(self, pred):
-        assert pred.dtype == torch.bool and pred.numel() == 1 and not self.open
-        self.flags.append(bool(pred.item()))
-        self.open += 1
-
-    def end_capture_to_conditional_node(self):
-        self.open -= 1
-
-
-@pytest.mark.parametrize("T", [1, 9, 40])
-@pytest.mark.parametrize("mode", ["mixed", "all-minus-one"])
-def test_branched_forward_writes_both_branches_into_one_output(T, mode, monkeypatch):
-    """The graph branch: two conditional nodes on (some token has an adapter, none has), the
-    LoRA path in the first and the base path in the second, both into one buffer; each path
-    given that buffer returns it holding its own output."""
-    p = make_problem(_case(T, slot_mode=mode))
-    ops = p.operands()
-    ids = p.slot_ids.reshape(-1).clone()
-    plan = build_plan(ids, ops.slots, host_flag=False)
-    rec = _RecordingGraph()
-    monkeypatch.setattr(sink, "GRAPH_BRANCH_MIN_T", 1)
-    monkeypatch.setattr(sink, "_capturing_graph", lambda: rec)
-    monkeypatch.setattr(sink, "use_graph_branch", lambda ops, tokens: True)
-    out = sink.sink_forward_triton(ops, p.x, p.gammas, plan=plan)
-    some = bool(((ids >= 0) & (ids < ops.slots)).any())
-    assert rec.flags == [some, not some] and rec.open == 0
-    x, g = p.x.reshape(T, -1), p.gammas.reshape(T, -1)
-    assert torch.equal(out, sink.forward_base(ops, x, g))  # the base body ran last here
-    buf = torch.full_like(out, float("nan"))
-    lora = sink._forward_plan(ops, x, g, plan, out=buf)
-    assert lora.data_ptr() == buf.data_ptr() and not torch.isnan(buf).any()
-    assert torch.equal(buf, sink._forward_plan(ops, x, g, plan))
-    base = sink.forward_base(ops, x, g, out=torch.full_like(out, float("nan")))
-    assert torch.equal(base, sink.forward_base(ops, x, g))
-
-
 def test_plan_for_another_batch_size_is_refused():
     p = make_problem(_case(9))
     with pytest.raises(ValueError, match="plan is for 4 tokens"):
@@ -233,14 +190,11 @@ def test_plan_for_another_batch_size_is_refused():
 
 
 @cuda
-@pytest.mark.parametrize("branch", [None, 1], ids=["no-branch", "branch"])
 @pytest.mark.parametrize("T", [1, 9, 64, 1024])
-def test_capture_shares_the_plan_and_replays_new_ids(T, branch, monkeypatch):
+def test_capture_shares_the_plan_and_replays_new_ids(T, monkeypatch):
     """Two layers captured in one CUDA graph with the same slot-id tensor: the routing is
     captured once (when cuda-python reads the capture id), and replays follow new ids copied
-    into the tensor, all-unassigned included (the LoRA launches then return at once, or, with
-    the graph branch, the conditional nodes run the base kernels alone)."""
-    monkeypatch.setattr(sink, "GRAPH_BRANCH_MIN_T", branch)
+    into the tensor, all-unassigned included (the LoRA launches then return at once)."""
     probs = [make_problem(Case(**{**_case(T).__dict__, "H": 1536, "F": 768, "n": 4, "S": 8, "R": 16,
                                   "ranks": (16,) * 8, "seed": s}), lora_scale=0.5) for s in (1, 2)]
     ops = [p.operands() for p in probs]
