@@ -32,17 +32,6 @@ from .lora_shrink import caps_of, t_bucket
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
-@triton.jit
-def _down_tiles(a_base, w_base, k0, offs_k, k_mask, m_mask, n_mask, stride_ak, stride_wk, UPCAST: tl.constexpr):
-    """One K step's activation and weight tiles (upcast when asked)."""
-    at = tl.load(a_base + (k0 + offs_k)[None, :] * stride_ak, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
-    wt = tl.load(w_base + (k0 + offs_k).to(tl.int64)[:, None] * stride_wk, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
-    if UPCAST:
-        at = at.to(tl.float32)
-        wt = wt.to(tl.float32)
-    return at, wt
-
-
 @triton.jit(do_not_specialize=["T", "TB"])
 def _down_proj_kernel(
     act_ptr, w_ptr, out_ptr, bridge_ptr, b_ptr, a_ptr,
@@ -111,16 +100,15 @@ def _down_proj_kernel(
         col_shift = (offs_kb // A_BLOCK) * WINDOW
         sa_base = a_ptr + slot.to(tl.int64) * stride_as + offs_kb[None, :] * stride_ar
         br = tl.zeros((BLOCK_M, BLOCK_KB), dtype=tl.float32)
-    # A tile without an adapter runs the base loop alone. The choice is made once, outside
-    # the K loop: a branch inside it would keep the loop's loads out of the software pipeline.
-    bridged = False
-    if FUSED:
-        bridged = slot >= 0
-    if bridged:
-        for k0 in range(0, 0 if ACC_IN else K, BLOCK_K):
-            k_mask = (k0 + offs_k) < K
-            at, wt = _down_tiles(a_base, w_base, k0, offs_k, k_mask, m_mask, n_mask, stride_ak, stride_wk, UPCAST)
-            acc += tl.dot(at, wt, input_precision=DOT_PREC)
+    for k0 in range(0, 0 if ACC_IN else K, BLOCK_K):
+        k_mask = (k0 + offs_k) < K
+        at = tl.load(a_base + (k0 + offs_k)[None, :] * stride_ak, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
+        wt = tl.load(w_base + (k0 + offs_k).to(tl.int64)[:, None] * stride_wk, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+        if UPCAST:
+            at = at.to(tl.float32)
+            wt = wt.to(tl.float32)
+        acc += tl.dot(at, wt, input_precision=DOT_PREC)
+        if FUSED:
             koff = (k0 + offs_k)[:, None] - col_shift[None, :]
             smask = k_mask[:, None] & kb_use[None, :] & (koff >= 0) & (koff < KWIN)
             sa = tl.load(sa_base + koff * stride_ak_a, mask=smask, other=0.0)
@@ -129,11 +117,6 @@ def _down_proj_kernel(
             else:
                 sa = sa.to(at.dtype)
             br += tl.dot(at, sa, input_precision=DOT_PREC)
-    else:
-        for k0 in range(0, 0 if ACC_IN else K, BLOCK_K):
-            k_mask = (k0 + offs_k) < K
-            at, wt = _down_tiles(a_base, w_base, k0, offs_k, k_mask, m_mask, n_mask, stride_ak, stride_wk, UPCAST)
-            acc += tl.dot(at, wt, input_precision=DOT_PREC)
 
     if FUSED:
         if slot >= 0:

@@ -39,20 +39,6 @@ from .lora_shrink import caps_of, t_bucket
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
-@triton.jit
-def _gu_tiles(x_base, wg_base, wu_base, k0, offs_k, k_mask, m_mask, j_mask, stride_xk, stride_wk, UPCAST: tl.constexpr):
-    """One K step's x tile and gate/up weight tiles (upcast when asked)."""
-    xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
-    wmask = k_mask[:, None] & j_mask[None, :]
-    wg = tl.load(wg_base + (k0 + offs_k)[:, None] * stride_wk, mask=wmask, other=0.0)
-    wu = tl.load(wu_base + (k0 + offs_k)[:, None] * stride_wk, mask=wmask, other=0.0)
-    if UPCAST:
-        xt = xt.to(tl.float32)
-        wg = wg.to(tl.float32)
-        wu = wu.to(tl.float32)
-    return xt, wg, wu
-
-
 @triton.jit(do_not_specialize=["T", "TB"])
 def _gate_up_swiglu_kernel(
     x_ptr, w_ptr, gamma_ptr, act_ptr, bridge_ptr, b_ptr, a_ptr,
@@ -144,29 +130,25 @@ def _gate_up_swiglu_kernel(
         c_use = rank_c < R * (slot >= 0).to(tl.int32)  # no rank rows to load without an adapter
         a_base = a_ptr + slot.to(tl.int64) * stride_as + e * stride_ae + (rank_c + tl.where(is_up, R, 0))[None, :] * stride_ar
         br = tl.zeros((BLOCK_M, 2 * BLOCK_R), dtype=tl.float32)
-    # A tile without an adapter runs the base loop alone. The choice is made once, outside
-    # the K loop: a branch inside it would keep the loop's loads out of the software pipeline.
-    bridged = False
-    if FUSED:
-        bridged = slot >= 0
-    if bridged:
-        for k0 in range(0, 0 if Y_IN else H, BLOCK_K):
-            k_mask = (k0 + offs_k) < H
-            xt, wg, wu = _gu_tiles(x_base, wg_base, wu_base, k0, offs_k, k_mask, m_mask, j_mask, stride_xk, stride_wk, UPCAST)
-            acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
-            acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
+    for k0 in range(0, 0 if Y_IN else H, BLOCK_K):
+        k_mask = (k0 + offs_k) < H
+        xt = tl.load(x_base + (k0 + offs_k)[None, :] * stride_xk, mask=m_mask[:, None] & k_mask[None, :], other=0.0)
+        wmask = k_mask[:, None] & j_mask[None, :]
+        wg = tl.load(wg_base + (k0 + offs_k)[:, None] * stride_wk, mask=wmask, other=0.0)
+        wu = tl.load(wu_base + (k0 + offs_k)[:, None] * stride_wk, mask=wmask, other=0.0)
+        if UPCAST:
+            xt = xt.to(tl.float32)
+            wg = wg.to(tl.float32)
+            wu = wu.to(tl.float32)
+        acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
+        acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
+        if FUSED:
             at = tl.load(a_base + (k0 + offs_k)[:, None] * stride_ak, mask=k_mask[:, None] & c_use[None, :], other=0.0)
             if UPCAST:
                 at = at.to(tl.float32)
             else:
                 at = at.to(xt.dtype)
             br += tl.dot(xt, at, input_precision=DOT_PREC)
-    else:
-        for k0 in range(0, 0 if Y_IN else H, BLOCK_K):
-            k_mask = (k0 + offs_k) < H
-            xt, wg, wu = _gu_tiles(x_base, wg_base, wu_base, k0, offs_k, k_mask, m_mask, j_mask, stride_xk, stride_wk, UPCAST)
-            acc_g += tl.dot(xt, wg, input_precision=DOT_PREC)
-            acc_u += tl.dot(xt, wu, input_precision=DOT_PREC)
 
     if FUSED:
         if slot >= 0:
