@@ -23,8 +23,9 @@ share one plan without any caller holding it: outside a capture, a plan built ou
 a capture, a plan built in the same capture (its id read through cuda-python; where that is not
 importable no plan is shared inside a capture, each forward builds its own). The table holds
 at most ``KEPT`` plans (the oldest goes first): nothing is attached to the caller's tensor, so
-no reference cycle runs through it, and a plan lives at most ``KEPT`` batches after its last use. One token needs no routing launch (``routing`` None: the kernels read the
-token's slot themselves).
+no reference cycle runs through it, and a plan lives at most ``KEPT`` batches after its last
+use. One token needs no routing launch (``routing`` None: the kernels read the token's slot
+themselves).
 """
 
 from __future__ import annotations
