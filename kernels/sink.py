@@ -56,6 +56,7 @@ class SinkOperands:
     _down_expand_b: torch.Tensor | None = None
     _w13_ext: torch.Tensor | None = None  # [n*2F + S*E_a*2R, H]: w13_lin, then every slot's gate/up A
     _active_u8: torch.Tensor | None = None
+    _active_key: tuple[bool, ...] | None = None
     _counters: torch.Tensor | None = None
 
     @property
@@ -88,6 +89,15 @@ class SinkOperands:
             self._active_u8 = self.slot_active.to(torch.uint8).contiguous()
         return self._active_u8
 
+    def active_key(self) -> tuple[bool, ...] | None:
+        """``slot_active`` read on the host, once per refresh (the plan's key: layers whose slots
+        read the same share one plan); None inside a capture when not read before."""
+        if self._active_key is None and self.slot_active is not None:
+            if self.slot_active.is_cuda and torch.cuda.is_current_stream_capturing():
+                return None
+            self._active_key = tuple(bool(v) for v in self.slot_active.tolist())
+        return self._active_key
+
     def counters(self, need: int, device: torch.device) -> torch.Tensor:
         """Zeroed int32 arrival counters of the split shrinks (each split launch leaves its
         counters zero again), kept with the operands so a forward allocates none. Inside a CUDA
@@ -104,6 +114,7 @@ class SinkOperands:
         """(Re)build the derived operands from the pool buffers."""
         self._w13_ext = None
         self._active_u8 = None
+        self._active_key = None
         if not self.has_pool:
             return self
         S, n, R, F = self.down_a.shape
@@ -118,6 +129,9 @@ class SinkOperands:
             self._down_expand_b = self.down_b.permute(0, 2, 1, 3).reshape(S, H, n * R).contiguous()
         if self.slot_active is None:
             self.slot_active = torch.ones(S, dtype=torch.bool, device=self.gate_up_a.device)
+            self._active_key = (True,) * S
+        else:
+            self.active_key()
         return self
 
 
@@ -175,7 +189,7 @@ def sink_forward_triton(
     if routing is None:
         if plan is None:
             ids = slot_ids if isinstance(slot_ids, torch.Tensor) else torch.as_tensor(slot_ids)
-            plan = plan_for(ids, ops.slots, x_td.device)
+            plan = plan_for(ids, ops.slots, x_td.device, slot_active=ops.slot_active, active_key=ops.active_key())
         if plan.num_tokens != T:
             raise ValueError(f"the batch plan is for {plan.num_tokens} tokens, x gives {T}")
         if plan.all_unassigned:
@@ -183,7 +197,7 @@ def sink_forward_triton(
         if plan.routing is None:  # one token: the fused kernels read its slot themselves
             if use_fused(ops, 1):
                 return forward_fused(ops, x_td, g_td, OneToken(plan.slot_ids, ops.active_u8(), ops.slots))
-            routing = build_routing(plan.slot_ids, ops.slots)
+            routing = build_routing(plan.slot_ids, ops.slots, ops.slot_active)
         else:
             routing = plan.routing
     if use_blas(ops, T, lora=True) and routing.group_start is not None:
@@ -194,8 +208,8 @@ def sink_forward_triton(
 
 
 def forward_base(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor) -> torch.Tensor:
-    """The base MLP alone: the library GEMMs from ``BLAS_MIN_T_BASE`` tokens on CUDA, else the two
-    Triton GEMM kernels."""
+    """The base MLP alone: the library GEMMs on CUDA (eager at every T; inside a CUDA-graph
+    capture from ``BLAS_MIN_T_BASE`` tokens), else the two Triton GEMM kernels."""
     if use_blas(ops, x_td.shape[0], lora=False):
         return forward_blas(ops, x_td, g_td, None)
     act = gate_up_swiglu(x_td, ops.w13_lin, g_td, ops.n, interleaved=ops.interleaved)
@@ -213,8 +227,15 @@ BLAS_MIN_T_BASE = 16
 
 
 def use_blas(ops: SinkOperands, tokens: int, *, lora: bool) -> bool:
-    """Whether :func:`sink_forward_triton` computes the base GEMMs with the library GEMM."""
-    return ops.w13_lin.is_cuda and tokens >= (BLAS_MIN_T if lora else BLAS_MIN_T_BASE)
+    """Whether :func:`sink_forward_triton` computes the base GEMMs with the library GEMM. Eager
+    (no CUDA-graph capture) the base takes it at every T: below ``BLAS_MIN_T_BASE`` its GPU work is
+    smaller than the launching, and two library GEMMs and one Triton epilogue cost less host time
+    than two Triton GEMM launches (benchmarks/ops/host_cost.py)."""
+    if not ops.w13_lin.is_cuda:
+        return False
+    if tokens >= (BLAS_MIN_T if lora else BLAS_MIN_T_BASE):
+        return True
+    return not lora and not torch.cuda.is_current_stream_capturing()
 
 
 def forward_blas(ops: SinkOperands, x_td: torch.Tensor, g_td: torch.Tensor, routing: SlotRouting | None) -> torch.Tensor:
