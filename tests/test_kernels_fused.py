@@ -18,6 +18,7 @@ from inkling_compat.kernels import sink
 from inkling_compat.kernels.down_proj import down_proj, down_proj_reference
 from inkling_compat.kernels.gate_up_swiglu import gate_up_swiglu, gate_up_swiglu_reference
 from inkling_compat.kernels.lora_shrink import lora_shrink_reference
+from inkling_compat.kernels.plan import plan_for
 from inkling_compat.kernels.reference import linearize, relative_error
 from inkling_compat.kernels.routing import build_routing, build_routing_torch, extra_tiles, one_token
 from sink_cases import DEVICE, Case, cases, make_problem, tolerance
@@ -141,7 +142,7 @@ def test_fused_forward_matches_reference_and_split_path(case):
     assert relative_error(fused, split) <= tolerance(case)
     assert torch.equal(fused, sink.forward_fused(ops, x, g, routing))
     if sink.use_fused(ops, case.T):  # the default path is the fused one here
-        assert torch.equal(fused, sink.sink_forward_triton(ops, p.x, p.gammas, p.slot_ids))
+        _is_the_default_path(fused, ops, p, p.slot_ids, case)
 
 
 @KERNEL
@@ -163,7 +164,20 @@ def test_one_token_forward_reads_its_slot_itself(case, which):
     ref = p.reference() if which == "slot" else p.reference(lora=False)
     assert relative_error(one, ref) <= (p.bound() if which == "slot" else p.bound(lora=False))
     if sink.use_fused(ops, 1):  # the default path at T = 1
-        assert torch.equal(one, sink.sink_forward_triton(ops, p.x, p.gammas, ids))
+        _is_the_default_path(one, ops, p, ids, case)
+
+
+def _is_the_default_path(fused, ops, p, slot_ids, case):
+    """``sink_forward_triton`` gives the fused forward bit for bit, except for a batch whose plan
+    finds no token with an adapter: that runs the base forward, on CUDA eager the library GEMMs,
+    whose sums round differently (to within bf16 storage rounding)."""
+    default = sink.sink_forward_triton(ops, p.x, p.gammas, slot_ids)
+    ids = slot_ids if isinstance(slot_ids, torch.Tensor) else torch.as_tensor(slot_ids)
+    plan = plan_for(ids, ops.slots, fused.device, slot_active=ops.slot_active, active_key=ops.active_key())
+    if plan.all_unassigned and sink.use_blas(ops, fused.shape[0], lora=False):
+        assert relative_error(fused, default.reshape(fused.shape)) <= tolerance(case)
+    else:
+        assert torch.equal(fused, default)
 
 
 @KERNEL
