@@ -128,11 +128,11 @@ class Variant(_Plain):
     NESTED = {"source": (Source, False), "examples": (Examples, False)}
 
 
-class FixEdit(_Plain):
-    """One change to the server config (engine/rule_schema.FixEdit)."""
+class FixEditReading:
+    """What an edit says, read from its fields: one definition for the validated model
+    (engine/rule_schema.FixEdit) and the record a check reads (FixEdit below)."""
 
-    __slots__ = ("set", "value", "remove", "rename", "to", "when")
-    FIELDS = _fields(("set", None), ("value", None), ("remove", None), ("rename", None), ("to", None), ("when", None))
+    __slots__ = ()  # (the fields are the subclass's: set, value, remove, rename, to, when)
 
     @property
     def kind(self) -> str:
@@ -143,13 +143,21 @@ class FixEdit(_Plain):
         return self.set or self.remove or self.rename or ""
 
     def expressions(self) -> dict[str, str]:
-        """field -> CEL text of this edit."""
+        """field -> CEL text of this edit (for the load-time path check and compilation)."""
         out = {}
         if self.value is not None:
             out["value"] = self.value
         if self.when is not None:
             out["when"] = self.when
         return out
+
+
+class FixEdit(_Plain, FixEditReading):
+    """One change to the server config (engine/rule_schema.FixEdit)."""
+
+    __slots__ = ("set", "value", "remove", "rename", "to", "when")
+    FIELDS = _fields(("set", None), ("value", None), ("remove", None), ("rename", None), ("to", None), ("when", None))
+
 
 
 class FixSpec(_Plain):

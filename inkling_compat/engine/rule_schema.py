@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from inkling_compat.engine.rule_record import STAGES
+from inkling_compat.engine.rule_record import STAGES, FixEditReading
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 
 SEVERITIES = ("error", "runtime", "warning")
@@ -91,7 +91,7 @@ class Variant(BaseModel):
 _KEY = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*|\{item(?:\.[A-Za-z_][A-Za-z0-9_]*)*\})(?:\.(?:[A-Za-z_][A-Za-z0-9_]*|\{item(?:\.[A-Za-z_][A-Za-z0-9_]*)*\}))*$")
 
 
-class FixEdit(BaseModel):
+class FixEdit(FixEditReading, BaseModel):
     """One change to the server config: `set` a key to a value, `remove` a key, or `rename`
     a key `to` another. Keys are ServerConfig paths (`lora_backend`, `env.SGLANG_X`); under a
     fix's `for_each`, a key may be an `{item...}` hole (the item's value, e.g. `{item.key}`)."""
@@ -119,22 +119,6 @@ class FixEdit(BaseModel):
                 raise ValueError(f"key {key!r} is not a dotted config path (or an {{item...}} hole)")
         return self
 
-    @property
-    def kind(self) -> str:
-        return "set" if self.set is not None else "remove" if self.remove is not None else "rename"
-
-    @property
-    def key(self) -> str:
-        return self.set or self.remove or self.rename or ""
-
-    def expressions(self) -> dict[str, str]:
-        """field -> CEL text of this edit (for the load-time path check and compilation)."""
-        out = {}
-        if self.value is not None:
-            out["value"] = self.value
-        if self.when is not None:
-            out["when"] = self.when
-        return out
 
 
 class FixSpec(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 from xml.etree import ElementTree as ET
 
 from inkling_compat.report.model import Report
-from inkling_compat.report.shared import failure_text, level, not_checked_failures, primary, said, shown_path
+from inkling_compat.report.shared import failure_text, level, not_checked_failures, primary, said_where, shown_path
 
 NO_FILE = "."
 
@@ -33,11 +33,7 @@ def _error(files: dict[str, ET.Element], root: ET.Element, file: str | None, lin
 def _add(root: ET.Element, files: dict[str, ET.Element], report: Report, place: str = "") -> None:
     for problem in report.problems:
         where: Any = primary(problem)
-        text = said(problem)
-        if problem.adapter:
-            text = f"[{problem.adapter}] {text}"
-        if place:
-            text = f"{place}: {text}"
+        text = said_where(problem, place)
         file, line, column = (where.file, where.line, where.column) if where is not None else (None, None, None)
         _error(files, root, file, line, column, level(problem.severity), text, problem.rule_id)
     for text, _ in not_checked_failures(report):  # --strict fails on these: exit 1 says why

@@ -19,7 +19,7 @@ import json
 from typing import Any, Iterable, Sequence
 
 from inkling_compat.report.model import Problem, Report
-from inkling_compat.report.shared import failure_text, not_checked_failures, primary, said, shown_path
+from inkling_compat.report.shared import failure_text, not_checked_failures, primary, said_where, shown_path
 
 SEVERITY = {"error": "critical", "runtime": "critical", "warning": "minor"}
 NO_FILE = "."
@@ -39,11 +39,7 @@ def _issue(check_name: str, description: str, severity: str, file: str | None, l
 
 def _problem_issue(problem: Problem, place: str = "") -> dict[str, Any]:
     where: Any = primary(problem)
-    text = said(problem)
-    if problem.adapter:
-        text = f"[{problem.adapter}] {text}"
-    if place:
-        text = f"{place}: {text}"
+    text = said_where(problem, place)
     file, line, field = (where.file, where.line, where.field) if where is not None else (None, None, None)
     return _issue(problem.rule_id, text, SEVERITY.get(problem.severity, "critical"), file, line, problem.adapter_index, field, place)
 

@@ -54,6 +54,15 @@ def said(problem: Problem) -> str:
     return _said(problem)
 
 
+def said_where(problem: Problem, place: str = "") -> str:
+    """`said`, led by the adapter it is about and by the command's place in a deployment file
+    (the one-line formats that carry no field of their own for either)."""
+    text = said(problem)
+    if problem.adapter:
+        text = f"[{problem.adapter}] {text}"
+    return f"{place}: {text}" if place else text
+
+
 def not_checked_failures(report: Any) -> list[tuple[str, list[str]]]:
     """Under --strict, what fails the gate that no problem shows (Report.not_checked); []
     otherwise. Each format shows these (text and JSON through `strict_failures`), so a strict
