@@ -160,15 +160,14 @@ class FixEdit(_Plain, FixEditReading):
 
 
 
-class FixSpec(_Plain):
-    """A machine-applicable fix (engine/rule_schema.FixSpec)."""
+class FixSpecReading:
+    """What a fix's expressions are, read from its fields: one definition for the validated
+    model (engine/rule_schema.FixSpec) and the record a check reads (FixSpec below)."""
 
-    __slots__ = ("safety", "description", "for_each", "when", "edits")
-    FIELDS = _fields("safety", "description", ("for_each", None), ("when", None), "edits")
-    NESTED = {"edits": (FixEdit, True)}
+    __slots__ = ()  # (the fields are the subclass's: safety, description, for_each, when, edits)
 
     def expressions(self) -> dict[str, str]:
-        """field -> CEL text of the fix."""
+        """field -> CEL text of the fix (for the load-time path check and compilation)."""
         out = {}
         if self.for_each is not None:
             out["fix.for_each"] = self.for_each
@@ -177,6 +176,14 @@ class FixSpec(_Plain):
         for index, edit in enumerate(self.edits):
             out.update({f"fix.edits.{index}.{name}": e for name, e in edit.expressions().items()})
         return out
+
+
+class FixSpec(_Plain, FixSpecReading):
+    """A machine-applicable fix (engine/rule_schema.FixSpec)."""
+
+    __slots__ = ("safety", "description", "for_each", "when", "edits")
+    FIELDS = _fields("safety", "description", ("for_each", None), ("when", None), "edits")
+    NESTED = {"edits": (FixEdit, True)}
 
 
 class Rule(_Plain):

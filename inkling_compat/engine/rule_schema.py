@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from inkling_compat.engine.rule_record import STAGES, FixEditReading
+from inkling_compat.engine.rule_record import STAGES, FixEditReading, FixSpecReading
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 
 SEVERITIES = ("error", "runtime", "warning")
@@ -121,7 +121,7 @@ class FixEdit(FixEditReading, BaseModel):
 
 
 
-class FixSpec(BaseModel):
+class FixSpec(FixSpecReading, BaseModel):
     """A machine-applicable fix: edits to the server config that are determined by the inputs
     (never a choice the user has to make). `safe`: cannot change what is served beyond making
     it load; `unsafe`: changes capacity or behaviour (applied only with --unsafe-fixes)."""
@@ -133,17 +133,6 @@ class FixSpec(BaseModel):
     for_each: str | None = Field(None, description="CEL list: the edits are made once per item, bound as `item`")
     when: str | None = Field(None, description="CEL: the fix applies only where true (else it is listed, not applied)")
     edits: list[FixEdit] = Field(min_length=1)
-
-    def expressions(self) -> dict[str, str]:
-        """field -> CEL text of the fix (for the load-time path check and compilation)."""
-        out = {}
-        if self.for_each is not None:
-            out["fix.for_each"] = self.for_each
-        if self.when is not None:
-            out["fix.when"] = self.when
-        for index, edit in enumerate(self.edits):
-            out.update({f"fix.edits.{index}.{name}": e for name, e in edit.expressions().items()})
-        return out
 
     @model_validator(mode="after")
     def _holes_need_items(self) -> "FixSpec":
