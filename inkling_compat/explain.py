@@ -345,16 +345,11 @@ def _prefilter() -> tuple[Any, Any]:
     are searched as they are."""
     keys: set[str] = set()
     unkeyed: list[str] = []
-    for _, patterns in _rules():
-        for pattern in patterns:
-            try:
-                found = [_required(alt) for alt in _alternatives(_sre_parse.parse(pattern))]
-            except (re.error, RecursionError):
-                found = [""]
-            if all(len(k.strip()) >= 4 and k.isascii() for k in found):
-                keys.update(k.lower() for k in found)
-            else:
-                unkeyed.append(pattern)
+    for pattern, need in _needs().items():
+        if need is None:
+            unkeyed.append(pattern)
+        else:
+            keys.update(need)
     keyed = _linear("|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True)))
     rest = _linear("|".join(f"(?:{p})" for p in unkeyed), ignore_case=True) if unkeyed else None
     return keyed, rest
