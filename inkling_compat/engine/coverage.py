@@ -242,6 +242,14 @@ def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), launch: 
     return tuple(out)
 
 
+def refused_notes(facts: Any) -> tuple[str, ...]:
+    """The notes of a launch sglang refuses while parsing it: it stops before it reads the
+    model, so a model config the check was not given is not reached (never "not given")."""
+    if facts.inputs_given.model:
+        return ()
+    return ("sglang refused the launch command before it read the model config: the checks that read it were not reached",)
+
+
 def _typed_fields() -> frozenset[str]:
     from inkling_compat.inputs.models import ServerConfig
 
