@@ -198,6 +198,14 @@ class PoolFacts(_Facts):
     )
 
 
+class SharedAdapterPath(_Facts):
+    """Two --lora-paths entries with one path under different names."""
+
+    path: str = fact("The path as both entries give it.")
+    loaded_name: str = fact("The name of the first entry with that path (already loaded).")
+    name: str = fact("The name of the later entry (loaded again).")
+
+
 class StartupFacts(_Facts):
     """What the --lora-paths (start-up) adapters decide for adapters loaded later."""
 
@@ -205,6 +213,12 @@ class StartupFacts(_Facts):
     targets: list[str] = fact(
         "Union of the --lora-paths PEFT adapters' normalized targets (`all` expanded to Inkling's modules).",
         "lora/utils.py get_normalized_target_modules l.277-327",
+    )
+    shared_path: Annotated[SharedAdapterPath | None, From("config")] = fact(
+        "The first --lora-paths entry, in load order, whose path (as written) an earlier entry loaded under another name (None: none, "
+        "or a repeated name stops start-up first): validate_new_adapter warns and loads it again. Found in one pass.",
+        "lora/lora_manager.py validate_new_adapter l.354-365",
+        default=None,
     )
 
 
