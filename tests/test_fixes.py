@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from inkling_compat import check
@@ -24,7 +24,7 @@ from inkling_compat.fix import apply_fixes
 from inkling_compat.engine.fixes import Edit
 from inkling_compat.fix.target import CannotEdit, Conflict, edit_text
 from inkling_compat.testing.scenarios import deep_merge, example_arguments
-from inkling_compat.testing.strategies import sink_setups
+from inkling_compat.testing.strategies import SinkSetup, sink_setups
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = load_rules()
@@ -311,8 +311,16 @@ FIXABLE_CONFIGS = [
 ]
 
 
+# sglang stops at `max_loras_per_batch must be positive` before the overlap-loading assertion:
+# that rule's fix (twice the slots) is computed only from a positive slot count.
+NEGATIVE_SLOTS_WITH_OVERLAP = [{"max_loras_per_batch": -1}, {"enable_lora_overlap_loading": True}]
+SMALLEST_SETUP = SinkSetup(n=1, hidden=64, intermediate=16, tp=1, slots=1, rank=1, shared_outer=False, sink_class="legacy", legacy_backend="triton")
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sink_setups(), st.lists(st.sampled_from(FIXABLE_CONFIGS), min_size=1, max_size=3), st.booleans())
+@example(SMALLEST_SETUP, NEGATIVE_SLOTS_WITH_OVERLAP, True)
+@example(SMALLEST_SETUP, [{"max_loras_per_batch": -1}, {"enable_lora_overlap_loading": True, "max_loaded_loras": 9}], True)
 def test_fixing_never_introduces_an_error(setup, faults, unsafe):
     config = setup.config()
     for fault in faults:
@@ -338,6 +346,31 @@ def test_fixing_never_introduces_an_error(setup, faults, unsafe):
         in_file = apply_fixes(path, unsafe=unsafe, **args)
         assert yaml.safe_load(Path(path).read_text()) == result.config
         assert [f.rule_id for f in in_file.applied] == [f.rule_id for f in result.applied]
+
+
+@pytest.mark.fidelity
+def test_fixes_of_negative_slots_with_overlap_loading_make_a_config_sglang_accepts():
+    """Both fixes made (unsafe): the slots back to sglang's default, --max-loaded-loras twice
+    that, and sglang's own check_lora_server_args (the 0.5.23 wheel's) accepts the result."""
+    from oracle import sglang_server_args
+    from oracle.require import load_or_skip
+
+    oracle = load_or_skip(sglang_server_args.load, "server-args")
+    config = SMALLEST_SETUP.config()
+    for fault in NEGATIVE_SLOTS_WITH_OVERLAP:
+        config = deep_merge(config, fault)
+    args = dict(adapter=SMALLEST_SETUP.adapter(), model=SMALLEST_SETUP.model())
+    first = check(config, **args)
+    overlap = next(f for f in first.fixes() if f.rule_id == "lora-overlap-loading-max-loaded-loras")
+    assert not overlap.applicable and "max_loras_per_batch > 0" in overlap.reason
+    result = apply_fixes(config, unsafe=True, **args)
+    assert [f.rule_id for f in result.applied] == ["lora-max-loras-per-batch-not-positive", "lora-overlap-loading-max-loaded-loras"]
+    assert "max_loras_per_batch" not in result.config and result.config["max_loaded_loras"] == 16
+    env = {"SGLANG_EXPERIMENTAL_LORA_OPTI": False, "SGLANG_ENABLE_OVERLAP_PLAN_STREAM": False, "SGLANG_RAGGED_VERIFY_MODE": "static"}
+    server_args = {k: v for k, v in result.config.items() if k != "env"}
+    assert oracle.check(server_args, env, False).ok
+    assert oracle.check({k: v for k, v in config.items() if k != "env"}, env, False).message == "max_loras_per_batch must be positive"
+    assert not [p.rule_id for p in check(result.config, **args).errors if p.rule_id.startswith("lora-")]
 
 
 # --- launch commands -----------------------------------------------------------------------

@@ -142,6 +142,36 @@ def test_refusals_exit_1_not_2(capsys: pytest.CaptureFixture[str]) -> None:
         assert message in done.stdout and not done.stderr
 
 
+REFUSED_BEFORE_THE_MODEL = "sglang refused the launch command before it read the model config: the checks that read it were not reached"
+
+
+@pytest.mark.parametrize("model", [["--model-path", "examples/model"], []], ids=["with-model-path", "without"])
+def test_a_refused_launch_never_says_the_model_was_not_given(capsys: pytest.CaptureFixture[str], model: list[str]) -> None:
+    """sglang stops at the refusal, before it reads any model: the note says that, in every format."""
+    words = ["python", "-m", "sglang.launch_server", *model, "--enable-lora", "--bogus-flag", "1"]
+    done = run_main(capsys, "check", "--", *words)
+    assert done.returncode == 1 and not done.stderr, done.stdout + done.stderr
+    assert "no model config given" not in done.stdout
+    assert f"note: {REFUSED_BEFORE_THE_MODEL}\n" in done.stdout
+    report = check(argv=words)
+    assert "model" not in report.not_given and list(report.coverage.notes) == [REFUSED_BEFORE_THE_MODEL]
+    assert "model" not in report.to_dict()["not_given"]
+
+
+def test_a_refused_launch_with_the_model_given_to_the_check_says_nothing_about_it() -> None:
+    report = check(argv=["python", "-m", "sglang.launch_server", "--model-path", "examples/model", "--bogus-flag", "1"], model="examples/config.json")
+    assert [p.rule_id for p in report.errors] == ["argparse-unrecognized-arguments"]
+    assert "model" not in report.not_given and not report.coverage.notes
+
+
+def test_a_model_path_not_read_is_not_said_to_be_not_given(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    done = run_main(capsys, "check", "--", "python", "-m", "sglang.launch_server", "--model-path", "org/inkling", "--enable-lora", "--max-lora-rank", "8", "--lora-target-modules", "all")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no model config given" not in done.stdout
+    assert "note: not read: --model-path org/inkling: not read (not in the local Hugging Face cache" in done.stdout
+
+
 def test_command_line_wins_over_its_config_file(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("max-lora-rank: 8\nport: 1\n")
     launch = parse_launch(["sglang", "serve", "m", "--max-lora-rank", "16", "--config", str(tmp_path / "c.yaml")])

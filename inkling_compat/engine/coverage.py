@@ -14,6 +14,9 @@ has no shared experts.
 What each rule reads is worked out once per plan (`Plan.reads`, from the paths of its
 expressions); per check only the missing inputs are computed, then one status per rule.
 
+A fact sglang decides only on the GPU it starts on is None, and the input `start-up` is then
+missing: a rule that reads it is not checked, with why (facts.types.INPUTS).
+
 A server argument whose value a launch file does not define (`--port $PORT`) is a missing input
 of its own, `value:<dest>`: a rule that reads `config.<dest>` (or `config.arguments.<dest>`) is
 not checked, and where the dest is one of the typed fields the facts are derived from, so is
@@ -36,7 +39,7 @@ CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked
 # Inkling class; a rule marked `inkling_only` needs it, and where the model read is another
 # one its "reason" is NOT_APPLICABLE itself (first in the order: whatever else is missing, the
 # site is not on that model's path).
-INPUTS = ("inkling_model", "config", "model", "inkling", "adapter", "weights", "platform")
+INPUTS = ("inkling_model", "config", "model", "inkling", "adapter", "weights", "platform", "start-up")
 _INKLING_ONLY = frozenset({"model", "inkling", "inkling_model"})
 _ROOTS: dict[str, tuple[str, ...]] = {
     "config": ("config",),
@@ -159,6 +162,9 @@ def global_missing(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (),
         out.append(("inkling", f"model is not Inkling ({given.model_architecture})", True))
     if not facts.adapters:
         out += [("adapter", "no adapter", False), ("weights", "no adapter", False)]
+    routed = facts.model.routed_moe
+    if routed.lora_runner_backend is None:  # (facts/model.py _lora_runner_backend)
+        out.append(("start-up", f"--moe-runner-backend auto with {routed.quant_method} routed experts and a quantization: sglang picks the MoE runner on the GPU at start-up", True))
     return tuple(out)
 
 
@@ -240,6 +246,14 @@ def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), launch: 
     if not facts.lora_enabled and given.config:
         out.append("LoRA is not enabled (no enable_lora, no lora_paths): the LoRA checks do not apply")
     return tuple(out)
+
+
+def refused_notes(facts: Any) -> tuple[str, ...]:
+    """The notes of a launch sglang refuses while parsing it: it stops before it reads the
+    model, so a model config the check was not given is not reached (never "not given")."""
+    if facts.inputs_given.model:
+        return ()
+    return ("sglang refused the launch command before it read the model config: the checks that read it were not reached",)
 
 
 def _typed_fields() -> frozenset[str]:

@@ -303,7 +303,8 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
     given = {name: getattr(sink, name) for name in sink.given}
     summary = [{"name": a.name, "path": getattr(m, "path", None), "form": a.form} for m, a in zip(inputs.adapters, facts.adapters)]
     given_inputs = facts.inputs_given
-    not_given = [name for name in ("config", "model", "platform") if not getattr(given_inputs, name)]
+    refused = bool(inputs.refusals)  # sglang stops parsing there: it reads no model, given or not
+    not_given = [name for name in ("config", "model", "platform") if not getattr(given_inputs, name) and not (refused and name == "model")]
     return Report(
         problems=problems,
         given_facts=given,
@@ -312,7 +313,7 @@ def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: in
         sglang_version=sglang_version,
         rules_evaluated=evaluated,
         adapters=summary,
-        coverage=tally.coverage((coverage.notes(facts, inputs.unknown_values, inputs.launch_notes) + inputs.from_cache) if not inputs.refusals else ()) if tally is not None else Coverage(),
+        coverage=tally.coverage((coverage.notes(facts, inputs.unknown_values, inputs.launch_notes) + inputs.from_cache) if not refused else coverage.refused_notes(facts)) if tally is not None else Coverage(),
     )
 
 

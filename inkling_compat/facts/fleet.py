@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from inkling_compat.facts.adapter import OwnFacts
-from inkling_compat.facts.types import FleetFacts, PinRefusal, StartupFacts
+from inkling_compat.facts.types import FleetFacts, PinRefusal, SharedAdapterPath, StartupFacts
 from inkling_compat.inputs.models import LoraRef
 
 # models/inkling.py `supported_lora_modules`
@@ -29,7 +29,29 @@ def startup_facts(lora_paths: list[LoraRef], own: list[OwnFacts]) -> StartupFact
         if "all" in a.normalized_targets:
             targets.update(INKLING_LORA_MODULES)
     max_r = max(ranks) if ranks else None
-    return StartupFacts(max_r=max_r, targets=sorted(targets))
+    return StartupFacts(max_r=max_r, targets=sorted(targets), shared_path=shared_path(lora_paths))
+
+
+def shared_path(lora_paths: list[LoraRef]) -> SharedAdapterPath | None:
+    """validate_new_adapter's first "already loaded with name" warning (lora_manager.py l.354-365).
+    Each entry is compared, in load order, with every one loaded before it, name then path per
+    loaded entry: a path loaded under another name warns; a repeated name raises there (after the
+    warnings of the loaded entries before it); a repeated name=path (the same id) is refused by
+    _load_lora_adapter's assertion before any comparison. Nothing after a refusal is loaded."""
+    first: dict[str, tuple[int, str]] = {}  # path -> (load index, name) of its first entry
+    index_of: dict[str, tuple[int, str]] = {}  # name -> (load index, path)
+    for entry in lora_paths:
+        earlier = first.get(entry.path)
+        same_name = index_of.get(entry.name)
+        if same_name is not None:
+            if same_name[1] == entry.path or earlier is None or earlier[0] > same_name[0]:
+                return None
+            return SharedAdapterPath(path=entry.path, loaded_name=earlier[1], name=entry.name)
+        if earlier is not None:
+            return SharedAdapterPath(path=entry.path, loaded_name=earlier[1], name=entry.name)
+        first[entry.path] = (len(index_of), entry.name)
+        index_of[entry.name] = (len(index_of), entry.path)
+    return None
 
 
 def startup_pin_stop(lora_paths: list[LoraRef], max_loras_per_batch: int) -> tuple[str, int] | None:

@@ -338,8 +338,27 @@ def routed_moe_facts(model: ModelConfig, config: ServerConfig, quant: QuantFacts
         quant_method=method,
         fp8_block_size=block,
         fp8_mxfp8=mxfp8,
+        lora_runner_backend=_lora_runner_backend(config, method, config.quantization is not None or checkpoint is not None),
         intermediate_size_per_partition=model.intermediate_size // moe_tp,
     )
+
+
+def _lora_runner_backend(config: ServerConfig, method: str, quantized: bool) -> str | None:
+    """FusedMoEWithLoRA's runner backend in sglang 0.5.16-0.5.18 (lora/layers.py): the global
+    --moe-runner-backend unless it is auto, else the base layer's quant method's runner, else
+    triton; marlin on an unquantized layer runs triton. With auto, the server arguments resolve it
+    for Inkling only under --moe-a2a-backend pplx (deep_gemm) or a quantization
+    (_moe_runner_backend_quant_constraints, on the GPU's kind); an unquantized model's
+    UnquantizedFusedMoEMethod builds a triton runner. A quantized one's method picks its runner
+    on the GPU at start-up: None."""
+    backend = config.moe_runner_backend
+    if backend != "auto":
+        return "triton" if backend == "marlin" and method == "unquantized" else backend
+    if config.moe_a2a_backend == "pplx":
+        return "deep_gemm"
+    if method == "unquantized" and not quantized:  # (a quantization config excluding the experts still resolves it)
+        return "triton"
+    return None
 
 
 def dflash_layer_ids(model: ModelConfig, config: ServerConfig) -> list[int] | None:

@@ -20,8 +20,10 @@ from inkling_compat.facts.record import field as fact
 
 # The inputs a fact can be derived from: "config" (server config), "model" (config.json),
 # "platform", "adapter" (the adapter's manifest or adapter_config.json) and "weights" (its
-# tensor table: safetensors headers, or a manifest's `tensors`).
-INPUTS = ("config", "model", "platform", "adapter", "weights")
+# tensor table: safetensors headers, or a manifest's `tensors`); "start-up": what sglang
+# decides only on the GPU it starts on (kernels found, the device's own checks), missing
+# where a fact derived from it is None (engine/coverage.py).
+INPUTS = ("config", "model", "platform", "adapter", "weights", "start-up")
 
 
 class From:
@@ -196,6 +198,14 @@ class PoolFacts(_Facts):
     )
 
 
+class SharedAdapterPath(_Facts):
+    """Two --lora-paths entries with one path under different names."""
+
+    path: str = fact("The path as both entries give it.")
+    loaded_name: str = fact("The name of the first entry with that path (already loaded).")
+    name: str = fact("The name of the later entry (loaded again).")
+
+
 class StartupFacts(_Facts):
     """What the --lora-paths (start-up) adapters decide for adapters loaded later."""
 
@@ -203,6 +213,12 @@ class StartupFacts(_Facts):
     targets: list[str] = fact(
         "Union of the --lora-paths PEFT adapters' normalized targets (`all` expanded to Inkling's modules).",
         "lora/utils.py get_normalized_target_modules l.277-327",
+    )
+    shared_path: Annotated[SharedAdapterPath | None, From("config")] = fact(
+        "The first --lora-paths entry, in load order, whose path (as written) an earlier entry loaded under another name (None: none, "
+        "or a repeated name stops start-up first): validate_new_adapter warns and loads it again. Found in one pass.",
+        "lora/lora_manager.py validate_new_adapter l.354-365",
+        default=None,
     )
 
 
@@ -245,6 +261,13 @@ class RoutedMoeFacts(_Facts):
         "layers/quantization/fp8.py Fp8Config.from_config l.346-385, Fp8MoEMethod.__init__ l.1490-1500",
     )
     fp8_mxfp8: bool = fact("An fp8 method with MXFP8 weights (quant_method mxfp8).", "layers/quantization/fp8.py Fp8Config.from_config l.348")
+    lora_runner_backend: Annotated[str | None, From("config", "model", "start-up")] = fact(
+        "sglang 0.5.16-0.5.18: the backend of the MoeRunner FusedMoEWithLoRA builds for the LoRA path: an explicit "
+        "--moe-runner-backend (marlin on unquantized experts: triton); with auto, deep_gemm under --moe-a2a-backend pplx "
+        "(server_args.py), triton for an unquantized model (UnquantizedFusedMoEMethod's runner); None where auto is the "
+        "quant method's runner, which it picks on the GPU at start-up (the rules reading it are not checked).",
+        "lora/layers.py FusedMoEWithLoRA.__init__ l.982-1003 (0.5.17, 0.5.18; 0.5.16: l.947-968); layers/quantization/unquant.py create_moe_runner l.672-697",
+    )
     intermediate_size_per_partition: int = fact(
         "The routed experts' intermediate size on one MoE-TP rank: intermediate_size // (tp_size // ep_size).",
         "layers/moe/fused_moe_triton/layer.py FusedMoE.__init__ (w2_weight.shape[2])",
