@@ -27,7 +27,7 @@ def _notes(report: Report, color: bool) -> list[str]:
     # (a --model-path that was not read is named by its own "not read" note, with why)
     model_named = any(path.startswith("--model-path ") for path in report.not_read)
     lines += [_paint(f"note: {_NOT_GIVEN[name]}", "dim", color) for name in report.not_given if name != "platform" and not (name == "model" and model_named)]
-    lines += [_paint(f"note: not read: {path}", "dim", color) for path in report.not_read]
+    lines += [_paint(f"note: {entry}", "dim", color) for entry in report.not_read]  # (each entry says "not read" and why)
     lines += [_paint(f"note: {note}", "dim", color) for note in report.coverage.notes]
     lines += [_paint(f"note: {note}", "dim", color) for note in (report.selection or {}).get("notes", ())]  # what the settings changed
     return lines
