@@ -133,6 +133,22 @@ def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
 # `tool.inkling-compat.select = ...`, `inkling-compat = {...}` under [tool]), not as a value
 # (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib is not free at start-up).
 _MENTIONS_TABLE = re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat')
+# A mention that is a key with a string value (`inkling-compat = "inkling_compat.cli:main"` under
+# [project.scripts]) is ours only under [tool]: the table header above it says whose it is.
+_STRING_KEY = re.compile(rb'[ \t]*"?inkling-compat"?[ \t]*=[ \t]*["\']')
+_HEADER = re.compile(rb'^[ \t]*\[\[?([ \t\w."\'-]*)\]\]?[ \t]*(?:#.*)?$', re.M)
+
+
+def _names_table(raw: bytes) -> bool:
+    """Whether a pyproject's text may hold our table (then it is parsed)."""
+    for mention in _MENTIONS_TABLE.finditer(raw):
+        line = raw.rfind(b"\n", 0, mention.start()) + 1
+        if not _STRING_KEY.match(raw, line):
+            return True
+        headers = [m.group(1) for m in _HEADER.finditer(raw, 0, line)]
+        if headers and headers[-1].replace(b" ", b"").replace(b"\t", b"").strip(b"\"'") == b"tool":
+            return True
+    return False
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
@@ -141,7 +157,7 @@ def _pyproject_table(path: Path) -> dict[str, Any] | None:
     import tomllib
 
     raw = _settings_bytes(path)
-    if not _MENTIONS_TABLE.search(raw):  # (most pyprojects: not parsed at all)
+    if not _names_table(raw):  # (most pyprojects: not parsed at all)
         return None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
