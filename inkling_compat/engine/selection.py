@@ -154,11 +154,11 @@ def _names_table(raw: bytes) -> bool:
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
     """pyproject's [tool.inkling-compat] table, None without one. A pyproject that does not
     parse is someone else's business unless it mentions our table."""
-    import tomllib
-
     raw = _settings_bytes(path)
     if not _names_table(raw):  # (most pyprojects: not parsed at all)
         return None
+    import tomllib
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError, MemoryError) as exc:  # (tomllib recurses per nesting level)
