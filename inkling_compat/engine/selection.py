@@ -35,6 +35,7 @@ from typing import Any, Iterable, Literal
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
+from inkling_compat.lazy_dataclass import dataclass
 from inkling_compat.report.model import Report
 
 SETTINGS_YAML = ".inkling-compat.yaml"
@@ -67,7 +68,7 @@ def _settings_models() -> tuple[Any, Any]:
     return Settings, IgnoreEntry
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Ignore:
     pattern: str
     reason: str
@@ -75,7 +76,7 @@ class Ignore:
     line: int | None = None  # the settings file's line that says it
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Selection:
     select: tuple[str, ...] = ()
     ignore: tuple[Ignore, ...] = ()

@@ -23,8 +23,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from inkling_compat.lazy_dataclass import dataclass
 
 Position = tuple[int, int]  # (line, column), 1-based
 
