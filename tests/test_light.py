@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("torch", "triton")
 
@@ -56,3 +57,51 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "CODE=0 HEAVY="
+
+
+# What a plain `check --launch` of a shell script never needs: YAML (a script and JSON files),
+# TOML (a pyproject that does not name our table), the rules' sources and their schema (the
+# compiled artifact is read), the fixers, explain, publishing, the runtime, the other output
+# formats. Each is imported only where it is used; the start-up figure is benchmarks/bench_check.py's.
+NOT_ON_THE_LAUNCH_PATH = (
+    "yaml",
+    "tomllib",
+    "re2",
+    "torch",
+    "triton",
+    "inkling_compat.inputs.yaml_read",
+    "inkling_compat.engine.rule_schema",
+    "inkling_compat.engine.definitions",
+    "inkling_compat.engine.fixes",
+    "inkling_compat.fix",
+    "inkling_compat.explain",
+    "inkling_compat.publish",
+    "inkling_compat.runtime",
+    "inkling_compat.testing",
+    "inkling_compat.fleet",
+    "inkling_compat.report.sarif",
+    "inkling_compat.report.junit",
+    "inkling_compat.report.checkstyle",
+    "inkling_compat.report.gitlab",
+    "inkling_compat.report.github",
+    "inkling_compat.report.json_report",
+)
+
+
+def test_a_launch_check_imports_only_what_it_uses():
+    import inkling_compat
+
+    root = Path(inkling_compat.__file__).resolve().parent.parent
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from inkling_compat.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['check', '--launch', 'examples/launch.sh'])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    result = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["code"] == 0, data["code"]
+    found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
+    assert found == [], f"a check of examples/launch.sh imported {found}"

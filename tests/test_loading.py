@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import loading
-from inkling_compat.inputs.loading import MAX_EXPANDED_NODES, MAX_YAML_ALIASES, graph_counts, load_model_config, load_server_config, load_yaml, read_document
+from inkling_compat.inputs import loading, yaml_read
+from inkling_compat.inputs.loading import MAX_EXPANDED_NODES, MAX_YAML_ALIASES, load_model_config, load_server_config, read_document
+from inkling_compat.inputs.yaml_read import graph_counts, load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +51,7 @@ def test_load_yaml_reads_what_safe_load_reads(index):
     assert _outcome(lambda: load_yaml(text)[0]) == _outcome(lambda: yaml.load(text, Loader=yaml.SafeLoader))
 
 
-# What the one-walk path of the reader (loading._parse_yaml) must treat as the full path does:
+# What the one-walk path of the reader (yaml_read.parse_yaml) must treat as the full path does:
 # keys that construct equal, float keys, escapes of lone surrogates, ints past the digit limit
 # written short (hex), nesting at the limit, and the ordinary documents above.
 ONE_WALK = TRICKY + [
@@ -85,7 +86,7 @@ def test_the_one_walk_reader_reads_what_the_full_path_reads(index):
         loading.check_data(data, count_limit=2 * MAX_EXPANDED_NODES)
         return data
 
-    assert _read_outcome(lambda: loading._parse_yaml(text)) == _read_outcome(full)
+    assert _read_outcome(lambda: yaml_read.parse_yaml(text)) == _read_outcome(full)
 
 
 def test_aliases_are_counted_on_the_node_graph():
@@ -235,10 +236,10 @@ def test_a_misspelt_required_key_in_a_manifest_says_did_you_mean(tmp_path):
 def test_a_document_off_the_one_walk_path_is_composed_once(monkeypatch):
     """The fallback reuses the nodes: composing a large document twice cost 1.3x the time and
     1.5x the memory (9 MB of list items: 8.4 s and 1.27 GB against 5.0 s and 0.82 GB)."""
-    if not loading._LIBYAML:
+    if not yaml_read._LIBYAML:
         pytest.skip("the one-walk path needs libyaml")
     calls = []
-    real = loading.compose
-    monkeypatch.setattr(loading, "compose", lambda text: calls.append(1) or real(text))
-    assert loading._parse_yaml("base: &b {x: 1}\nderived:\n  <<: *b\n") == {"base": {"x": 1}, "derived": {"x": 1}}
+    real = yaml_read.compose
+    monkeypatch.setattr(yaml_read, "compose", lambda text: calls.append(1) or real(text))
+    assert yaml_read.parse_yaml("base: &b {x: 1}\nderived:\n  <<: *b\n") == {"base": {"x": 1}, "derived": {"x": 1}}
     assert len(calls) == 1

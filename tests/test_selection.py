@@ -202,6 +202,21 @@ def test_only_a_pyproject_naming_the_table_is_parsed():
         assert not _MENTIONS_TABLE.search(text), text
 
 
+def test_a_script_entry_named_inkling_compat_is_not_our_table(capsys, project):
+    from inkling_compat.engine.selection import _names_table
+
+    scripts = b'[project.scripts]\ninkling-compat = "inkling_compat.cli:main"\n'
+    assert not _names_table(scripts) and not _names_table(b'"inkling-compat" = \'x\'\n')
+    for text in (b'[tool]\ninkling-compat = "x"\n', b'[ "tool" ]  # ours\ninkling-compat = "x"\n', scripts + b"[tool.inkling-compat]\nselect = []\n", b"[tool]\ninkling-compat = {}"):
+        assert _names_table(text), text
+    (project / "pyproject.toml").write_text('[tool]\ninkling-compat = "x"\n')
+    code, data, _ = check_json(capsys, project)
+    assert code == 2 and data["input_error"]["field"] == "tool.inkling-compat", data
+    (project / "pyproject.toml").write_text(scripts.decode() + "[project]\nname = 'x'\n")
+    code, data, _ = check_json(capsys, project)
+    assert code == 1 and data["selection"] is None
+
+
 def test_a_selection_never_changes_what_sglang_raises_first():
     """--select / --ignore change what is shown; sglang still raises the left-out error first,
     and the report says so instead of naming a later error as sglang's first."""

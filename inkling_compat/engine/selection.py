@@ -35,6 +35,7 @@ from typing import Any, Iterable, Literal
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
+from inkling_compat.lazy_dataclass import dataclass
 from inkling_compat.report.model import Report
 
 SETTINGS_YAML = ".inkling-compat.yaml"
@@ -67,7 +68,7 @@ def _settings_models() -> tuple[Any, Any]:
     return Settings, IgnoreEntry
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Ignore:
     pattern: str
     reason: str
@@ -75,7 +76,7 @@ class Ignore:
     line: int | None = None  # the settings file's line that says it
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Selection:
     select: tuple[str, ...] = ()
     ignore: tuple[Ignore, ...] = ()
@@ -133,16 +134,32 @@ def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
 # `tool.inkling-compat.select = ...`, `inkling-compat = {...}` under [tool]), not as a value
 # (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib is not free at start-up).
 _MENTIONS_TABLE = re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat')
+# A mention that is a key with a string value (`inkling-compat = "inkling_compat.cli:main"` under
+# [project.scripts]) is ours only under [tool]: the table header above it says whose it is.
+_STRING_KEY = re.compile(rb'[ \t]*"?inkling-compat"?[ \t]*=[ \t]*["\']')
+_HEADER = re.compile(rb'^[ \t]*\[\[?([ \t\w."\'-]*)\]\]?[ \t]*(?:#.*)?$', re.M)
+
+
+def _names_table(raw: bytes) -> bool:
+    """Whether a pyproject's text may hold our table (then it is parsed)."""
+    for mention in _MENTIONS_TABLE.finditer(raw):
+        line = raw.rfind(b"\n", 0, mention.start()) + 1
+        if not _STRING_KEY.match(raw, line):
+            return True
+        headers = [m.group(1) for m in _HEADER.finditer(raw, 0, line)]
+        if headers and headers[-1].replace(b" ", b"").replace(b"\t", b"").strip(b"\"'") == b"tool":
+            return True
+    return False
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:
     """pyproject's [tool.inkling-compat] table, None without one. A pyproject that does not
     parse is someone else's business unless it mentions our table."""
+    raw = _settings_bytes(path)
+    if not _names_table(raw):  # (most pyprojects: not parsed at all)
+        return None
     import tomllib
 
-    raw = _settings_bytes(path)
-    if not _MENTIONS_TABLE.search(raw):  # (most pyprojects: not parsed at all)
-        return None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError, MemoryError) as exc:  # (tomllib recurses per nesting level)

@@ -17,13 +17,14 @@ import re
 from typing import Any, Iterable
 
 from inkling_compat.engine.selection import ignored_entry, matches
+from inkling_compat.lazy_dataclass import dataclass
 from inkling_compat.report.model import Coverage, Report
 
 COMMENT = re.compile(r"#\s*inkling-compat:\s*ignore\[([^\]]*)\][ \t]*(.*)$")
 _MAX_BYTES = 16 * 1024 * 1024  # as loading.MAX_INPUT_BYTES: the file was read under it already
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Suppression:
     file: str
     line: int

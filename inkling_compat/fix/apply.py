@@ -361,7 +361,7 @@ def _merger_refusals(text: str) -> set[str] | None:
     ("Unsupported config option ..."); None when the text is not a mapping it could read."""
     import yaml
 
-    from inkling_compat.inputs.loading import load_yaml
+    from inkling_compat.inputs.yaml_read import load_yaml
     from inkling_compat.inputs.sglang_config import ConfigRefused, config_to_args
 
     try:
@@ -397,7 +397,7 @@ def _not_reached(report: Any) -> set[tuple[str, str | None]]:
 
 def _line(text: Any, key: str) -> int | None:
     from inkling_compat.inputs.config_keys import find_node
-    from inkling_compat.inputs.loading import compose
+    from inkling_compat.inputs.yaml_read import compose
 
     try:
         found = find_node(compose(text), key)

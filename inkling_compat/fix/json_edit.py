@@ -19,7 +19,7 @@ from inkling_compat.inputs.config_keys import spelled, uses_dashes
 
 def apply_edit(text: str, edit: Any) -> str:
     try:
-        from inkling_compat.inputs.loading import compose
+        from inkling_compat.inputs.yaml_read import compose
 
         root = compose(text)
     except yaml.YAMLError as exc:

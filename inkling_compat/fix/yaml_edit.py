@@ -47,7 +47,7 @@ def _compose(text: str) -> Any:
         for event in yaml.parse(text, Loader=_LOADER):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise CannotEdit("the file uses YAML anchors/aliases (an edit could change more than one place)")
-        from inkling_compat.inputs.loading import compose
+        from inkling_compat.inputs.yaml_read import compose
 
         return compose(text)
     except yaml.YAMLError as exc:

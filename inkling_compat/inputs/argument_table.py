@@ -293,8 +293,16 @@ class ArgumentsRefused(Exception):
 
 
 class _SglangArgParser(argparse.ArgumentParser):
+    # While the table is added, one help formatter serves every add_argument (argparse builds
+    # one per argument to try its metavar, each asking the terminal for its size: most of the
+    # cost of building the parser).
+    _shared_formatter: argparse.HelpFormatter | None = None
+
     def error(self, message: str) -> Any:  # type: ignore[override]
         raise ArgumentsRefused(message)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self._shared_formatter or super()._get_formatter()
 
 
 def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
@@ -332,12 +340,14 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
+    built._shared_formatter = built._get_formatter()
     for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue
         _add(built, row)
         if row["required"] and require_model_path:
             built._actions[-1].required = True
+    built._shared_formatter = None
     return built
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 
 def normal(key: str) -> str:
     """A key as compared: dashes read as underscores (environment switches included)."""
@@ -28,6 +26,8 @@ def uses_dashes(keys: list[str]) -> bool:
 
 def find_in_mapping(node: Any, key: str) -> tuple[Any, Any] | None:
     """(key node, value node) of `key` in a composed mapping node, comparing normalised keys."""
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         return None
     wanted = normal(key)
@@ -52,10 +52,12 @@ def find_node(root: Any, path: str) -> tuple[Any, Any] | None:
 def find_position(file: str, path: str) -> int | None:
     """The 1-based line of `path`'s key in the YAML/JSON file, None where it is not there (or
     the file does not compose)."""
+    import yaml
+
     try:
         with open(file, encoding="utf-8") as handle:
             text = handle.read()
-        from inkling_compat.inputs.loading import compose
+        from inkling_compat.inputs.yaml_read import compose
 
         root = compose(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):

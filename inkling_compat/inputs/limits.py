@@ -32,6 +32,9 @@ from typing import Any
 MAX_DEPTH = 64
 MAX_NUMBER_DIGITS = 100
 MAX_INT_BITS = 333  # 10**100 < 2**333: a Python int of more than 100 digits has more bits
+# The values of one document (keys count), aliases expanded, and the YAML aliases it may use.
+MAX_EXPANDED_NODES = 100_000
+MAX_YAML_ALIASES = 256
 
 # A JSON string token (escapes included); quotes and backslashes are ASCII, so this works on
 # UTF-8 bytes as it does on text.
@@ -160,7 +163,7 @@ def json_values(raw: bytes) -> int:
     return bare.count(b",") + bare.count(b":") + 1
 
 
-MAX_JSON_VALUES = 100_000  # the quick bound's threshold (inputs/loading.py's MAX_EXPANDED_NODES)
+MAX_JSON_VALUES = MAX_EXPANDED_NODES  # the quick bound's threshold
 
 
 def _locate(raw: bytes) -> None:

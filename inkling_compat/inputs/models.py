@@ -170,7 +170,7 @@ def _argparse_check(name: str, kind: type, value: Any) -> Any:
 class _Strict(BaseModel):
     """Our own file formats: unknown keys are reported (with a suggestion) by the loader."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class EnvSwitches(_Strict):
@@ -311,7 +311,7 @@ class ServerConfig(_Strict):
 class QuantizationConfig(BaseModel):
     """The checkpoint's quantization block, as found in config.json or hf_quant_config.json."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     quant_method: str | None = None
     quant_algo: str | None = None
@@ -354,7 +354,7 @@ class StatedAttnPrologue(_Strict):
 class AudioConfig(BaseModel):
     """config.json `audio_config` (configs/inkling.py InklingAudioConfig; sglang's defaults)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     # The audio tower is built only when it has a width (models/inkling.py l.1004-1008).
     decoder_dmodel: Annotated[int | None, _bounded(None, None)] = None
@@ -365,7 +365,7 @@ class AudioConfig(BaseModel):
 class VisionConfig(BaseModel):
     """config.json `vision_config` (configs/inkling.py InklingVisionConfig; sglang's defaults)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     decoder_dmodel: Annotated[int | None, _bounded(None, None)] = None
     vision_encoder_type: Any = "hmlp"
@@ -377,7 +377,7 @@ class VisionConfig(BaseModel):
 class MtpConfig(BaseModel):
     """config.json `mtp_config` (the MTP draft head's block, read by InklingMMConfig)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     local_layer_ids: list[Any] | None = None
 
@@ -385,7 +385,7 @@ class MtpConfig(BaseModel):
 class ModelConfig(BaseModel):
     """The Inkling `config.json` fields the rules read; other keys are HF's and ignored."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     architectures: list[str] = Field(default_factory=lambda: ["InklingForConditionalGeneration"])
     model_type: str = "inkling"
@@ -517,6 +517,8 @@ class PoolManifest(_Strict):
 class TensorTable(RootModel[dict[str, TensorSpec]]):
     """Tensor name -> TensorSpec. A root model so that tensor names are never mistaken
     for misspelt keys of TensorSpec by the unknown-key scan (they are free-form)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     def items(self) -> Any:
         return self.root.items()

@@ -16,10 +16,10 @@ own `VAR=value` assignments over it (`HF_HUB_CACHE`, `HF_HOME`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from inkling_compat.inputs.models import LoraRef, ServerConfig
+from inkling_compat.lazy_dataclass import dataclass
 
 MODEL_FILE, ADAPTER_FILE = "config.json", "adapter_config.json"
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
-import yaml
+from inkling_compat.lazy_dataclass import dataclass
 
 Position = tuple[int, int]  # (line, column), 1-based
 
@@ -96,7 +96,11 @@ def positions(text: str) -> dict[str, Position]:
     """Every key path of a YAML/JSON document (`a.b`, `a.list[0]`, `a.list[0].c`) -> the
     position of its key (of the item, in a sequence). Iterative, each node once (aliases
     are not followed again); at most _MAX_POSITIONS entries. {} if the text does not compose."""
-    from inkling_compat.inputs.loading import compose  # the loader the input was read with
+    import yaml
+
+    from inkling_compat.inputs.yaml_read import (
+        compose,  # the loader the input was read with
+    )
 
     try:
         root = compose(text)

@@ -9,8 +9,10 @@ findings (an unknown key, an unreadable or unchecked file), which sglang never r
 from __future__ import annotations
 
 import builtins
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any, Callable
+
+from inkling_compat.lazy_dataclass import dataclass
 
 SGLANG_EXCEPTIONS = {
     "ValueError": ValueError,
