@@ -83,3 +83,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fidelity: differential property against sglang's own code (needs the wheel)")
+    config.addinivalue_line("markers", "long: runs for seconds (measured); started before the short tests")
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
+    """The tests marked `long` first, the rest in their order. pytest-xdist hands a worker its
+    next test when it is done (--maxschedchunk=1 in pyproject.toml), so the long ones are spread
+    over the workers from the start and the short ones fill in at the end: no worker runs a long
+    test alone while the other has nothing left."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -45,6 +45,7 @@ def _show(failures: list[dict], seed: int = SEED) -> str:
     return "\n".join(lines) + (f"\n... and {len(failures) - 8} more" if len(failures) > 8 else "")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("chunk", CHUNKS, ids=[f"cases-{c.start}-{c.stop - 1}" for c in CHUNKS])
 def test_every_outcome_is_a_report_or_an_input_error(chunk):
     """Every case of the chunk ran, and ended in a report or an InputError: no exception, exit 3,
