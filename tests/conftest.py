@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 
-# One OpenMP thread per test process (torch's CPU ops; inherited by the processes tests start):
-# the suite's tensors are small, and on 2 cores two pytest-xdist workers with two OpenMP threads
-# each spend their CPU on threads that spin while they wait (tests/test_kernels_blas.py and
-# test_kernels_ops.py: 50.1 s user CPU with the default, 30.8 s with one thread). Set before
-# anything imports torch.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Under pytest-xdist, the cores shared out among the workers as OpenMP threads (torch's CPU ops;
+# inherited by the processes tests start): on 2 cores, two workers with two OpenMP threads each
+# spend CPU on threads that spin while they wait (tests/test_kernels_blas.py and
+# test_kernels_ops.py: 50.1 s user CPU with two threads, 30.8 s with one). A single process
+# keeps torch's default. Set before anything imports torch.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings
