@@ -10,7 +10,16 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
+# Under pytest-xdist, the cores shared out among the workers as OpenMP threads (torch's CPU ops;
+# inherited by the processes tests start): on 2 cores, two workers with two OpenMP threads each
+# spend CPU on threads that spin while they wait (tests/test_kernels_blas.py and
+# test_kernels_ops.py: 50.1 s user CPU with two threads, 30.8 s with one). A single process
+# keeps torch's default. Set before anything imports torch.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings
 
 from oracle import sglang_sink, tally
@@ -76,3 +85,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fidelity: differential property against sglang's own code (needs the wheel)")
+    config.addinivalue_line("markers", "long: runs for seconds (measured); started before the short tests")
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
+    """The tests marked `long` first, the rest in their order. pytest-xdist hands a worker its
+    next test when it is done (--maxschedchunk=1 in pyproject.toml), so the long ones are spread
+    over the workers from the start and the short ones fill in at the end: no worker runs a long
+    test alone while the other has nothing left."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -210,6 +210,7 @@ ALL = os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1"
 RELEASES = [v for v in SGLANG_RELEASES if v != audit.DEFAULT_RELEASE][: None if ALL else 2]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("release", RELEASES)
 def test_each_release_audits_clean(release, capsys):
     """Every site of the release covered (by the rule as it reads there, at the site data's line)

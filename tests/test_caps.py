@@ -119,6 +119,7 @@ def _write_adapter(folder: Path, shards: list[list[str]]) -> None:
         (folder / f"adapter_model-{index:05d}-of-{len(shards):05d}.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw)
 
 
+@pytest.mark.long
 def test_the_tensor_cap_counts_across_an_adapters_shards(tmp_path):
     shards = [[f"base_model.model.model.layers.{s}_{i}.mlp.lora_A.weight" for i in range(40_000)] for s in range(3)]
     _write_adapter(tmp_path / "a", shards)
@@ -130,6 +131,7 @@ def test_the_tensor_cap_counts_across_an_adapters_shards(tmp_path):
     assert adapter_dir.read_adapter_dir(tmp_path / "b").source.unreadable is None
 
 
+@pytest.mark.long
 def test_placing_a_message_among_99000_tensors_is_linear(tmp_path):
     names = [f"base_model.model.model.layers.{i}.mlp.experts.gate_up_proj.lora_A.weight" for i in range(99_000)]
     _write_adapter(tmp_path / "a", [names])

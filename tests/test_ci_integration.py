@@ -51,6 +51,7 @@ def _pre_commit() -> str:
     return found
 
 
+@pytest.mark.long
 def test_the_hook_runs_through_pre_commit_try_repo(project, tmp_path_factory):
     pre_commit = _pre_commit()
     git = ["git", "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "-c", "commit.gpgsign=false"]

@@ -57,6 +57,16 @@ def test_the_shipped_rules_load_from_the_artifact_as_from_their_files(monkeypatc
     assert _snapshot(load_rules()) == fresh
 
 
+def test_a_rule_reads_in_a_version_by_one_definition():
+    """The validated model and the record a check reads merge a variant by the same code, over
+    the same fields (the snapshot above: with the same result for every shipped rule)."""
+    from inkling_compat.engine import rule_record, rule_schema
+
+    assert rule_schema.Rule.for_version is rule_record.Rule.for_version is rule_record.RuleReading.for_version
+    assert tuple(rule_schema.Variant.model_fields) == ("sglang_versions", *rule_record.VARIANT_FIELDS)
+    assert tuple(name for name, _, _ in rule_record.Variant.FIELDS) == ("sglang_versions", *rule_record.VARIANT_FIELDS)
+
+
 def test_the_shipped_rules_load_without_pydantic_or_compiling_cel():
     """A check reads the artifact into plain records (engine/rule_record.py): no rule is
     validated again and no CEL program is compiled until a check evaluates the rule."""

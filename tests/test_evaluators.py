@@ -8,6 +8,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from inkling_compat.engine.evaluate import evaluate
 from inkling_compat.engine.evaluator import FAST, REFERENCE, ReferenceEvaluator
 from inkling_compat.engine.rule_load import load_rules
@@ -39,6 +41,7 @@ def _alarm(*_):
     raise _Slow
 
 
+@pytest.mark.long
 def test_fast_is_the_reference_on_the_hostile_corpus(tmp_path):
     from hostile import cases
 

@@ -282,6 +282,7 @@ def init_check_arguments(case: dict[str, Any], backends: tuple[str, ...] = LORA_
     return {"config": config, "model": dict(INKLING_MODEL, n_shared_experts=case["n"])}
 
 
+@pytest.mark.long
 @pytest.mark.fidelity
 def test_initialize_lora_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
     initialize_lora_property(sglang_oracle, "initialize_lora", init_cases(), {})
@@ -368,6 +369,7 @@ def bind_check_arguments(case: dict[str, Any]) -> dict[str, Any]:
     return {"config": setup.config(), "model": setup.model(), "adapter": manifest}
 
 
+@pytest.mark.long
 @pytest.mark.fidelity
 def test_set_lora_info_agrees_with_sglang(sglang_oracle: SglangSink) -> None:
     set_lora_info_property(sglang_oracle, "set_lora_info", bind_cases(), {})
@@ -517,6 +519,7 @@ def slice_check_arguments(case: dict[str, Any]) -> dict[str, Any] | None:
 SLICE_RULES = ("sink-slice-down-lora-a-width", "sink-slice-gate-up-lora-b-height")
 
 
+@pytest.mark.long
 @pytest.mark.fidelity
 def test_slice_methods_agree_with_sglang(sglang_oracle: SglangSink) -> None:
     slice_property(sglang_oracle, "slice_moe_lora_weights", SGLANG_DEFAULT_VERSION)

@@ -3,35 +3,25 @@
 tests/oracle/sglang_argparse.py builds `argparse.ArgumentParser(prog="sglang serve")` +
 `ServerArgs.add_cli_args` from the wheel and writes every action's option strings, dest,
 action kind, type name, choices, nargs, const and default; the file in the package must be
-exactly what it writes today.
+exactly what it writes today: tests/test_fidelity_releases.py regenerates it (with each CI
+release's table) in a fresh interpreter and compares; here, its rows against the parser.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 from oracle import sglang_argparse
 from oracle.require import load_or_skip
 
-TESTS = Path(__file__).resolve().parent
+from inkling_compat.inputs import argument_table
+from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
 
-def test_the_shipped_table_is_what_the_wheel_gives(tmp_path: Path) -> None:
+def test_the_shipped_table_is_the_parsers_actions() -> None:
     loaded = load_or_skip(sglang_argparse.load, "argument parser")
-    # Generated in a fresh interpreter, as the generator runs: which missing modules get stood
-    # in depends on what a process has imported already.
-    out = tmp_path / "table.json"
-    done = subprocess.run([sys.executable, "-m", "oracle.sglang_argparse", "--wheel", str(loaded.wheel), "--out", str(out)], cwd=TESTS, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    fresh = json.loads(out.read_text())
     shipped = json.loads(sglang_argparse.TABLE_PATH.read_text())
-    # Which absent third-party modules were stood in depends on what this environment has
-    # installed (torch's optional imports among them); the table itself must not.
-    fresh.pop("stood_in"), shipped.pop("stood_in")
-    assert shipped == fresh, "stale: run `cd tests && python -m oracle.sglang_argparse`"
+    assert shipped == argument_table.table(SGLANG_DEFAULT_VERSION)  # the file test_fidelity_releases.py regenerates
     rows = shipped["arguments"]
     assert len(rows) == len(loaded.parser._actions)
     by_dest = {row["dest"]: row for row in rows}

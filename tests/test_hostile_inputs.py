@@ -30,13 +30,11 @@ SEED = int(os.environ.get("INKLING_COMPAT_FUZZ_SEED", "1"))
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def fuzz() -> dict:
-    import time
-
-    t0 = time.perf_counter()
-    results = runner.run_cases(SEED, range(EXAMPLES), jobs=2)
-    return runner.summarize(results, time.perf_counter() - t0, SEED, 2)
+# The cases run in chunks of CHUNK, one test each, so that pytest-xdist spreads them over its
+# workers (one test of all of them would be the suite's longest, run on one worker while the
+# other waits); each chunk's cases run in one bounded worker process of their own.
+CHUNK = 400
+CHUNKS = runner._split(range(EXAMPLES), -(-EXAMPLES // CHUNK))  # (sizes within a few cases of each other)
 
 
 def _show(failures: list[dict], seed: int = SEED) -> str:
@@ -47,28 +45,35 @@ def _show(failures: list[dict], seed: int = SEED) -> str:
     return "\n".join(lines) + (f"\n... and {len(failures) - 8} more" if len(failures) > 8 else "")
 
 
-def test_every_case_ran(fuzz):
-    assert fuzz["cases"] == EXAMPLES
+@pytest.mark.long
+@pytest.mark.parametrize("chunk", CHUNKS, ids=[f"cases-{c.start}-{c.stop - 1}" for c in CHUNKS])
+def test_every_outcome_is_a_report_or_an_input_error(chunk):
+    """Every case of the chunk ran, and ended in a report or an InputError: no exception, exit 3,
+    timeout, memory blow-up or CLI disagreement beyond known.KNOWN. The harness is not vacuous:
+    each chunk reaches every family and every kind of outcome (a clean report, a report with
+    errors, an input error) in good numbers. A fleet of broken adapters reports per adapter."""
+    import time
 
-
-def test_every_outcome_is_a_report_or_an_input_error(fuzz):
-    """No exception, exit 3, timeout, memory blow-up or CLI disagreement beyond known.KNOWN."""
+    t0 = time.perf_counter()
+    fuzz = runner.summarize(runner.run_cases(SEED, chunk, jobs=1), time.perf_counter() - t0, SEED, 1)
+    n = len(chunk)
+    assert fuzz["cases"] == n
     assert not fuzz["unknown_failures"], "\n" + _show(fuzz["unknown_failures"])
+    _the_mutations_reach_every_outcome(fuzz, n)
+    _a_fleet_of_broken_adapters_reports_per_adapter(fuzz)
 
 
-def test_the_mutations_reach_every_outcome(fuzz):
-    """The harness is not vacuous: every family ran, and the cases end in every kind of outcome
-    (a clean report, a report with errors, an input error) in good numbers."""
+def _the_mutations_reach_every_outcome(fuzz: dict, n: int) -> None:
     assert set(fuzz["by_family"]) == set(cases.FAMILIES)
     for family, counts in fuzz["by_family"].items():
-        assert sum(counts.values()) >= EXAMPLES // 40, (family, counts)
+        assert sum(counts.values()) >= n // 40, (family, counts)
     kinds = fuzz["kinds"]
-    assert kinds.get("ok", 0) + kinds.get("warnings", 0) >= EXAMPLES // 100, kinds
-    assert kinds.get("errors", 0) >= EXAMPLES // 5, kinds
-    assert kinds.get("input-error", 0) >= EXAMPLES // 5, kinds
+    assert kinds.get("ok", 0) + kinds.get("warnings", 0) >= n // 100, kinds
+    assert kinds.get("errors", 0) >= n // 5, kinds
+    assert kinds.get("input-error", 0) >= n // 5, kinds
 
 
-def test_a_fleet_of_broken_adapters_reports_per_adapter(fuzz):
+def _a_fleet_of_broken_adapters_reports_per_adapter(fuzz: dict) -> None:
     """Mutations inside a fleet's adapter directories never make the fleet an input error (the
     runner counts one as a failure), except where no adapter directory is left at all (exit 2
     "holds no adapter directory", README); and they do end in errors of those adapters."""

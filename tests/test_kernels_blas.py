@@ -7,6 +7,7 @@ the tests call it directly; on a GPU they also check the dispatch takes it."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
 
@@ -24,6 +25,7 @@ def _flat(p, case):
     return p.x.reshape(-1, case.H), p.gammas.reshape(-1, case.n)
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases())
 @example(Case(T=65, n=3, H=96, F=40, S=5, R=64, ranks=(1, 64, 0, 17, 33), shared_outer=False, interleaved=False, slot_mode="mixed"))
@@ -48,6 +50,7 @@ def test_blas_forward_matches_reference_and_split_path(case):
         assert torch.equal(out, sink.sink_forward_triton(ops, p.x, p.gammas, p.slot_ids))
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases(max_T=80))
 @example(Case(T=1, n=1, H=15, F=4, S=1, R=15, ranks=(15,), shared_outer=False, interleaved=False, slot_mode="mixed", seed=110))

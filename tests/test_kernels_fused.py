@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -67,6 +68,7 @@ def test_group_starts_bound_each_group(data):
 # --- fused gate/up ----------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases())
 @example(Case(T=100, n=2, H=72, F=20, S=3, R=8, ranks=(8, 3, 0), shared_outer=True, interleaved=True, slot_mode="single"))
@@ -123,6 +125,7 @@ def test_fused_down_matches_reference(case):
 # --- the fused forward --------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases())
 @example(Case(T=1, n=2, H=64, F=48, S=4, R=16, ranks=(16, 16, 16, 16), shared_outer=True, interleaved=True, slot_mode="single"))
@@ -145,6 +148,7 @@ def test_fused_forward_matches_reference_and_split_path(case):
         _is_the_default_path(fused, ops, p, p.slot_ids, case)
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases(), st.sampled_from(["slot", "slot", "minus-one", "out-of-range", "empty-slot"]))
 def test_one_token_forward_reads_its_slot_itself(case, which):
@@ -180,6 +184,7 @@ def _is_the_default_path(fused, ops, p, slot_ids, case):
         assert torch.equal(fused, default)
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases(max_T=80))
 def test_fused_forward_all_unassigned_is_the_base_forward(case):

@@ -4,6 +4,7 @@ element a kernel forgets to write fails the test; plus the routing it shares."""
 from __future__ import annotations
 
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ KERNEL = settings(max_examples=20 if DEVICE.type == "cpu" else 25, deadline=None
 # --- routing -----------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 @FAST
 @given(st.integers(1, 9).flatmap(lambda S: st.tuples(st.just(S), st.lists(st.integers(-1, S - 1), min_size=1, max_size=80))))
 def test_routing_groups_tokens_by_slot(data):
@@ -42,6 +44,7 @@ def test_routing_groups_tokens_by_slot(data):
     assert sorted((k, sorted(v)) for k, v in got.items()) == routing_reference(torch.tensor(ids))
 
 
+@pytest.mark.long
 @FAST
 @given(st.lists(st.integers(-1, 3), min_size=1, max_size=40), st.lists(st.booleans(), min_size=4, max_size=4))
 def test_routing_treats_empty_slots_as_no_adapter(ids, active):
@@ -52,6 +55,7 @@ def test_routing_treats_empty_slots_as_no_adapter(ids, active):
         assert gslot[r.row_group[m].long()].item() == expected
 
 
+@pytest.mark.long
 @FAST
 @given(st.integers(1, 70).flatmap(lambda S: st.tuples(
     st.just(S),
@@ -111,6 +115,7 @@ def test_lora_shrink_gate_up_and_down(case, windowed):
         assert out.abs().max() == 0
 
 
+@pytest.mark.long
 @KERNEL
 @given(cases(max_H=400), st.integers(2, 5))
 def test_lora_shrink_split_k_equals_the_unsplit_bridge(case, splits):

@@ -21,6 +21,7 @@ SETTINGS = settings(max_examples=40 if DEVICE.type == "cpu" else 40, deadline=No
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+@pytest.mark.long
 @SETTINGS
 @given(cases())
 @example(Case(T=1, n=2, H=64, F=48, S=4, R=16, ranks=(16, 16, 16, 16), shared_outer=True, interleaved=True, slot_mode="single"))

@@ -70,6 +70,7 @@ def test_the_check_outputs_shown_are_what_check_prints(capsys, monkeypatch):
         assert code == (1 if any(line.startswith("error ") for line in lines) else 0)
 
 
+@pytest.mark.long
 def test_the_run_output_shown_is_what_run_prints():
     ((words, lines),) = _console("inkling-compat run")
     done = subprocess.run([sys.executable, "-m", "inkling_compat.cli", *words[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)

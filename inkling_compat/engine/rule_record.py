@@ -119,12 +119,14 @@ class Examples(_Plain):
     NESTED = {"fire": (Example, True), "pass_": (Example, True)}
 
 
+# What a variant may replace of its rule: every field of a variant but its versions (the
+# validated model engine/rule_schema.Variant has these fields: tests/test_compiled_rules.py).
+VARIANT_FIELDS = ("message", "message_pattern", "params", "error_class", "when", "condition", "source", "explanation", "fixes", "examples")
+
+
 class Variant(_Plain):
-    __slots__ = ("sglang_versions", "message", "message_pattern", "params", "error_class", "when", "condition", "source", "explanation", "fixes", "examples")
-    FIELDS = _fields(
-        "sglang_versions", ("message", None), ("message_pattern", None), ("params", None), ("error_class", None), ("when", None),
-        ("condition", None), ("source", None), ("explanation", None), ("fixes", None), ("examples", None),
-    )  # fmt: skip
+    __slots__ = ("sglang_versions", *VARIANT_FIELDS)
+    FIELDS = _fields("sglang_versions", *((name, None) for name in VARIANT_FIELDS))
     NESTED = {"source": (Source, False), "examples": (Examples, False)}
 
 
@@ -186,7 +188,25 @@ class FixSpec(_Plain, FixSpecReading):
     NESTED = {"edits": (FixEdit, True)}
 
 
-class Rule(_Plain):
+class RuleReading:
+    """A rule as it reads in one sglang version: one definition for the validated model
+    (engine/rule_schema.Rule) and the record a check reads (Rule below)."""
+
+    __slots__ = ()  # (the fields are the subclass's: sglang_versions, variants, ...)
+
+    def for_version(self, version: str) -> "Any | None":
+        """The rule as it reads in `version` (a variant merged in), or None if it does not apply."""
+        assert self.sglang_versions is not None
+        if version in self.sglang_versions:
+            return self
+        for variant in self.variants:
+            if version in variant.sglang_versions:
+                overrides = {name: value for name in VARIANT_FIELDS if (value := getattr(variant, name)) is not None}
+                return self.model_copy(update=dict(overrides, sglang_versions=list(variant.sglang_versions), variants=[]))
+        return None
+
+
+class Rule(_Plain, RuleReading):
     """One rule file, as engine/rule_schema.Rule reads it (`sglang_versions` left out: every
     known version not taken by a variant)."""
 
@@ -210,16 +230,3 @@ class Rule(_Plain):
 
             taken = {v for variant in self.variants for v in variant.sglang_versions}
             object.__setattr__(self, "sglang_versions", [v for v in SGLANG_VERSIONS if v not in taken])
-
-    def for_version(self, version: str) -> "Rule | None":
-        """The rule as it reads in `version` (a variant merged in), or None if it does not apply."""
-        assert self.sglang_versions is not None
-        if version in self.sglang_versions:
-            return self
-        for variant in self.variants:
-            if version in variant.sglang_versions:
-                overrides = {n: getattr(variant, n) for n, _, _ in variant.FIELDS if n not in ("sglang_versions", "examples") and getattr(variant, n) is not None}
-                if variant.examples is not None:
-                    overrides["examples"] = variant.examples
-                return self.model_copy(update=dict(overrides, sglang_versions=list(variant.sglang_versions), variants=[]))
-        return None

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from inkling_compat.engine.rule_record import STAGES, FixEditReading, FixSpecReading
+from inkling_compat.engine.rule_record import STAGES, FixEditReading, FixSpecReading, RuleReading
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 
 SEVERITIES = ("error", "runtime", "warning")
@@ -144,7 +144,7 @@ class FixSpec(FixSpecReading, BaseModel):
         return self
 
 
-class Rule(BaseModel):
+class Rule(RuleReading, BaseModel):
     """One rule file."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -257,21 +257,6 @@ class Rule(BaseModel):
         from inkling_compat.engine import definitions
 
         return definitions.file_form_schema(super().model_json_schema(*args, **kwargs), ID.pattern)
-
-    def for_version(self, version: str) -> "Rule | None":
-        """The rule as it reads in `version` (a variant merged in), or None if it does not apply."""
-        assert self.sglang_versions is not None
-        if version in self.sglang_versions:
-            return self
-        for variant in self.variants:
-            if version in variant.sglang_versions:
-                overrides = variant.model_dump(exclude_none=True, exclude={"sglang_versions", "examples"})
-                if variant.examples is not None:
-                    overrides["examples"] = variant.examples
-                if variant.source is not None:
-                    overrides["source"] = variant.source
-                return self.model_copy(update=dict(overrides, sglang_versions=list(variant.sglang_versions), variants=[]))
-        return None
 
 
 # A hole's conversion: Python's own (`!s` str, `!r` repr) or `!j`, the value as JSON writes

@@ -87,6 +87,7 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
     _one_line(_cli("check", "--launch", str(tmp_path)), "is a directory")
 
 
+@pytest.mark.long
 def test_100_000_words_are_checked_and_more_are_refused(tmp_path: Path) -> None:
     head = "python3 -m sglang.launch_server --model-path /models/m"
     fits = tmp_path / "fits.sh"

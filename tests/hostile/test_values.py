@@ -38,6 +38,7 @@ def _numeric_flags() -> list[str]:
     return [next(o for o in r["options"] if o.startswith("--")) for r in rows if r["type"] in ("int", "float", "human_readable_int") and r["action"] == "store" and r["nargs"] is None]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("form", ["command line", "config file"])
 def test_every_numeric_argument_takes_every_hostile_number(form: str, tmp_path: Path) -> None:
     flags = _numeric_flags()

@@ -163,10 +163,13 @@ def sites_of(source: str, path: str, tree: ast.Module | None = None) -> list[Sit
     """Every raise and assert of one file, in line order, with the function it is in."""
     found: list[Site] = []
     tree = tree or ast.parse(source)
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    # Each node's parent, recorded on the way down: a site's ancestors are all recorded when it
+    # is reached (one walk of the tree, not two: an older wheel's audit parses hundreds of files).
+    parents: dict[ast.AST, ast.AST] = {}
 
     def visit(node: ast.AST, scope: tuple[str, ...], lines: tuple[int, int]) -> None:
         for child in ast.iter_child_nodes(node):
+            parents[child] = node
             inner, inner_lines = scope, lines
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = scope + (child.name,)
@@ -759,10 +762,19 @@ def _wheel_sources(wheel: Path) -> dict[str, str]:
     return _SOURCES[wheel]
 
 
+_FOUND: dict[tuple[Path, Site], tuple[Site, tuple[str, ...]] | None] = {}
+
+
 def find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | None:
     """The raise with `site`'s class and message in any file of the wheel (the same function's
     name preferred), with that file's lines; None if there is none or the message is too short
-    to tell (a bare assert)."""
+    to tell (a bare assert). (Kept: several rules pin one site.)"""
+    if (wheel, site) not in _FOUND:
+        _FOUND[wheel, site] = _find_elsewhere(wheel, site)
+    return _FOUND[wheel, site]
+
+
+def _find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | None:
     pieces = [p.strip() for p in _HOLE.split(site.template)]
     literal = max(pieces, key=len, default="")
     if len(literal) < 16:
@@ -770,11 +782,14 @@ def find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | No
     # Probes short enough to sit inside one source literal (a message is often split over lines).
     probes = {literal[:16], literal[len(literal) // 2:][:16], literal[-16:]}
     name = site.function.rsplit(".", 1)[-1]
+    # A raised class's name is in the source as written (`_raised` reads it from there); an
+    # `assert` raises AssertionError without naming it.
+    named = site.error_class if site.error_class not in ("AssertionError", "(re-raise)") else ""
     found = []
     for file, source in _wheel_sources(wheel).items():
-        if not any(probe in source for probe in probes):
+        if named not in source or not any(probe in source for probe in probes):
             continue
-        for other in _parsed(wheel, file)[0]:
+        for other in _parsed_sites(wheel, file):
             if other.error_class == site.error_class and _glob(other.template) == _glob(site.template):
                 found.append((other.function.rsplit(".", 1)[-1] != name, other.path, other.line, other, file))
     if not found:
@@ -783,19 +798,29 @@ def find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | No
     return other, tuple(_wheel_sources(wheel)[file].splitlines())
 
 
-_PARSED: dict[tuple[Path, str], tuple[list[Site], list[Anchor]]] = {}
+_PARSED_SITES: dict[tuple[Path, str], list[Site]] = {}
+_PARSED_ANCHORS: dict[tuple[Path, str], list[Anchor]] = {}
 
 
-def _parsed(wheel: Path, file: str) -> tuple[list[Site], list[Anchor]]:
-    """A file of the wheel's sites and anchors (kept: one file is searched for many rules)."""
-    if (wheel, file) not in _PARSED:
-        source = _wheel_sources(wheel)[file]
+def _parsed_sites(wheel: Path, file: str) -> list[Site]:
+    """A file of the wheel's sites (kept: one file is searched for many rules)."""
+    if (wheel, file) not in _PARSED_SITES:
         try:
-            tree = ast.parse(source)
-            _PARSED[wheel, file] = (sites_of(source, "python/" + file, tree), anchors_of(source, "python/" + file, tree))
+            _PARSED_SITES[wheel, file] = sites_of(_wheel_sources(wheel)[file], "python/" + file)
         except SyntaxError:
-            _PARSED[wheel, file] = ([], [])
-    return _PARSED[wheel, file]
+            _PARSED_SITES[wheel, file] = []
+    return _PARSED_SITES[wheel, file]
+
+
+def _parsed_anchors(wheel: Path, file: str) -> list[Anchor]:
+    """A file of the wheel's anchors (read apart from its sites: a few files are searched for a
+    logged warning, many for a raise)."""
+    if (wheel, file) not in _PARSED_ANCHORS:
+        try:
+            _PARSED_ANCHORS[wheel, file] = anchors_of(_wheel_sources(wheel)[file], "python/" + file)
+        except SyntaxError:
+            _PARSED_ANCHORS[wheel, file] = []
+    return _PARSED_ANCHORS[wheel, file]
 
 
 def find_log_elsewhere(wheel: Path, log: Anchor) -> Anchor | None:
@@ -806,7 +831,7 @@ def find_log_elsewhere(wheel: Path, log: Anchor) -> Anchor | None:
     probes = {literal[:16], literal[-16:]}
     for file, source in _wheel_sources(wheel).items():
         if any(probe in source for probe in probes):
-            for other in _parsed(wheel, file)[1]:
+            for other in _parsed_anchors(wheel, file):
                 if other.kind == "log" and _glob(other.template) == _glob(log.template):
                     return other
     return None

@@ -76,11 +76,14 @@ KINDS = {
     "skypilot-sglang": "skypilot",
 }
 
+# Each stand-in appends its whole record with one printf (one write to the O_APPEND file): two
+# commands a script starts in the background record at the same time, and records written
+# word by word interleave.
 _STANDIN = """#!/bin/sh
-{ printf '%s\\0' "${0##*/}"; for a in "$@"; do printf '%s\\0' "$a"; done; printf '\\001\\0'; } >> "$RECORD"
+printf '%s\\0' "${0##*/}" "$@" "$(printf '\\001')" >> "$RECORD"
 """
 _PASS_ON = """#!/bin/sh
-{ printf '%s\\0' "${0##*/}"; for a in "$@"; do printf '%s\\0' "$a"; done; printf '\\001\\0'; } >> "$RECORD"
+printf '%s\\0' "${0##*/}" "$@" "$(printf '\\001')" >> "$RECORD"
 while [ $# -gt 0 ]; do case "$1" in *=*|-*) shift;; *) exec "$@";; esac; done
 """
 
