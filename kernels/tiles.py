@@ -51,6 +51,19 @@ class Tile:
         return out
 
 
+def cdiv(x: int, y: int) -> int:
+    """``ceil(x / y)`` as ``triton.cdiv`` computes it. The kernel wrappers do their host-side
+    arithmetic with these plain functions: triton's are ``constexpr_function`` objects whose
+    every call goes through its JIT wrapper (1,200 calls: 5 ms under cProfile on the H200 host,
+    benchmarks/results/host_cost_630c186.json)."""
+    return (x + (y - 1)) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """Smallest power of two >= ``n``, 0 for n <= 0: ``triton.next_power_of_2`` for 0 <= n <= 2**64."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def pow2(value: int, minimum: int = 16) -> int:
     """Smallest power of two >= value, at least ``minimum`` (tl.dot needs dimensions >= 16)."""
     v = max(int(value), 1)
