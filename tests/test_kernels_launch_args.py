@@ -1,9 +1,10 @@
 """The launch arguments the kernel wrappers hand to Triton (grid, constexprs, launch options and
-every scalar argument) for a table of shapes, on the H200's tile policy and on the
-interpreter's: the host-side integer helpers (``tiles.cdiv``, ``tiles.next_power_of_2``) equal
-triton's own, and the per-shape launch caches give the launches the uncached code gave. The
-table's digest below was recorded from the wrappers as they were before the caches
-(at ``4d8c5ff``); a mismatch writes the table as JSON for a diff
+every scalar argument) for a table of shapes, and the shrinks' choices of a forward (blocks,
+splits, counters), on the H200's tile policy and on the interpreter's: the host-side integer
+helpers (``tiles.cdiv``, ``tiles.next_power_of_2``) equal triton's own, and the per-shape
+launch caches give what the uncached code gave. The table's digest below was recorded by this
+test run against the kernels of ``4d8c5ff`` (before the caches: ``git archive 4d8c5ff kernels``,
+imported in place of ``kernels/``); a mismatch can write the table as JSON for a diff
 (``INKLING_LAUNCH_TABLE=path``)."""
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from inkling_compat.kernels import down_proj as dp
 from inkling_compat.kernels import gate_up_swiglu as gu
 from inkling_compat.kernels import lora_shrink as ls
 from inkling_compat.kernels import routing as rt
+from inkling_compat.kernels import sink
 
 triton = _triton.triton
 
 # Whole-table digest of the launches (see the module docstring); each row is printed by _table().
-TABLE_DIGEST = "38b10e4923ffc7c00c4e6963e8e120770eafc8e05f3afe7c5aca6a19a7341b9c"
-TABLE_ROWS = 2616
+TABLE_DIGEST = "f48cf89e9a2cf0f8f2546aee57c895a915be64e9e57087372cc25bbbe6249cee"
+TABLE_ROWS = 2832
 
 
 @settings(max_examples=3000, deadline=None)
@@ -78,7 +80,7 @@ def _table(monkeypatch, caps) -> list:
     calls: list = []
     for mod, name in ((gu, "gate_up"), (dp, "down"), (ls, "shrink"), (rt, "routing")):
         monkeypatch.setattr(mod, "_launch", _record(calls, name))
-    for mod in (gu, dp, ls):
+    for mod in (gu, dp, ls, sink):
         monkeypatch.setattr(mod, "caps_of", lambda device: caps)
     clear = getattr(_triton, "clear_launch_caches", None)
     if clear is not None:
@@ -126,6 +128,18 @@ def _table(monkeypatch, caps) -> list:
                 for split in (1, 3, 8, 64):
                     ls.lora_shrink(x, a_gu_shared.reshape(S, 2 * R, H), routing, 2 * R, split_k=split)
                     ls.lora_shrink(act, a_dn_expert, routing, R, window=F, gather=False, split_k=split, out_dtype=torch.float32)
+    # The shrinks' choices of one forward (blocks, splits, counter slices), shared and per-expert A.
+    for H, n, F in SHAPES:
+        for e_a in (1, n):
+            ops = sink.SinkOperands(
+                w13_lin=torch.empty(2 * n * F, H), w2_lin=torch.empty(n * F, H), n=n, interleaved=True,
+                gate_up_a=torch.empty(S, e_a, 2 * R, H), gate_up_b=torch.empty(S, n, 2 * F, R),
+                down_a=torch.empty(S, n, R, F), down_b=torch.empty(S, e_a, H, R)).refresh()
+            for T in TOKENS:
+                for gate_up in (True, False):
+                    p = sink._ShrinkPlan.of(ops, torch.empty(T, H), gate_up=gate_up)
+                    calls.append(["shrink_plan", [H, n, F, e_a, T, gate_up], p.block, p.bridge_expert_stride, p.split_gu,
+                                  p.split_dn, *(None if c is None else c.numel() for c in (p.counters_gu, p.counters_dn))])
     return calls
 
 
