@@ -154,3 +154,42 @@ def test_launch_arguments_are_those_recorded(monkeypatch):
             json.dump(table, fh, indent=0, sort_keys=True)
     rows = sum(len(v) for v in table.values())
     assert (digest, rows) == (TABLE_DIGEST, TABLE_ROWS)
+
+
+def test_autotuned_launches_get_the_same_flags_and_grid(monkeypatch):
+    """With autotuning (GPU, ``INKLING_AUTOTUNE=1``) each wrapper hands the tuner the constexprs of
+    the untuned launch less the tile, and a grid function that gives the untuned grid for the
+    untuned tile; the epilogue and the accumulate launches stay untuned."""
+    TILE = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
+    T, H, n, F = 17, 1536, 4, 768
+    x, w13, w2 = torch.empty(T, H), torch.empty(2 * n * F, H), torch.empty(n * F, H)
+    gam, act = torch.empty(T, n), torch.empty(T, n * F)
+    routing = rt.build_routing(torch.zeros(T, dtype=torch.int32), S)
+    a = torch.empty(S, 2 * R, H)
+    calls = [
+        (gu, lambda: gu.gate_up_swiglu(x, w13, gam, n, interleaved=True)),
+        (dp, lambda: dp.down_proj(act, w2)),
+        (ls, lambda: ls.lora_shrink(x, a, routing, 2 * R, split_k=3)),
+    ]
+    for mod, call in calls:
+        plain, tuned = [], []
+
+        class Tuner:
+            def __getitem__(self, grid):
+                return lambda *args, **meta: tuned.append((grid, args, meta))
+
+        monkeypatch.setattr(mod, "_launch", _record(plain, "plain"))
+        monkeypatch.setattr(mod, "caps_of", lambda device: tiles.H200)
+        _triton.clear_launch_caches()
+        call()
+        monkeypatch.setattr(mod, "_tuned", Tuner())
+        _triton.clear_launch_caches()
+        call()
+        monkeypatch.setattr(mod, "_tuned", None)
+        _triton.clear_launch_caches()
+        (_, grid, args, meta), = plain
+        (tgrid, targs, tmeta), = tuned
+        meta = dict(meta)
+        assert [_describe(v) for v in targs] == args
+        assert tmeta == {k: v for k, v in meta.items() if k not in TILE}
+        assert list(tgrid(meta)) == grid
