@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     from sglang.kernels.ops.moe import inkling_moe
 
     from inkling_compat.kernels import sink, tiles
+    from inkling_compat.kernels._triton import clear_launch_caches
     from inkling_compat.kernels.gate_up_swiglu import gate_up_swiglu
 
     pdl_default = inkling_moe.is_arch_support_pdl
@@ -67,11 +68,14 @@ def main(argv=None) -> int:
         def choose(kernel, caps, **kw):
             return _Fixed() if kernel == "gate_up_epilogue" else policy(kernel, caps, **kw)
 
+        # The wrappers keep their tile per shape: forget it on both sides of the swap.
         tiles.choose = choose
+        clear_launch_caches()
         try:
             return gate_up_swiglu(x, w13_lin, g, n, interleaved=True, y=y, out=out)
         finally:
             tiles.choose = policy
+            clear_launch_caches()
 
     epilogue_tiles = [tuple(int(v) for v in t.split("x")) for t in args.epilogue_tiles.split(",") if t]
     rows = []
