@@ -12,6 +12,9 @@ The GPU tiles are those measured on an H200 (benchmarks/bench_runtime.py, benchm
 ones as T grows; float32 storage halves BLOCK_K and keeps at most 3 stages (shared memory). The
 interpreter takes one tile covering the test shapes (up to 64 rows) and one stage: it runs in
 numpy, where fewer, larger tiles are faster and pipelining means nothing.
+
+The wrappers' host-side arithmetic on sizes (:func:`cdiv`, :func:`next_power_of_2`, :func:`pow2`)
+is here too, in plain Python integers, equal to triton's helpers of the same names.
 """
 
 from __future__ import annotations
