@@ -156,6 +156,7 @@ def test_launch_arguments_are_those_recorded(monkeypatch):
     assert (digest, rows) == (TABLE_DIGEST, TABLE_ROWS)
 
 
+@pytest.mark.skipif(not _triton.INTERPRET, reason="CPU tensors: compiled triton refuses them (the flags are the host's, the same on both)")
 def test_autotuned_launches_get_the_same_flags_and_grid(monkeypatch):
     """With autotuning (GPU, ``INKLING_AUTOTUNE=1``) each wrapper hands the tuner the constexprs of
     the untuned launch less the tile, and a grid function that gives the untuned grid for the
