@@ -10,7 +10,9 @@
 #           test_runtime_plan, profile (after; and before when .before/ exists), ops, bench, bench_perexpert, bench_all,
 #           peer (../shared/bench/sglang_peer.py as it is, copied into build/peer/ and carried), plan
 #           (benchmarks/bench_plan.py, beside the peer run's sglang prepare_lora_batch timings), host
-#           (benchmarks/ops/host_cost.py: the eager forward's host cost and a cProfile of it)
+#           (benchmarks/ops/host_cost.py: the eager forward's host cost and a cProfile of it), epilogue
+#           (benchmarks/ops/epilogue_vs_sglang.py: the graph base forward's launches beside sglang's SwiGLU,
+#           and our epilogue at the tiles in EPILOGUE_TILES, default 32x64x8,64x64x8,32x128x1,64x128x1,32x64x1)
 #   BENCH_COMMIT=<sha> names the commit in the benchmark JSON.
 set -u
 OUT=${OUT:-/tmp/gpu_session}
@@ -59,6 +61,10 @@ for spec in "$@"; do
     host)
       timeout "$s" python3 benchmarks/ops/host_cost.py --output "$OUT/host_cost.json" > "$OUT/host.txt" 2>&1
       echo "host exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/host.txt" | head -40 ;;
+    epilogue)
+      timeout "$s" python3 benchmarks/ops/epilogue_vs_sglang.py --epilogue-tiles "${EPILOGUE_TILES:-32x64x8,64x64x8,32x128x1,64x128x1,32x64x1}" \
+        --output "$OUT/epilogue_vs_sglang.json" > "$OUT/epilogue.txt" 2>&1
+      echo "epilogue exit $?" | tee -a "$OUT/summary.txt"; grep -v Warning "$OUT/epilogue.txt" | tail -14 ;;
     plan)
       timeout "$s" python3 benchmarks/bench_plan.py --commit "${BENCH_COMMIT:-}" --peer "$OUT/sglang_peer.json" \
         --output "$OUT/runtime_plan.json" > "$OUT/plan.txt" 2>&1

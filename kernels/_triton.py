@@ -15,6 +15,7 @@ interpreting; on the GPU the operands stay bf16 (tensor cores).
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 
@@ -87,16 +88,16 @@ def round_bf16_rne(x):
     return bits.to(tl.float32, bitcast=True)
 
 
-def dot_precision(t: "torch.Tensor") -> str:
-    """The DOT_PREC constexpr: float32 storage gets IEEE float32 dots (Triton's default for a
-    float32 dot on the GPU is tf32, about 2.5e-3 relative error on this forward); bf16/fp16
-    operands ignore it."""
-    return "ieee" if t.dtype == torch.float32 else "tf32"
+def dot_precision(dtype: "torch.dtype") -> str:
+    """The DOT_PREC constexpr for operands of ``dtype``: float32 storage gets IEEE float32 dots
+    (Triton's default for a float32 dot on the GPU is tf32, about 2.5e-3 relative error on this
+    forward); bf16/fp16 operands ignore it."""
+    return "ieee" if dtype == torch.float32 else "tf32"
 
 
-def round_flag(out: "torch.Tensor") -> bool:
-    """The ROUND constexpr: fix the interpreter's truncating bf16 cast for this output."""
-    return INTERPRET and out.dtype == torch.bfloat16
+def round_flag(dtype: "torch.dtype") -> bool:
+    """The ROUND constexpr: fix the interpreter's truncating bf16 cast for an output of ``dtype``."""
+    return INTERPRET and dtype == torch.bfloat16
 
 
 def autotune(configs: list, key: list[str]):
@@ -139,9 +140,25 @@ def check_device(*tensors: "torch.Tensor") -> None:
             )
 
 
-def next_pow2(value: int, minimum: int = 16) -> int:
-    """Triton block sizes are powers of two; tl.dot needs every dimension >= 16."""
-    return max(minimum, triton.next_power_of_2(max(int(value), 1)))
+# Per-shape launch choices (grid, constexprs, tile) kept by each wrapper: an eager forward asks
+# for the same few shapes every layer, and building them costs more host time than the lookup.
+LAUNCH_CACHE_SIZE = 1024
+_LAUNCH_CACHES: list = []
+
+
+def launch_cache(fn):
+    """``fn`` (pure in its hashable arguments: shapes, dtypes, device, flags) memoized, at most
+    :data:`LAUNCH_CACHE_SIZE` entries (least recently used dropped). A cached result is shared:
+    callers never change it."""
+    cached = functools.lru_cache(maxsize=LAUNCH_CACHE_SIZE)(fn)
+    _LAUNCH_CACHES.append(cached)
+    return cached
+
+
+def clear_launch_caches() -> None:
+    """Forget every wrapper's cached launch choices (a test that plants another tile policy)."""
+    for cached in _LAUNCH_CACHES:
+        cached.cache_clear()
 
 
 # Launch a compiled kernel without triton's per-call binding when nothing it specializes on changed.
@@ -186,7 +203,7 @@ class CachedLaunch:
         except AttributeError:  # a pointer parameter given something else: key every argument generically
             tensors, scalars = (), tuple((a.dtype, a.data_ptr() & 15 == 0) if isinstance(a, torch.Tensor) else a
                                          for i, a in enumerate(args) if i not in self.skip)
-        if any(isinstance(v, torch.Tensor) for v in scalars):
+        if not _PLAIN.issuperset(map(type, scalars)):  # a tensor (or anything else) among the scalars
             scalars = tuple((v.dtype, v.data_ptr() & 15 == 0) if isinstance(v, torch.Tensor) else v for v in scalars)
         # compiled kernels belong to one device's context
         return (scalars, tensors, tuple(meta.items()), torch.cuda.current_device())
@@ -197,9 +214,14 @@ class CachedLaunch:
             return
         key = self.key(args, meta)
         hit = self.kernels.get(key)
-        if hit is not None:
-            hit[(grid + (1, 1))[:3]](*args, *[meta[name] for name in self.constexprs])
+        if hit is not None:  # the key holds meta's items, so the constexpr values kept with the kernel are meta's
+            kernel, constexprs = hit
+            kernel[(grid + (1, 1))[:3]](*args, *constexprs)
             return
         kernel = self.fn[grid](*args, **meta)
         if kernel is not None and all(name in meta for name in self.constexprs) and hasattr(kernel, "__getitem__"):
-            self.kernels[key] = kernel
+            self.kernels[key] = (kernel, tuple([meta[name] for name in self.constexprs]))
+
+
+# Argument types keyed by value as they are (anything else is checked for tensors first).
+_PLAIN = frozenset((int, bool, float, str, type(None)))

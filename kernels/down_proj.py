@@ -26,9 +26,10 @@ its window of activations. Reference: the same function, the bridge from
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch_cache, round_bf16_rne, round_flag, tl, torch, triton
 from . import tiles
 from .lora_shrink import caps_of, t_bucket
+from .tiles import cdiv, pow2
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
@@ -245,34 +246,41 @@ def down_proj(
         lora_strides = (0, 0, 0, 0, 0)
     a_strides = tuple(shrink_a.stride()) if fused else (0, 0, 0)
     S, single, extra, routing_args = kernel_routing(routing, fused=fused, tokens=T, filler=act)
+    grid, meta = _launch_config(act.device, act.dtype, out.dtype, T, K, H, KB, S, extra, has_lora, fused,
+                                routing is not None and not single, single, accumulate, bridge_slot_stride > 0)
     args = (
         act, w2_lin, out, *lora_args, *routing_args,
         T, K, H, KB, bridge_slot_stride, t_bucket(T), extra, S if single else S + 1, shrink_rank if fused else 1, shrink_window, shrink_a.shape[2] if fused else K,
-        act.stride(0), act.stride(1),
-        w2_lin.stride(0), w2_lin.stride(1),
-        out.stride(0), out.stride(1),
+        *act.stride(), *w2_lin.stride(), *out.stride(),
         *lora_strides, *a_strides,
     )
+    if _tuned is not None and not accumulate:
+        _tuned[grid](*args, **meta)
+    else:
+        _launch(grid, args, meta)
+    return out
+
+
+@launch_cache
+def _launch_config(device, dtype, out_dtype, T, K, H, KB, S, extra, has_lora, fused, scatter, single, accumulate,
+                   token_order) -> tuple:
+    """(grid, constexprs and launch options) of one launch; with autotuning (and no
+    ``accumulate``) the grid is a function of the tuned config and the options are left to the tuner."""
     # Fused: the whole bridge width in one block (the register bridge), at least 32 wide: at the
     # T <= 16 tiles (16x32) a 16-wide bridge dot takes another x layout (sm_90 build: 74
     # registers and 49 HMMA, against 63 and 18 at 32 wide; benchmarks/ops/compile_report.py).
     # Unfused: up to 64 bridge columns per expand step.
-    block_kb = (next_pow2(KB, 32) if fused else min(64, next_pow2(KB))) if has_lora else 16
-    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=routing is not None and not single, ONE_TOKEN=single, ACC_IN=accumulate,
-                 BRIDGE_TOKEN_ORDER=bridge_slot_stride > 0,
-                 UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(act), BLOCK_KB=block_kb, BLOCK_G=next_pow2(S + 1, 2))
+    block_kb = (pow2(KB, 32) if fused else min(64, pow2(KB))) if has_lora else 16
+    flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=scatter, ONE_TOKEN=single, ACC_IN=accumulate,
+                 BRIDGE_TOKEN_ORDER=token_order, UPCAST=INTERPRET, ROUND=round_flag(out_dtype), DOT_PREC=dot_precision(dtype),
+                 BLOCK_KB=block_kb, BLOCK_G=pow2(S + 1, 2))
     if accumulate:  # no K loop: a memory-bound read-add-write of the adapter rows, one config
-        cfg = tiles.choose("down_accumulate", caps_of(act.device), T=T, N=H).launch()
-        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * triton.cdiv(H, cfg["BLOCK_N"]),)
-        _launch(grid, args, {**flags, **cfg})
-    elif _tuned is not None:
-        grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * triton.cdiv(H, meta["BLOCK_N"]),)  # noqa: E731
-        _tuned[grid](*args, **flags)
-    else:
-        cfg = tiles.choose("down_proj", caps_of(act.device), T=T, K=K, N=H, dtype_bytes=act.element_size()).launch()
-        grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * triton.cdiv(H, cfg["BLOCK_N"]),)
-        _launch(grid, args, {**flags, **cfg})
-    return out
+        cfg = tiles.choose("down_accumulate", caps_of(device), T=T, N=H).launch()
+        return (cdiv(T, cfg["BLOCK_M"]) * cdiv(H, cfg["BLOCK_N"]),), {**flags, **cfg}
+    if _tuned is not None:
+        return (lambda meta: ((cdiv(T, meta["BLOCK_M"]) + extra) * cdiv(H, meta["BLOCK_N"]),)), flags
+    cfg = tiles.choose("down_proj", caps_of(device), T=T, K=K, N=H, dtype_bytes=dtype.itemsize).launch()
+    return ((cdiv(T, cfg["BLOCK_M"]) + extra) * cdiv(H, cfg["BLOCK_N"]),), {**flags, **cfg}
 
 
 def down_proj_reference(

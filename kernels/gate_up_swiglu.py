@@ -33,9 +33,10 @@ its expert's bridge: A is small and read from L2). Reference: the same function,
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch_cache, round_bf16_rne, round_flag, tl, torch, triton
 from . import tiles
 from .lora_shrink import caps_of, t_bucket
+from .tiles import cdiv, pow2
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
@@ -301,32 +302,38 @@ def gate_up_swiglu(
     else:
         a_strides = (0, 0, 0, 0)
     S, single, extra, routing_args = kernel_routing(routing, fused=fused, tokens=T, filler=x)
+    gather = routing is not None and not single
+    grid, meta = _launch_config(x.device, x.dtype, out.dtype, T, H, F, n_experts, R, S, extra, interleaved,
+                                has_lora, fused, single, gather, y is not None, bridge_slot_stride > 0)
     args = (
         base_in, w13_lin, gammas, out, *lora_args, *routing_args,
         T, H, F, n_experts, R, bridge_expert_stride, bridge_slot_stride, t_bucket(T), extra, S if single else S + 1,
-        base_in.stride(0), base_in.stride(1),
-        w13_lin.stride(0), w13_lin.stride(1),
-        gammas.stride(0), gammas.stride(1),
-        out.stride(0), out.stride(1),
+        *base_in.stride(), *w13_lin.stride(), *gammas.stride(), *out.stride(),
         *lora_strides, *a_strides,
     )
-    gather = routing is not None and not single
-    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=gather, ONE_TOKEN=single,
-                 Y_IN=y is not None, SCATTER=y is not None and gather, BRIDGE_TOKEN_ORDER=bridge_slot_stride > 0, UPCAST=INTERPRET,
-                 ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=next_pow2(R) if has_lora else 16,
-                 BLOCK_G=next_pow2(S + 1, 2))
-    if y is not None:  # no K loop: a memory-bound epilogue over y, one config
-        cfg = tiles.choose("gate_up_epilogue", caps_of(x.device), T=T, N=F).launch()
-        grid = (triton.cdiv(T, cfg["BLOCK_M"]) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
-        _launch(grid, args, {**flags, **cfg})
-    elif _tuned is not None:
-        grid = lambda meta: ((triton.cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, meta["BLOCK_N"]),)  # noqa: E731
-        _tuned[grid](*args, **flags)
+    if _tuned is not None and y is None:
+        _tuned[grid](*args, **meta)
     else:
-        cfg = tiles.choose("gate_up_swiglu", caps_of(x.device), T=T, K=H, N=F, dtype_bytes=x.element_size()).launch()
-        grid = ((triton.cdiv(T, cfg["BLOCK_M"]) + extra) * n_experts * triton.cdiv(F, cfg["BLOCK_N"]),)
-        _launch(grid, args, {**flags, **cfg})
+        _launch(grid, args, meta)
     return out
+
+
+@launch_cache
+def _launch_config(device, dtype, out_dtype, T, H, F, n_experts, R, S, extra, interleaved, has_lora, fused, single,
+                   gather, y_in, token_order) -> tuple:
+    """(grid, constexprs and launch options) of one launch; with autotuning (and no ``y``) the
+    grid is a function of the tuned config and the options are left to the tuner."""
+    flags = dict(INTERLEAVED=interleaved, HAS_LORA=has_lora, FUSED=fused, GATHER=gather, ONE_TOKEN=single,
+                 Y_IN=y_in, SCATTER=y_in and gather, BRIDGE_TOKEN_ORDER=token_order, UPCAST=INTERPRET,
+                 ROUND=round_flag(out_dtype), DOT_PREC=dot_precision(dtype),
+                 BLOCK_R=pow2(R) if has_lora else 16, BLOCK_G=pow2(S + 1, 2))
+    if y_in:  # no K loop: a memory-bound epilogue over y, one config
+        cfg = tiles.choose("gate_up_epilogue", caps_of(device), T=T, N=F).launch()
+        return (cdiv(T, cfg["BLOCK_M"]) * n_experts * cdiv(F, cfg["BLOCK_N"]),), {**flags, **cfg}
+    if _tuned is not None:
+        return (lambda meta: ((cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * cdiv(F, meta["BLOCK_N"]),)), flags
+    cfg = tiles.choose("gate_up_swiglu", caps_of(device), T=T, K=H, N=F, dtype_bytes=dtype.itemsize).launch()
+    return ((cdiv(T, cfg["BLOCK_M"]) + extra) * n_experts * cdiv(F, cfg["BLOCK_N"]),), {**flags, **cfg}
 
 
 def swiglu_reference(y: torch.Tensor, gammas: torch.Tensor, n_experts: int, *, interleaved: bool) -> torch.Tensor:

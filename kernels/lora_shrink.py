@@ -28,8 +28,9 @@ kernels instead cost them more than the split saved: each of their tiles re-read
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, next_pow2, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch_cache, round_bf16_rne, round_flag, tl, torch, triton
 from . import tiles
+from .tiles import cdiv, next_power_of_2, pow2
 from .routing import SlotRouting
 
 
@@ -132,12 +133,12 @@ def choose_split(T: int, nb: int, K: int, block_m: int | None = None, *, caps: t
 
 def counters_needed(T: int, nb: int) -> int:
     """Arrival counters of a split launch: one per (16-row tile, block), enough for any BLOCK_M >= 16."""
-    return triton.cdiv(max(T, 1), 16) * nb
+    return cdiv(max(T, 1), 16) * nb
 
 
 def t_bucket(T: int) -> int:
     """Autotune key: tokens rounded up to a power of two (capped) so configs are reused."""
-    return min(triton.next_power_of_2(max(T, 1)), 8192)
+    return min(next_power_of_2(max(T, 1)), 8192)
 
 
 def lora_shrink(
@@ -175,9 +176,7 @@ def lora_shrink(
         out = torch.empty((T, nb * rank), dtype=out_dtype or x.dtype, device=x.device)
     if T == 0:
         return out
-    split_k = max(1, min(int(split_k), triton.cdiv(K, 32)))
-    k_split = triton.cdiv(triton.cdiv(K, split_k), 32) * 32  # aligned ranges (the last may be short)
-    split_k = triton.cdiv(K, k_split)
+    grid, meta, k_split, split_k = _launch_config(x.device, x.dtype, out.dtype, T, K, nb, rank, int(split_k), gather)
     if split_k > 1:
         ws = torch.empty((split_k, T, nb * rank), dtype=torch.float32, device=x.device)
         need = counters_needed(T, nb)
@@ -189,25 +188,33 @@ def lora_shrink(
             count = counters
     else:
         ws, count = out, out  # never touched
-    block_r = next_pow2(rank)
     args = (
         x, a, out, ws, count,
         routing.order, routing.row_group, routing.group_slot,
         T, K, rank, window, t_bucket(T), k_split, split_k,
-        x.stride(0), x.stride(1),
-        a.stride(0), a.stride(1), a.stride(2),
-        out.stride(0), out.stride(1),
+        *x.stride(), *a.stride(), *out.stride(),
         ws.stride(0) if split_k > 1 else 0, ws.stride(1) if split_k > 1 else 0,
     )
-    flags = dict(SPLIT=split_k > 1, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out), DOT_PREC=dot_precision(x), BLOCK_R=block_r)
     if _tuned is not None:
-        grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), nb, split_k)  # noqa: E731
-        _tuned[grid](*args, **flags)
+        _tuned[grid](*args, **meta)
     else:
-        cfg = tiles.choose("lora_shrink", caps_of(x.device), T=T, K=K, dtype_bytes=x.element_size()).launch(n=False)
-        grid = (triton.cdiv(T, cfg["BLOCK_M"]), nb, split_k)
-        _launch(grid, args, {**flags, **cfg})
+        _launch(grid, args, meta)
     return out
+
+
+@launch_cache
+def _launch_config(device, dtype, out_dtype, T, K, nb, rank, split_k, gather) -> tuple:
+    """(grid, constexprs and launch options, K range per split, splits) of one launch; with
+    autotuning the grid is a function of the tuned config and the options are left to the tuner."""
+    split_k = max(1, min(split_k, cdiv(K, 32)))
+    k_split = cdiv(cdiv(K, split_k), 32) * 32  # aligned ranges (the last may be short)
+    split_k = cdiv(K, k_split)
+    flags = dict(SPLIT=split_k > 1, GATHER=gather, UPCAST=INTERPRET, ROUND=round_flag(out_dtype), DOT_PREC=dot_precision(dtype),
+                 BLOCK_R=pow2(rank))
+    if _tuned is not None:
+        return (lambda meta: (cdiv(T, meta["BLOCK_M"]), nb, split_k)), flags, k_split, split_k
+    cfg = tiles.choose("lora_shrink", caps_of(device), T=T, K=K, dtype_bytes=dtype.itemsize).launch(n=False)
+    return (cdiv(T, cfg["BLOCK_M"]), nb, split_k), {**flags, **cfg}, k_split, split_k
 
 
 def lora_shrink_reference(

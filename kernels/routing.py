@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._triton import CachedLaunch, check_device, tl, torch, triton
+from .tiles import cdiv, next_power_of_2
 
 
 @dataclass(frozen=True)
@@ -209,10 +210,10 @@ def build_routing(slot_ids: torch.Tensor, num_slots: int, slot_active: torch.Ten
         active = (active.view(torch.uint8) if active.dtype == torch.bool else (active != 0).view(torch.uint8)).contiguous()
     else:
         active = ids
-    block_key = triton.next_power_of_2(num_slots + 3)
+    block_key = next_power_of_2(num_slots + 3)
     # A [CHUNK, BLOCK_KEY] one-hot tile per program (<= 4K elements); one program up to 256 tokens.
-    chunk = max(16, min(triton.next_power_of_2(max(T, 1)), 4096 // block_key, 256))
-    _launch((max(1, triton.cdiv(T, chunk)),), (ids, active, order, row_group, group_slot, group_start, counts, offsets, flag,
+    chunk = max(16, min(next_power_of_2(max(T, 1)), 4096 // block_key, 256))
+    _launch((max(1, cdiv(T, chunk)),), (ids, active, order, row_group, group_slot, group_start, counts, offsets, flag,
                                                 T, num_slots),
             {"HAS_ACTIVE": slot_active is not None, "CHUNK": chunk, "BLOCK_KEY": block_key, "num_warps": 4})
     return SlotRouting(order=order, row_group=row_group, group_slot=group_slot, num_tokens=T, num_slots=num_slots,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._triton import torch
+from ._triton import launch_cache, torch
 from .down_proj import down_proj
 from .gate_up_swiglu import gate_up_swiglu
 from .lora_shrink import caps_of, choose_split, counters_needed, lora_shrink
@@ -327,20 +327,13 @@ class _ShrinkPlan:
 
     @staticmethod
     def of(ops: SinkOperands, x_td: torch.Tensor, *, gate_up: bool = True) -> "_ShrinkPlan":
-        S, E_a, R2, H = ops.gate_up_a.shape
-        R, T = R2 // 2, x_td.shape[0]
-        # Up to 128 rank rows per gate/up block (same bridge layout): each x tile is read once,
-        # not 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
-        block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
-        nb_gu, nb_dn = (E_a * R2 // block if gate_up else 0), ops._down_shrink_a.shape[1] // R
-        caps = caps_of(x_td.device)
-        split_gu = choose_split(T, nb_gu, H, caps=caps) if gate_up else 1
-        split_dn = choose_split(T, nb_dn, ops._down_shrink_a.shape[2], caps=caps)
+        _, E_a, R2, H = ops.gate_up_a.shape
+        _, rows_dn, k_dn = ops._down_shrink_a.shape
+        block, stride, split_gu, split_dn, need_gu, need_dn = _shrink_choices(x_td.device, x_td.shape[0], E_a, R2, H, rows_dn,
+                                                                           k_dn, gate_up)
         # One zeroed counter buffer, kept with the operands, for both split shrinks; each leaves its part zero.
-        need_gu = counters_needed(T, nb_gu)
-        counters = (ops.counters(need_gu + counters_needed(T, nb_dn), x_td.device)
-                    if max(split_gu, split_dn) > 1 else None)
-        return _ShrinkPlan(block, 0 if E_a == 1 else R2, split_gu, split_dn,
+        counters = ops.counters(need_gu + need_dn, x_td.device) if max(split_gu, split_dn) > 1 else None
+        return _ShrinkPlan(block, stride, split_gu, split_dn,
                            None if counters is None else counters[:need_gu], None if counters is None else counters[need_gu:])
 
     def gate_up(self, ops: SinkOperands, x_td: torch.Tensor, routing: SlotRouting) -> torch.Tensor:
@@ -352,6 +345,21 @@ class _ShrinkPlan:
         window = 0 if ops.shared_outer else ops.f_local
         return lora_shrink(act, ops._down_shrink_a, routing, ops.rank, window=window, gather=gather, split_k=self.split_dn,
                            counters=self.counters_dn)
+
+
+@launch_cache
+def _shrink_choices(device, T: int, E_a: int, R2: int, H: int, rows_dn: int, k_dn: int, gate_up: bool) -> tuple:
+    """(gate/up rank rows per block, bridge expert stride, gate/up splits, down splits, gate/up
+    counters, down counters) for T tokens."""
+    R = R2 // 2
+    # Up to 128 rank rows per gate/up block (same bridge layout): each x tile is read once,
+    # not 2*E_a times; wider blocks would not fit an A tile's pipeline stages in shared memory.
+    block = next(b for b in (E_a * R2, R2, R) if b <= 128 or b == R)
+    nb_gu, nb_dn = (E_a * R2 // block if gate_up else 0), rows_dn // R
+    caps = caps_of(device)
+    split_gu = choose_split(T, nb_gu, H, caps=caps) if gate_up else 1
+    split_dn = choose_split(T, nb_dn, k_dn, caps=caps)
+    return block, 0 if E_a == 1 else R2, split_gu, split_dn, counters_needed(T, nb_gu), counters_needed(T, nb_dn)
 
 
 def torch_segments(ops: SinkOperands, slot_ids: torch.Tensor) -> list[tuple[int, torch.Tensor]]:

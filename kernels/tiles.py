@@ -12,6 +12,9 @@ The GPU tiles are those measured on an H200 (benchmarks/bench_runtime.py, benchm
 ones as T grows; float32 storage halves BLOCK_K and keeps at most 3 stages (shared memory). The
 interpreter takes one tile covering the test shapes (up to 64 rows) and one stage: it runs in
 numpy, where fewer, larger tiles are faster and pipelining means nothing.
+
+The wrappers' host-side arithmetic on sizes (:func:`cdiv`, :func:`next_power_of_2`, :func:`pow2`)
+is here too, in plain Python integers, equal to triton's helpers of the same names.
 """
 
 from __future__ import annotations
@@ -49,6 +52,19 @@ class Tile:
             out["BLOCK_N"] = self.BLOCK_N
             out["GROUP_M"] = 8
         return out
+
+
+def cdiv(x: int, y: int) -> int:
+    """``ceil(x / y)`` as ``triton.cdiv`` computes it. The kernel wrappers do their host-side
+    arithmetic with these plain functions: triton's are ``constexpr_function`` objects whose
+    every call goes through its JIT wrapper (1,200 calls: 5 ms under cProfile on the H200 host,
+    benchmarks/results/host_cost_630c186.json)."""
+    return (x + (y - 1)) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """Smallest power of two >= ``n``, 0 for n <= 0: ``triton.next_power_of_2`` for 0 <= n <= 2**64."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
 def pow2(value: int, minimum: int = 16) -> int:

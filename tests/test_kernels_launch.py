@@ -76,3 +76,41 @@ def test_cached_launches_equal_tritons_own(T, shared_outer, monkeypatch):
     monkeypatch.setattr(_triton, "FAST_LAUNCH", True)
     for _ in range(2):
         assert torch.equal(sink.sink_forward_triton(ops, x, p.gammas, None), want)
+
+
+def test_a_hit_launches_with_the_constexprs_of_its_key(monkeypatch):
+    """The hit path on the CPU, the compiled kernel replaced by a recorder: the first call goes
+    through ``fn[grid]``, later ones straight to the kept kernel with meta's constexprs appended in
+    declaration order; other constexprs are another key; a tensor among the scalar arguments is
+    keyed by dtype and alignment, never by identity."""
+    launched = []
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args: launched.append((grid, args))
+
+    class Jit:
+        def __init__(self):
+            self.binds = 0
+
+        def __getitem__(self, grid):
+            def bind(*args, **meta):
+                self.binds += 1
+                return Kernel()
+            return bind
+
+    launch = _triton.CachedLaunch(_routing_kernel)
+    jit = launch.fn = Jit()
+    monkeypatch.setattr(_triton, "FAST_LAUNCH", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    buf = torch.zeros(64, dtype=torch.int32)
+    args = (buf,) * 9 + (16, 8)
+    meta = {"HAS_ACTIVE": False, "CHUNK": 16, "BLOCK_KEY": 16, "num_warps": 4}
+    launch((1,), args, meta)
+    assert jit.binds == 1 and launched == []
+    launch((2,), args, dict(meta))
+    assert jit.binds == 1 and launched == [((2, 1, 1), args + (False, 16, 16))]
+    launch((1,), args, {**meta, "CHUNK": 32})
+    assert jit.binds == 2
+    with_tensor = args[:10] + (torch.tensor(8),)
+    assert launch.key(with_tensor, meta)[0] == ((torch.int64, True),)  # T is do_not_specialize: not keyed
