@@ -33,8 +33,10 @@ TABLE_ROWS = 2832
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.integers(min_value=0, max_value=2**31))
+@given(st.integers(min_value=1, max_value=2**31))
 def test_next_power_of_2_equals_tritons(n):
+    # (from 1: every size the wrappers round is at least 1, and triton's answer for 0 is not the
+    # same in every process state of this triton: 0 alone, 1 in a worker of the whole suite)
     assert tiles.next_power_of_2(n) == triton.next_power_of_2(n)
     assert tiles.pow2(n) == max(16, triton.next_power_of_2(max(n, 1)))
     assert tiles.pow2(n, 2) == max(2, triton.next_power_of_2(max(n, 1)))
@@ -49,10 +51,11 @@ def test_cdiv_equals_tritons(x, y):
 def test_integer_helpers_at_the_edges():
     for k in range(32):
         for n in (2**k - 1, 2**k, 2**k + 1):
-            assert tiles.next_power_of_2(n) == triton.next_power_of_2(n), n
+            if n:
+                assert tiles.next_power_of_2(n) == triton.next_power_of_2(n), n
             for y in (1, 2, 3, 16, 32, 2**k + 1):
                 assert tiles.cdiv(n, y) == triton.cdiv(n, y), (n, y)
-    assert tiles.next_power_of_2(0) == triton.next_power_of_2(0) == 0
+    assert tiles.next_power_of_2(0) == 0
     assert tiles.next_power_of_2(2**31) == 2**31
 
 

@@ -17,7 +17,7 @@ import re
 from typing import Any, Iterable
 
 from inkling_compat.engine.selection import ignored_entry, matches
-from inkling_compat.lazy_dataclass import dataclass
+from inkling_compat.inputs.lazy_dataclass import dataclass
 from inkling_compat.report.model import Coverage, Report
 
 COMMENT = re.compile(r"#\s*inkling-compat:\s*ignore\[([^\]]*)\][ \t]*(.*)$")

@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
-from inkling_compat.lazy_dataclass import dataclass
+from inkling_compat.inputs.lazy_dataclass import dataclass
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
 _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
