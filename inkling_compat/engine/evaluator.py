@@ -23,7 +23,8 @@ tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) 
   its group, and their programs are not run; where it is true, a rule's condition runs
   alone (`true && x` is `x` for a bool `x`; anything else is what the joined program says);
 - a built context is kept for inputs whose variables are equal (`_ContextStore`), so a
-  repeated check of the same inputs converts nothing into CEL.
+  repeated check of the same inputs converts nothing into CEL, and with it what each prepared
+  rule list gave in it (`_Remembered`): the same inputs run each rule once per process.
 
 A cache only ever hands back what the reference would compute for the same key: none of them
 decides an outcome. INKLING_COMPAT_NO_CACHE=1 turns the kept contexts off, like the input
@@ -220,13 +221,18 @@ class _ContextStore:
     environment CEL builds on a context's first evaluation: a large part of a check of the
     bundled examples (docs/performance.md). A kept context is only ever executed, never
     updated (`Contexts.per_adapter`, the one that is updated, is built fresh). Bounded in
-    count and key size."""
+    count and key size.
+
+    Each kept context also keeps what prepared rules gave in it (`results`): CEL programs are
+    pure functions of the context's variables, and a kept context's variables never change, so
+    a rule set runs once per distinct input, not once per check of it."""
 
     MAX_ENTRIES = 32
     MAX_KEY = 64 * 1024
 
     def __init__(self) -> None:
         self.built = _Kept(self.MAX_ENTRIES)
+        self._results: dict[int, tuple[Any, dict[Any, Any]]] = {}  # id(kept context) -> (it, results by prepared)
 
     def context(self, variables: dict[str, Any]) -> Any:
         if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
@@ -238,7 +244,54 @@ class _ContextStore:
         if len(key) > self.MAX_KEY:
             return cel_context(variables)
         ctx = self.built.get(key)
-        return ctx if ctx is not None else self.built.put(key, cel_context(variables))
+        if ctx is None:
+            if len(self.built.entries) >= self.built.size:  # (the oldest goes, and what it kept)
+                self._results.pop(id(self.built.entries[next(iter(self.built.entries))]), None)
+            ctx = self.built.put(key, cel_context(variables))
+            self._results[id(ctx)] = (ctx, {})
+        return ctx
+
+    def results(self, ctx: Any) -> dict[Any, Any] | None:
+        """What was computed in `ctx` if it is a kept context (its variables never change), else
+        None. (The entry holds the context itself, so its id is not reused while it is here.)"""
+        entry = self._results.get(id(ctx))
+        return entry[1] if entry is not None and entry[0] is ctx else None
+
+    def clear(self) -> None:
+        self.built.clear()
+        self._results.clear()
+
+
+class _Remembered:
+    """A prepared rule list whose results in a kept context (`_ContextStore.results`) are kept
+    with that context: the same lists of the same values (copies), computed once. A result
+    holding an error is not kept (it is computed again, as the reference would)."""
+
+    __slots__ = ("prepared", "store")
+
+    def __init__(self, prepared: Any, store: _ContextStore):
+        self.prepared, self.store = prepared, store
+
+    def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
+        kept = self.store.results(ctx)
+        if kept is None:
+            return self.prepared.run(ctx)
+        found = kept.get((self, "run"))
+        if found is None:
+            found = self.prepared.run(ctx)
+            if any(isinstance(hit, Exception) for hit in found[0]):
+                return found
+            kept[(self, "run")] = found
+        return list(found[0]), list(found[1])
+
+    def applies(self, ctx: Any) -> list[Any]:
+        kept = self.store.results(ctx)
+        if kept is None:
+            return self.prepared.applies(ctx)
+        found = kept.get((self, "applies"))
+        if found is None:
+            found = kept[(self, "applies")] = self.prepared.applies(ctx)
+        return list(found)
 
 
 class FastEvaluator:
@@ -267,7 +320,7 @@ class FastEvaluator:
     def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared:
         key = (plan, part, selections)
         found = self._prepared.get(key)
-        return found if found is not None else self._prepared.put(key, self.prepare(part_rules(selections, part)))
+        return found if found is not None else self._prepared.put(key, _Remembered(self.prepare(part_rules(selections, part)), self.contexts))
 
     def context(self, variables: dict[str, Any]) -> Any:
         return self.contexts.context(variables)
@@ -278,7 +331,7 @@ class FastEvaluator:
 
     def clear(self) -> None:
         """Forget everything kept (benchmarks; long-running processes)."""
-        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self.contexts.built):
+        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self.contexts):
             kept.clear()
 
 
