@@ -259,3 +259,28 @@ def test_the_quiet_codes_are_the_rule_by_rule_codes():
                 assert [f if app is False else other for f, other in quiet] == [_code(app, b) for b in blocks]
             kinds.update((reason is not None, untrusted) for reason, untrusted, _ in blocks)
     assert {(False, False), (True, False), (True, True)} <= kinds  # checked, not checked, and an untrusted false `when`
+
+
+def test_rules_after_one_that_fired_are_not_reached_when_nothing_else_fires():
+    """apply_after's short way (no rule of the scope fires) against the rule-by-rule codes, with
+    every rule that names another in `after` behind a rule that fired (an adapter's rules after
+    a global one, the rules after an adapter rule)."""
+    from inkling_compat.engine import coverage
+    from inkling_compat.engine.evaluate import apply_after
+
+    gated = 0
+    for scope in ("global", "adapter"):
+        selection = FAST.selection(PLAN, scope, ())
+        fired = {a for c in selection.rules for a in c.rule.after}
+        for app in (True, False, None):
+            applies = [app] * len(selection.rules)
+            codes, firing, reached = apply_after(selection, [False] * len(selection.rules), applies, set(fired))
+            expected = []
+            for c, block in zip(selection.rules, selection.blocks):
+                if block[0] == coverage.NOT_APPLICABLE or not (set(c.rule.after) & fired):
+                    expected.append(_code(app, block))
+                else:
+                    expected.append(f"not reached: {next(a for a in c.rule.after if a in fired)} comes first")
+                    gated += 1
+            assert (codes, firing) == (expected, []) and reached == len(selection.rules) - sum(x.startswith("not reached") for x in expected)
+    assert gated

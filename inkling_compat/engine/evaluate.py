@@ -169,9 +169,21 @@ def run_rules(
     stopped: str | None = None  # the global rule where sglang exits (a rule's `stops`)
     # The global scope with the first adapter riding along: one evaluation in one context.
     first = _evaluate_selected(plan, evaluator, tuple(scopes[:2]), contexts.shared)
+    alike = None
+    if len(scopes) > 3 and evaluator.split(plan, scopes[2]) is not None:  # (engine/alike.py: from the second adapter on)
+        from inkling_compat.engine.alike import AlikeAdapters
+
+        alike = AlikeAdapters(plan, contexts, lambda s: evaluator.split(plan, s))
     for index, selection in enumerate(scopes):
-        ctx = contexts.for_adapter(index - 1)
-        outcome = first[index] if index < len(first) else _evaluate_selected(plan, evaluator, (selection,), ctx)[0]
+        ctx: Any = None
+        if index < len(first):
+            ctx, outcome = contexts.shared, first[index]
+        elif alike is not None:
+            *outcome, whole = alike.outcome(selection, index - 1)
+            ctx = contexts.per_adapter if whole else None
+        else:
+            ctx = contexts.for_adapter(index - 1)
+            outcome = _evaluate_selected(plan, evaluator, (selection,), ctx)[0]
         name = names[index - 1] if index else None
         try:
             codes, firing, reached = apply_after(selection, *outcome, global_fired if index == 0 else set(global_fired), stopped)
@@ -181,6 +193,8 @@ def run_rules(
             stopped = next((selection.rules[i].rule.id for i in firing if selection.rules[i].rule.stops), None)
         evaluated += reached
         if firing:
+            if ctx is None:  # (the adapter's whole context, for its messages)
+                ctx = contexts.for_adapter(index - 1)
             exact = contexts.exact_reader(index - 1)
             fired += [_fired(selection.rules[i], ctx, index - 1, name, exact) for i in firing]
         tally.record(index, codes)
@@ -230,10 +244,19 @@ def apply_after(
     many were reached: a rule listed after one that fired (`after`) is not reached, as sglang
     stops at the first raise; after a rule that `stops` (or the global one named by `stopped`)
     no rule of sglang's is reached. `scope_fired` (the ids fired so far) gains those that fire."""
-    if not scope_fired and stopped is None and all(hit is False for hit in hits):
-        # Nothing fired (the usual case): no rule is gated by `after`, each one's code is
-        # its block's (the loop below, written out per rule once per plan).
-        return [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)], [], len(hits)
+    if stopped is None and all(hit is False for hit in hits):
+        # Nothing fires here (the usual case): each rule's code is its block's (the loop
+        # below, written out per rule once per plan), but for a rule whose `after` fired
+        # before (in the global scope, for an adapter's rules), which is not reached.
+        codes = [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)]
+        reached = len(hits)
+        if scope_fired:
+            for index in selection.gated:
+                after = selection.rules[index].rule.after
+                if not scope_fired.isdisjoint(after):
+                    codes[index] = f"not reached: {next(a for a in after if a in scope_fired)} comes first"
+                    reached -= 1
+        return codes, [], reached
     codes: list[str] = []
     firing: list[int] = []
     reached = 0

@@ -22,6 +22,8 @@ tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) 
   once (engine/guards.py): where a guard is false, so is every `(when) && (condition)` of
   its group, and their programs are not run; where it is true, a rule's condition runs
   alone (`true && x` is `x` for a bool `x`; anything else is what the joined program says);
+- in a check of three or more adapters, the adapter rules that read nothing of who an adapter
+  is run once per distinct content, the others in a context of what they read (engine/alike.py);
 - a built context is kept for inputs whose variables are equal (`_ContextStore`), so a
   repeated check of the same inputs converts nothing into CEL, and with it what each prepared
   rule list gave in it (`_Remembered`): the same inputs run each rule once per process.
@@ -63,6 +65,8 @@ class Evaluator(Protocol):
     def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared: ...
 
     def context(self, variables: dict[str, Any]) -> Any: ...
+
+    def split(self, plan: Plan, selection: Selection) -> Any: ...
 
 
 def part_rules(selections: tuple[Selection, ...], part: str) -> tuple[CompiledRule, ...]:
@@ -122,6 +126,11 @@ class ReferenceEvaluator:
 
     def context(self, variables: dict[str, Any]) -> Any:
         return cel_context(variables)
+
+    def split(self, plan: Plan, selection: Selection) -> Any:
+        """None: every adapter's rules run in its whole context (engine/alike.py is the fast
+        evaluator's)."""
+        return None
 
 
 class _Guarded:
@@ -302,6 +311,7 @@ class FastEvaluator:
         self._selections = _Kept(64)  # (plan, scope, missing) -> Selection: a handful of distinct `missing`
         self._prepared = _Kept(64)  # (plan, part, selections) -> _Guarded
         self._conjuncts = _Kept(4096)  # a guard conjunct's text -> its program (a fixed set per rule set)
+        self._splits = _Kept(64)  # (plan, adapter selection) -> engine/alike.Split
         self.contexts = _ContextStore()
 
     def plan(self, rules: tuple[CompiledRule, ...], version: str) -> Plan:
@@ -325,13 +335,21 @@ class FastEvaluator:
     def context(self, variables: dict[str, Any]) -> Any:
         return self.contexts.context(variables)
 
+    def split(self, plan: Plan, selection: Selection) -> Any:
+        """An adapter selection's rules split into identity and content rules (engine/alike.py)."""
+        from inkling_compat.engine.alike import Split
+
+        key = (plan, selection)
+        found = self._splits.get(key)
+        return found if found is not None else self._splits.put(key, Split(selection, self.prepare))
+
     def _compile(self, expression: str) -> Any:
         program = self._conjuncts.get(expression)
         return program if program is not None else self._conjuncts.put(expression, cel.compile(expression))
 
     def clear(self) -> None:
         """Forget everything kept (benchmarks; long-running processes)."""
-        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self.contexts):
+        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self._splits, self.contexts):
             kept.clear()
 
 

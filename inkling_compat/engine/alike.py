@@ -1,0 +1,127 @@
+"""Adapters alike in what most rules read share one evaluation of those rules.
+
+A fleet's adapters differ mostly in who they are (name, path, lora_id, their --lora-paths
+entry, their folder) and rarely in what they are (rank, targets, shapes, config). An adapter
+rule whose `when` and `condition` read none of the identity (`IDENTITY`) gives the same
+result for two adapters whose views agree on every path it reads (its result is a function of
+the variables it reads, and every other variable of an adapter's context is the same for all
+adapters of a check). So, per check, the second and later adapters' rules split in two:
+
+- the *content* rules run once per distinct content (the values at their paths, as marshal
+  writes them: types and order included), in the adapter's whole context;
+- the *identity* rules run for every adapter, in a context that holds only what they read, so
+  the per-adapter conversion into CEL (most of a fleet check's time) is small.
+
+An adapter whose content was not seen before runs everything in its whole context, as without
+the split. Each rule's result is its own (`(when) && (condition)` and its `when`): splitting
+the list changes no result (tests/test_evaluators.py compares with the reference evaluator,
+which never splits). Rendering a rule that fires uses the adapter's whole context.
+"""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any, Callable
+
+from inkling_compat.engine.context import Contexts, _as_text, cel_context, prune
+from inkling_compat.engine.plan import Plan, Selection, path_tree
+
+# What tells one adapter from another alike one: a rule reading any of these (or a whole
+# value holding one) is an identity rule.
+IDENTITY = (
+    ("adapter", "name"),
+    ("adapter", "path"),
+    ("adapter", "pinned"),
+    ("adapter", "source", "directory"),
+    ("adapter_facts", "name"),
+    ("adapter_facts", "lora_id"),
+    ("facts", "lora_paths"),
+)
+_OWN = ("adapter", "adapter_facts")
+
+
+def reads_identity(paths: "set[tuple[str, ...]] | frozenset[tuple[str, ...]]") -> bool:
+    """Whether any path reads an identity value, or a whole value that holds one."""
+    return any(p[: len(i)] == i or i[: len(p)] == p for p in paths for i in IDENTITY)
+
+
+class Split:
+    """One adapter selection's rules in two lists (indices into `selection.rules`): identity
+    rules and content rules, each for its `run` and `when_only` part, prepared; and the path
+    trees of each (content: what keys a result; identity: what its context holds)."""
+
+    __slots__ = ("ident_run", "ident_when", "content_run", "content_when", "programs", "content_tree", "ident_tree")
+
+    def __init__(self, selection: Selection, prepare: Callable[[tuple[Any, ...]], Any]):
+        rules = selection.rules
+        ident = {i for i, c in enumerate(rules) if reads_identity(c.gate_paths)}
+        self.ident_run = tuple(i for i in selection.run if i in ident)
+        self.content_run = tuple(i for i in selection.run if i not in ident)
+        self.ident_when = tuple(i for i in selection.when_only if i in ident)
+        self.content_when = tuple(i for i in selection.when_only if i not in ident)
+        self.programs = tuple(prepare(tuple(rules[i] for i in part)) if part else None for part in (self.ident_run, self.content_run, self.ident_when, self.content_when))
+        content_paths = {p for i in (*self.content_run, *self.content_when) for p in rules[i].gate_paths}
+        self.content_tree = path_tree({p for p in content_paths if p[0] in _OWN})
+        self.ident_tree = path_tree({p for i in (*self.ident_run, *self.ident_when) for p in rules[i].gate_paths})
+
+
+class AlikeAdapters:
+    """The adapter rules' outcomes of one check's second and later adapters (see the module's
+    docstring); `split(selection)` gives a selection's `Split` (the fast evaluator keeps them)."""
+
+    def __init__(self, plan: Plan, contexts: Contexts, split: Callable[[Selection], Split]):
+        self.plan, self.contexts, self.split = plan, contexts, split
+        self.seen: dict[Any, tuple[Any, ...]] = {}  # (selection, content) -> the content rules' results
+        self.ident_contexts: dict[int, Any] = {}  # id(split) -> its identity context (the split is held by the evaluator's cache for the check)
+        self._splits: list[Split] = []  # (held here too: an id above is never reused during the check)
+
+    def outcome(self, selection: Selection, index: int) -> tuple[list[Any], list[Any], bool]:
+        """Adapter `index`'s (hits, applies) for `selection`'s rules, as `_evaluate_selected`
+        gives them, and whether its whole context was built (`contexts.for_adapter(index)`)."""
+        split = self.split(selection)
+        doc, facts = self.contexts.view(index)
+        key: Any = None
+        try:
+            content = marshal.dumps((prune({"adapter": doc, "adapter_facts": facts}, split.content_tree),))
+            key = (selection, content)
+        except ValueError:  # a value marshal cannot write: not shared
+            pass
+        found = self.seen.get(key) if key is not None else None
+        hits: list[Any] = [False] * len(selection.rules)
+        applies: list[Any] = [None] * len(selection.rules)
+        whole = found is None
+        if whole:
+            ctx = self.contexts.for_adapter(index)
+            results = tuple(None if p is None else (p.run(ctx) if n < 2 else p.applies(ctx)) for n, p in enumerate(split.programs))
+            if key is not None:
+                self.seen[key] = results[1], results[3]
+        else:
+            ctx = self._ident_context(split, index)
+            run, _, when_only, _ = split.programs
+            results = (None if run is None else run.run(ctx), found[0], None if when_only is None else when_only.applies(ctx), found[1])
+            self.contexts.drop_view(index)
+        for n, part in ((0, split.ident_run), (1, split.content_run)):
+            if results[n] is not None:
+                for i, hit, app in zip(part, *results[n]):
+                    hits[i], applies[i] = hit, app
+        for n, part in ((2, split.ident_when), (3, split.content_when)):
+            if results[n] is not None:
+                for i, app in zip(part, results[n]):
+                    applies[i] = app
+        return hits, applies, whole
+
+    def _ident_context(self, split: Split, index: int) -> Any:
+        """The identity rules' context, updated with adapter `index`'s values they read."""
+        tree = split.ident_tree
+        ctx = self.ident_contexts.get(id(split))
+        if ctx is None:
+            base = self.contexts.adapter_base()
+            ctx = cel_context({name: prune(value, tree[name]) for name, value in base.items() if name in tree})
+            self.ident_contexts[id(split)] = ctx
+            self._splits.append(split)
+        update = {name: prune(value, tree[name]) for name, value in self.contexts.adapter_update(index).items() if name in tree}
+        try:
+            ctx.update(update)
+        except ValueError:  # a name that is not UTF-8 (engine/context.py cel_context)
+            ctx.update(_as_text(update))
+        return ctx
