@@ -139,3 +139,18 @@ def test_identity_rules_are_those_that_read_who_an_adapter_is():
     assert alike.reads_identity({("adapter", "name")}) and alike.reads_identity({("adapter",)})
     assert alike.reads_identity({("adapter", "source")}) and alike.reads_identity({("facts", "lora_paths", "pinned")})
     assert not alike.reads_identity({("adapter", "source", "weights_format"), ("adapter_facts", "r"), ("facts", "sink")})
+
+
+def test_alike_adapters_that_differ_in_who_they_are_get_their_own_problems(tmp_path):
+    """Five adapters alike in content under DP attention, four of them --lora-paths entries,
+    two of those pinned: an unpinned one (listed or not) cannot be served (sglang refuses it),
+    a pinned one can: each adapter's verdict is its own."""
+    import yaml
+
+    dirs = [_adapter(tmp_path, f"a{i}") for i in range(5)]
+    entries = [{"lora_name": f"a{i}", "lora_path": d, "pinned": i in (0, 2)} for i, d in enumerate(dirs[:4])]
+    server = dict(yaml.safe_load((EXAMPLES / "serve.yaml").read_text()), enable_dp_attention=True, tp_size=2, dp_size=2, lora_paths=entries)
+    arguments = dict(config=server, adapter=dirs, model=str(EXAMPLES / "config.json"))
+    fast = _outcome(FAST, **arguments)
+    assert fast == _outcome(REFERENCE, **arguments)
+    assert [(p["rule_id"], p["adapter"]) for p in fast[1]["problems"]] == [("adapter-dp-attention-unpinned", name) for name in ("a1", "a3", "a4")]
