@@ -74,6 +74,7 @@ class AlikeAdapters:
         self.seen: dict[Any, tuple[Any, ...]] = {}  # (selection, content) -> the content rules' results
         self.ident_contexts: dict[int, Any] = {}  # id(split) -> its identity context (the split is held by the evaluator's cache for the check)
         self._splits: list[Split] = []  # (held here too: an id above is never reused during the check)
+        self.last: dict[int, dict[str, Any]] = {}  # id(split) -> each variable of its identity context, as marshal wrote it
 
     def outcome(self, selection: Selection, index: int) -> tuple[list[Any], list[Any], bool]:
         """Adapter `index`'s (hits, applies) for `selection`'s rules, as `_evaluate_selected`
@@ -119,9 +120,21 @@ class AlikeAdapters:
             ctx = cel_context({name: prune(value, tree[name]) for name, value in base.items() if name in tree})
             self.ident_contexts[id(split)] = ctx
             self._splits.append(split)
-        update = {name: prune(value, tree[name]) for name, value in self.contexts.adapter_update(index).items() if name in tree}
-        try:
-            ctx.update(update)
-        except ValueError:  # a name that is not UTF-8 (engine/context.py cel_context)
-            ctx.update(_as_text(update))
+        last = self.last.setdefault(id(split), {})
+        update = {}
+        for name, value in self.contexts.adapter_update(index).items():
+            if name in tree:
+                value = prune(value, tree[name])
+                try:  # (as marshal writes it: 1, 1.0 and True differ, as in CEL)
+                    written = marshal.dumps(value)
+                except ValueError:
+                    written = None
+                if written is None or last.get(name) != written:
+                    update[name] = value
+                    last[name] = written
+        if update:  # (only what differs from the previous adapter's: converting into CEL is the cost)
+            try:
+                ctx.update(update)
+            except ValueError:  # a name that is not UTF-8 (engine/context.py cel_context)
+                ctx.update(_as_text(update))
         return ctx
