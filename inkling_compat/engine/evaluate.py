@@ -247,16 +247,23 @@ def apply_after(
     if stopped is None and all(hit is False for hit in hits):
         # Nothing fires here (the usual case): each rule's code is its block's (the loop
         # below, written out per rule once per plan), but for a rule whose `after` fired
-        # before (in the global scope, for an adapter's rules), which is not reached.
-        codes = [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)]
-        reached = len(hits)
-        if scope_fired:
-            for index in selection.gated:
-                after = selection.rules[index].rule.after
-                if not scope_fired.isdisjoint(after):
-                    codes[index] = f"not reached: {next(a for a in after if a in scope_fired)} comes first"
-                    reached -= 1
-        return codes, [], reached
+        # before (in the global scope, for an adapter's rules), which is not reached. (The
+        # same `applies` and fired rules give the same codes: a fleet's adapters mostly do.)
+        key = (tuple(applies), frozenset(scope_fired))
+        found = selection.codes.get(key)
+        if found is None:
+            codes = [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)]
+            reached = len(hits)
+            if scope_fired:
+                for index in selection.gated:
+                    after = selection.rules[index].rule.after
+                    if not scope_fired.isdisjoint(after):
+                        codes[index] = f"not reached: {next(a for a in after if a in scope_fired)} comes first"
+                        reached -= 1
+            found = (tuple(codes), reached)
+            if len(selection.codes) < 256:
+                selection.codes[key] = found
+        return list(found[0]), [], found[1]
     codes: list[str] = []
     firing: list[int] = []
     reached = 0
