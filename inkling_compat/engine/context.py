@@ -187,6 +187,7 @@ class Contexts:
         """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
         keeps built contexts; the reference, like the default here, builds each one)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
+        self.facts = facts
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
         self._facts_tree = plan.adapter_tree.get("adapter_facts", _WHOLE)
         lists: dict[str, list[Any]] = {}

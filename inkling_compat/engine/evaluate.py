@@ -22,7 +22,6 @@ from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.engine.rule_record import STAGES
 from inkling_compat.errors import InputError, RuleEvaluationError
-from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
 from inkling_compat.facts.types import Facts
 from inkling_compat.inputs import argument_table
@@ -117,11 +116,11 @@ def evaluate(
 
 def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_version: str, rules: Iterable[CompiledRule] | None, evaluator: Evaluator) -> Checked:
     inputs = load_inputs(config, adapter, model=model, platform=platform)
-    facts = derive(inputs)
+    facts = evaluator.derive(inputs)
     plan = evaluator.plan(tuple(rules) if rules is not None else load_rules(), sglang_version)
     missing = coverage.global_missing(facts, inputs.unknown_values, any(note.startswith("--model-path ") for note in inputs.not_read))
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
-    contexts = Contexts(inputs, facts, plan, build=evaluator.context)
+    contexts = evaluator.contexts_of(inputs, facts, plan)
     fired, evaluated, tally = run_rules(plan, contexts, [a.name for a in facts.adapters], [missing, *per_adapter], evaluator)
     report = build_report(inputs, facts, fired, evaluated, sglang_version, tally)
     if report.problems:  # what Report.fixes() plans from (inkling_compat/engine/fixes.py)

@@ -24,6 +24,9 @@ tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) 
   alone (`true && x` is `x` for a bool `x`; anything else is what the joined program says);
 - in a check of three or more adapters, the adapter rules that read nothing of who an adapter
   is run once per distinct content, the others in a context of what they read (engine/alike.py);
+- the facts of inputs of equal content (engine/content.py) are derived once;
+- the contexts of a check of at most one adapter are kept with them (its variables are built
+  from those inputs alone);
 - a built context is kept for inputs whose variables are equal (`_ContextStore`), so a
   repeated check of the same inputs converts nothing into CEL, and with it what each prepared
   rule list gave in it (`_Remembered`): the same inputs run each rule once per process.
@@ -40,7 +43,7 @@ import os
 from typing import Any, Protocol
 
 from inkling_compat.engine import cel
-from inkling_compat.engine.context import cel_context
+from inkling_compat.engine.context import Contexts, cel_context
 from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rule_compile import CompiledRule
@@ -67,6 +70,10 @@ class Evaluator(Protocol):
     def context(self, variables: dict[str, Any]) -> Any: ...
 
     def split(self, plan: Plan, selection: Selection) -> Any: ...
+
+    def derive(self, inputs: Any) -> Any: ...
+
+    def contexts_of(self, inputs: Any, facts: Any, plan: Plan) -> Any: ...
 
 
 def part_rules(selections: tuple[Selection, ...], part: str) -> tuple[CompiledRule, ...]:
@@ -131,6 +138,16 @@ class ReferenceEvaluator:
         """None: every adapter's rules run in its whole context (engine/alike.py is the fast
         evaluator's)."""
         return None
+
+    def derive(self, inputs: Any) -> Any:
+        """The facts of `inputs` (facts/derive.py), derived afresh."""
+        from inkling_compat.facts.derive import derive
+
+        return derive(inputs)
+
+    def contexts_of(self, inputs: Any, facts: Any, plan: Plan) -> Any:
+        """The check's CEL contexts (engine/context.py), built afresh."""
+        return Contexts(inputs, facts, plan, build=self.context)
 
 
 class _Guarded:
@@ -306,12 +323,17 @@ class _Remembered:
 class FastEvaluator:
     """The reference's results with the shortcuts and caches of the module's docstring."""
 
+    MAX_FACTS_KEY = 256 * 1024  # (a fleet's inputs past this are derived every time)
+
     def __init__(self) -> None:
         self._plans = _Kept(8)  # (rules, version) -> Plan
         self._selections = _Kept(64)  # (plan, scope, missing) -> Selection: a handful of distinct `missing`
         self._prepared = _Kept(64)  # (plan, part, selections) -> _Guarded
         self._conjuncts = _Kept(4096)  # a guard conjunct's text -> its program (a fixed set per rule set)
         self._splits = _Kept(64)  # (plan, adapter selection) -> engine/alike.Split
+        self._facts = _Kept(16)  # the inputs' content (engine/content.py) -> their facts
+        self._contexts = _Kept(16)  # (plan, the inputs' content, their `input`) -> Contexts of a check of at most one adapter
+        self._last: tuple[Any, Any] = (None, None)  # the inputs last derived, and their content key
         self.contexts = _ContextStore()
 
     def plan(self, rules: tuple[CompiledRule, ...], version: str) -> Plan:
@@ -335,6 +357,40 @@ class FastEvaluator:
     def context(self, variables: dict[str, Any]) -> Any:
         return self.contexts.context(variables)
 
+    def derive(self, inputs: Any) -> Any:
+        """The facts of `inputs`, derived once per distinct content (engine/content.py: the
+        exact content of everything `derive` reads). The facts are frozen records, shared by
+        the checks of equal inputs (read them, never change them)."""
+        from inkling_compat.facts.derive import derive
+
+        if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
+            return derive(inputs)
+        from inkling_compat.engine.content import inputs_key
+
+        key = inputs_key(inputs)
+        self._last = (inputs, key)
+        if key is None or len(key) > self.MAX_FACTS_KEY:
+            return derive(inputs)
+        found = self._facts.get(key)
+        return found if found is not None else self._facts.put(key, derive(inputs))
+
+    def contexts_of(self, inputs: Any, facts: Any, plan: Plan) -> Any:
+        """The check's CEL contexts; for a check of at most one adapter, those of an earlier
+        check of inputs of equal content (engine/content.py) and the same rules' `input`
+        (unknown keys, refusals, parse warnings): its variables are built from those alone
+        (the facts too), so they are equal, and so is what each rule gives in them."""
+        last_inputs, key = self._last
+        if last_inputs is not inputs or key is None or len(inputs.adapters) > 1 or os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
+            return Contexts(inputs, facts, plan, build=self.context)
+        try:
+            key = (plan, key, marshal.dumps(inputs.input_variable()))
+        except ValueError:
+            return Contexts(inputs, facts, plan, build=self.context)
+        found = self._contexts.get(key)
+        if found is not None and found.facts is facts:  # (the same facts: derived from the same content)
+            return found
+        return self._contexts.put(key, Contexts(inputs, facts, plan, build=self.context))
+
     def split(self, plan: Plan, selection: Selection) -> Any:
         """An adapter selection's rules split into identity and content rules (engine/alike.py)."""
         from inkling_compat.engine.alike import Split
@@ -349,8 +405,9 @@ class FastEvaluator:
 
     def clear(self) -> None:
         """Forget everything kept (benchmarks; long-running processes)."""
-        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self._splits, self.contexts):
+        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self._splits, self._facts, self._contexts, self.contexts):
             kept.clear()
+        self._last = (None, None)
 
 
 REFERENCE = ReferenceEvaluator()

@@ -1,0 +1,58 @@
+"""The exact content of a check's typed inputs as bytes: a key for what is computed from them
+alone (the facts: `derive` reads nothing else), so the fast evaluator derives once per
+distinct input (engine/evaluator.py).
+
+A pydantic model is its class, its fields' values, the fields it was given (`model_fields_set`:
+the facts read it) and its extra keys; a tensor table is its (name, shape, dtype) list; other
+values are what marshal writes (types kept: 1, 1.0 and True differ). Anything else (an object
+marshal cannot write, a model with private state) has no key: nothing is kept for it.
+"""
+
+from __future__ import annotations
+
+import marshal
+from typing import Any
+
+from pydantic import BaseModel
+
+from inkling_compat.inputs.models import TensorTable
+
+_PLAIN = (str, int, bool, float, type(None))
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _content(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is list or kind is tuple:
+        return (kind.__name__, tuple(_content(v) for v in value))
+    if kind is dict:
+        return ("dict", tuple((_content(k), _content(v)) for k, v in value.items()))
+    if kind is frozenset or kind is set:
+        return (kind.__name__, tuple(sorted(map(repr, value))))
+    if isinstance(value, TensorTable):
+        return ("TensorTable", value.content)
+    if isinstance(value, BaseModel):
+        if getattr(value, "__pydantic_private__", None):
+            raise _NoKey
+        extra = value.__pydantic_extra__
+        return (
+            kind.__module__,
+            kind.__qualname__,
+            tuple((k, _content(v)) for k, v in value.__dict__.items()),
+            tuple(sorted(value.model_fields_set)),
+            None if extra is None else _content(extra),
+        )
+    raise _NoKey
+
+
+def inputs_key(inputs: Any) -> bytes | None:
+    """What `derive(inputs)` reads, as bytes (equal bytes: equal facts), or None."""
+    try:
+        return marshal.dumps(_content((inputs.server, inputs.model, inputs.platform, tuple(inputs.adapters), frozenset(inputs.given))))
+    except (_NoKey, ValueError, RecursionError):
+        return None
