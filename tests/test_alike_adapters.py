@@ -154,3 +154,20 @@ def test_alike_adapters_that_differ_in_who_they_are_get_their_own_problems(tmp_p
     fast = _outcome(FAST, **arguments)
     assert fast == _outcome(REFERENCE, **arguments)
     assert [(p["rule_id"], p["adapter"]) for p in fast[1]["problems"]] == [("adapter-dp-attention-unpinned", name) for name in ("a1", "a3", "a4")]
+
+
+def test_a_null_test_of_the_source_is_no_read_of_who_the_adapter_is():
+    """`adapter.source != null` reads the source whole, but tells only whether there is one:
+    such a rule is a content rule keyed by the parts of the source it reads."""
+    from inkling_compat.engine.rule_compile import CompiledRule
+    from inkling_compat.engine.rule_schema import Rule
+
+    def rule(when, condition):
+        data = load_rules()[0].rule.model_dump(by_alias=True, exclude_none=True)
+        data.update(variants=[], sglang_versions=None, after=[], when=when, condition=condition)
+        return CompiledRule(Rule.model_validate(data), "x.yaml")
+
+    tested = rule('adapter.form == "peft" && adapter.source != null', 'adapter.source.weights_format == "none"')
+    assert not alike.reads_identity(alike.gate_paths(tested))
+    for when, condition in (("adapter.source != null", "size(adapter.source) > 2"), ("true", "adapter.source == adapter.source"), ("null != adapter.source", "true")):
+        assert alike.reads_identity(alike.gate_paths(rule(when, condition)))

@@ -21,6 +21,7 @@ which never splits). Rendering a rule that fires uses the adapter's whole contex
 from __future__ import annotations
 
 import marshal
+import re
 from typing import Any, Callable
 
 from inkling_compat.engine.context import Contexts, _as_text, cel_context, prune
@@ -45,6 +46,25 @@ def reads_identity(paths: "set[tuple[str, ...]] | frozenset[tuple[str, ...]]") -
     return any(p[: len(i)] == i or i[: len(p)] == p for p in paths for i in IDENTITY)
 
 
+# `adapter.source` read whole, and that read compared with null: it tells only whether the
+# adapter has a source (the content key holds that: a pruned null is null, a source a map).
+_SOURCE = re.compile(r"\badapter\.source\b(?![\w.])")
+_NULL_TEST = re.compile(r"\s*[!=]=\s*null\b")
+
+
+def gate_paths(rule: Any) -> "set[tuple[str, ...]] | frozenset[tuple[str, ...]]":
+    """What the rule's `when` and `condition` read (CompiledRule `gate_paths`), without
+    `adapter.source` whole where each whole read of it is a null test (`adapter.source != null`):
+    the paths below it that the rule reads stay."""
+    paths = rule.gate_paths
+    if ("adapter", "source") not in paths:
+        return paths
+    text = f"{rule.rule.when}\n{rule.rule.condition}"
+    if all(_NULL_TEST.match(text, m.end()) for m in _SOURCE.finditer(text)):
+        return paths - {("adapter", "source")}
+    return paths
+
+
 class Split:
     """One adapter selection's rules in two lists (indices into `selection.rules`): identity
     rules and content rules, each for its `run` and `when_only` part, prepared; and the path
@@ -54,13 +74,14 @@ class Split:
 
     def __init__(self, selection: Selection, prepare: Callable[[tuple[Any, ...]], Any]):
         rules = selection.rules
-        ident = {i for i, c in enumerate(rules) if reads_identity(c.gate_paths)}
+        paths = [gate_paths(c) for c in rules]
+        ident = {i for i, read in enumerate(paths) if reads_identity(read)}
         self.ident_run = tuple(i for i in selection.run if i in ident)
         self.content_run = tuple(i for i in selection.run if i not in ident)
         self.ident_when = tuple(i for i in selection.when_only if i in ident)
         self.content_when = tuple(i for i in selection.when_only if i not in ident)
         self.programs = tuple(prepare(tuple(rules[i] for i in part)) if part else None for part in (self.ident_run, self.content_run, self.ident_when, self.content_when))
-        content_paths = {p for i in (*self.content_run, *self.content_when) for p in rules[i].gate_paths}
+        content_paths = {p for i in (*self.content_run, *self.content_when) for p in paths[i]}
         self.content_tree = path_tree({p for p in content_paths if p[0] in _OWN})
         self.ident_tree = path_tree({p for i in (*self.ident_run, *self.ident_when) for p in rules[i].gate_paths})
 

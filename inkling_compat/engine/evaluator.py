@@ -323,7 +323,8 @@ class _Remembered:
 class FastEvaluator:
     """The reference's results with the shortcuts and caches of the module's docstring."""
 
-    MAX_FACTS_KEY = 256 * 1024  # (a fleet's inputs past this are derived every time)
+    MAX_FACTS_KEY = 256 * 1024  # (inputs past this, or with more adapters, are derived every time:
+    MAX_FACTS_ADAPTERS = 16  # a fleet is rarely checked twice alike, and its key costs per adapter)
 
     def __init__(self) -> None:
         self._plans = _Kept(8)  # (rules, version) -> Plan
@@ -367,7 +368,7 @@ class FastEvaluator:
             return derive(inputs)
         from inkling_compat.engine.content import inputs_key
 
-        key = inputs_key(inputs)
+        key = inputs_key(inputs) if len(inputs.adapters) <= self.MAX_FACTS_ADAPTERS else None
         self._last = (inputs, key)
         if key is None or len(key) > self.MAX_FACTS_KEY:
             return derive(inputs)
