@@ -735,7 +735,7 @@ def read_fleet(
         entry = by_dir.get(directory)
         if entry is not None:
             name, path, pinned = entry.name, entry.path, entry.pinned
-        out.append(_read_entry(directory, folder_real, name, path, pinned))
+        out.append(_read_entry(directory, folder_real, name, path, pinned, None if folder_real is not None else _dir_real(directory, by_dir.folders)))
         if progress is not None:
             progress(index + 1, len(dirs))
     return out
@@ -784,14 +784,34 @@ def _unreadable(directory: str, name: str, path: str | None, pinned: bool, reaso
     )
 
 
+def _dir_real(directory: str, folders: dict[str, str]) -> str | None:
+    """`os.path.realpath(directory)` for a directory that is no symlink: the real path of the
+    folder it sits in (found once in `folders`) and its name, for one lstat instead of one per
+    component of the path. None (the caller resolves it) for anything else."""
+    head, name = os.path.split(directory)
+    if name in ("", ".", ".."):
+        return None
+    try:
+        if stat.S_ISLNK(os.lstat(directory).st_mode):
+            return None
+    except (OSError, ValueError):
+        return None
+    folder = folders.get(head)
+    if folder is None:
+        folder = folders[head] = os.path.realpath(head or os.curdir)
+    return os.path.join(folder, name)
+
+
 class LoraPathIndex:
     """The --lora-paths entries by the directory they name (its device and inode: the same
     folder whatever the path), built once per check on first use: looking each adapter up
-    in it costs one stat, whatever the number of entries."""
+    in it costs one stat, whatever the number of entries. It also holds the real paths of the
+    folders the check's adapter directories sit in (`folders`), found once per check."""
 
     def __init__(self, entries: list[LoraRef] | None):
         self.entries = entries or []
         self._index: dict[tuple[int, int], LoraRef] | None = None
+        self.folders: dict[str, str] = {}
 
     def get(self, directory: str) -> LoraRef | None:
         if not self.entries:
