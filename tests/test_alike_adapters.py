@@ -141,6 +141,16 @@ def test_identity_rules_are_those_that_read_who_an_adapter_is():
     assert not alike.reads_identity({("adapter", "source", "weights_format"), ("adapter_facts", "r"), ("facts", "sink")})
 
 
+def test_the_content_key_leaves_out_exactly_the_identity():
+    doc = {"name": "a", "path": "p", "pinned": True, "form": "peft", "source": {"directory": "d", "weights_format": "none"}}
+    facts = {"name": "a", "lora_id": "i", "r": 1}
+    kept_doc, kept_facts = alike._without_identity(doc, facts)
+    left_out = {("adapter", k) for k in doc if k not in kept_doc} | {("adapter", "source", k) for k in doc["source"] if k not in kept_doc["source"]}
+    left_out |= {("adapter_facts", k) for k in facts if k not in kept_facts}
+    assert left_out == set(alike.IDENTITY) - {("facts", "lora_paths")}  # (not in the view: each adapter's context gets its own)
+    assert doc["source"]["directory"] == "d" and kept_facts == {"r": 1}
+
+
 def test_alike_adapters_that_differ_in_who_they_are_get_their_own_problems(tmp_path):
     """Five adapters alike in content under DP attention, four of them --lora-paths entries,
     two of those pinned: an unpinned one (listed or not) cannot be served (sglang refuses it),

@@ -7,8 +7,9 @@ result for two adapters whose views agree on every path it reads (its result is 
 the variables it reads, and every other variable of an adapter's context is the same for all
 adapters of a check). So, per check, the second and later adapters' rules split in two:
 
-- the *content* rules run once per distinct content (the values at their paths, as marshal
-  writes them: types and order included), in the adapter's whole context;
+- the *content* rules run once per distinct content (the adapter's `adapter` and
+  `adapter_facts` without the identity values, as marshal writes them: types and order
+  included), in the adapter's whole context;
 - the *identity* rules run for every adapter, in a context that holds only what they read, so
   the per-adapter conversion into CEL (most of a fleet check's time) is small.
 
@@ -38,7 +39,6 @@ IDENTITY = (
     ("adapter_facts", "lora_id"),
     ("facts", "lora_paths"),
 )
-_OWN = ("adapter", "adapter_facts")
 
 
 def reads_identity(paths: "set[tuple[str, ...]] | frozenset[tuple[str, ...]]") -> bool:
@@ -47,7 +47,7 @@ def reads_identity(paths: "set[tuple[str, ...]] | frozenset[tuple[str, ...]]") -
 
 
 # `adapter.source` read whole, and that read compared with null: it tells only whether the
-# adapter has a source (the content key holds that: a pruned null is null, a source a map).
+# adapter has a source (the content key holds that: null, or the source without its folder).
 _SOURCE = re.compile(r"\badapter\.source\b(?![\w.])")
 _NULL_TEST = re.compile(r"\s*[!=]=\s*null\b")
 
@@ -68,9 +68,9 @@ def gate_paths(rule: Any) -> "set[tuple[str, ...]] | frozenset[tuple[str, ...]]"
 class Split:
     """One adapter selection's rules in two lists (indices into `selection.rules`): identity
     rules and content rules, each for its `run` and `when_only` part, prepared; and the path
-    trees of each (content: what keys a result; identity: what its context holds)."""
+    tree of what the identity rules read (what their context holds)."""
 
-    __slots__ = ("ident_run", "ident_when", "content_run", "content_when", "programs", "content_tree", "ident_tree")
+    __slots__ = ("ident_run", "ident_when", "content_run", "content_when", "programs", "ident_tree")
 
     def __init__(self, selection: Selection, prepare: Callable[[tuple[Any, ...]], Any]):
         rules = selection.rules
@@ -81,9 +81,20 @@ class Split:
         self.ident_when = tuple(i for i in selection.when_only if i in ident)
         self.content_when = tuple(i for i in selection.when_only if i not in ident)
         self.programs = tuple(prepare(tuple(rules[i] for i in part)) if part else None for part in (self.ident_run, self.content_run, self.ident_when, self.content_when))
-        content_paths = {p for i in (*self.content_run, *self.content_when) for p in paths[i]}
-        self.content_tree = path_tree({p for p in content_paths if p[0] in _OWN})
         self.ident_tree = path_tree({p for i in (*self.ident_run, *self.ident_when) for p in rules[i].gate_paths})
+
+
+def _without_identity(doc: Any, facts: Any) -> tuple[Any, Any]:
+    """The adapter's view (`adapter`, `adapter_facts`) without its identity values: it holds
+    every path a content rule reads (and maybe more: a key finer than needed only shares less)."""
+    if isinstance(doc, dict):
+        doc = {k: v for k, v in doc.items() if k not in ("name", "path", "pinned")}
+        source = doc.get("source")
+        if isinstance(source, dict) and "directory" in source:
+            doc["source"] = {k: v for k, v in source.items() if k != "directory"}
+    if isinstance(facts, dict):
+        facts = {k: v for k, v in facts.items() if k not in ("name", "lora_id")}
+    return doc, facts
 
 
 class AlikeAdapters:
@@ -104,8 +115,7 @@ class AlikeAdapters:
         doc, facts = self.contexts.view(index)
         key: Any = None
         try:
-            content = marshal.dumps((prune({"adapter": doc, "adapter_facts": facts}, split.content_tree),))
-            key = (selection, content)
+            key = (selection, marshal.dumps(_without_identity(doc, facts)))
         except ValueError:  # a value marshal cannot write: not shared
             pass
         found = self.seen.get(key) if key is not None else None
