@@ -138,7 +138,7 @@ def test_rule_examples_with_their_adapters_repeated(tmp_path):
 def test_identity_rules_are_those_that_read_who_an_adapter_is():
     assert alike.reads_identity({("adapter", "name")}) and alike.reads_identity({("adapter",)})
     assert alike.reads_identity({("adapter", "source")}) and alike.reads_identity({("facts", "lora_paths", "pinned")})
-    assert not alike.reads_identity({("adapter", "source", "weights_format"), ("adapter_facts", "r"), ("facts", "sink")})
+    assert not alike.reads_identity({("adapter", "source", "weights_format"), ("adapter_facts", "r"), ("facts", "sink"), ("adapter", "pinned")})
 
 
 def test_the_content_key_leaves_out_exactly_the_identity():
@@ -148,7 +148,7 @@ def test_the_content_key_leaves_out_exactly_the_identity():
     left_out = {("adapter", k) for k in doc if k not in kept_doc} | {("adapter", "source", k) for k in doc["source"] if k not in kept_doc["source"]}
     left_out |= {("adapter_facts", k) for k in facts if k not in kept_facts}
     assert left_out == set(alike.IDENTITY) - {("facts", "lora_paths")}  # (not in the view: each adapter's context gets its own)
-    assert doc["source"]["directory"] == "d" and kept_facts == {"r": 1}
+    assert doc["source"]["directory"] == "d" and kept_facts == {"r": 1} and kept_doc["pinned"] is True  # (a bool: content)
 
 
 def test_alike_adapters_that_differ_in_who_they_are_get_their_own_problems(tmp_path):
@@ -181,3 +181,44 @@ def test_a_null_test_of_the_source_is_no_read_of_who_the_adapter_is():
     assert not alike.reads_identity(alike.gate_paths(tested))
     for when, condition in (("adapter.source != null", "size(adapter.source) > 2"), ("true", "adapter.source == adapter.source"), ("null != adapter.source", "true")):
         assert alike.reads_identity(alike.gate_paths(rule(when, condition)))
+
+
+def _custom(when, condition, rule_id="custom-adapter-rule"):
+    from inkling_compat.engine.rule_compile import CompiledRule
+    from inkling_compat.engine.rule_schema import Rule
+
+    base = next(c for c in load_rules() if c.rule.scope == "adapter")
+    data = base.rule.model_dump(by_alias=True, exclude_none=True)
+    data.update(id=rule_id, variants=[], sglang_versions=None, after=[], when=when, condition=condition)
+    return CompiledRule(Rule.model_validate(data), "x.yaml")
+
+
+def test_the_entry_macro_is_no_read_of_who_the_adapter_is():
+    """`facts.lora_paths.exists(p, p.name == adapter.name)` reads the entries and the name only to
+    ask whether the adapter is an entry (a pinned one): the key holds the `pinned` of the entries
+    of its name. Any other read of either keeps the rule an identity rule."""
+    macro = 'adapter.form == "peft" && facts.lora_paths.exists(p, p.name == adapter.name)'
+    assert not alike.reads_identity(alike.gate_paths(_custom(macro, "!facts.lora_paths.exists(q, q.name == adapter.name && q.pinned)")))
+    for when, condition in (
+        (macro, 'adapter.name == "a"'),
+        (macro, "size(facts.lora_paths) > 1"),
+        ("true", "facts.lora_paths.exists(p, p.path == adapter.path)"),
+    ):
+        assert alike.reads_identity(alike.gate_paths(_custom(when, condition)))
+
+
+def test_a_rule_set_that_reads_every_entry_gets_the_reference_report(tmp_path):
+    """With an adapter rule that reads the whole --lora-paths list, each adapter's context holds
+    every entry (engine/plan.py `lora_paths_by_name` is false): the shared results stay each
+    adapter's own."""
+    import yaml
+
+    rules = (*load_rules(), _custom('adapter.form == "peft"', "size(facts.lora_paths) > 2 && facts.lora_paths.exists(p, p.name == adapter.name && !p.pinned)"))
+    dirs = [_adapter(tmp_path, f"a{i}") for i in range(6)]
+    entries = [{"lora_name": f"a{i}", "lora_path": d, "pinned": i in (0, 2)} for i, d in enumerate(dirs[:4])]
+    server = dict(yaml.safe_load((EXAMPLES / "serve.yaml").read_text()), lora_paths=entries, max_loras_per_batch=8, enable_dp_attention=True, tp_size=2, dp_size=2)
+    arguments = dict(config=server, adapter=dirs, model=str(EXAMPLES / "config.json"), rules=rules)
+    fast = _outcome(FAST, **arguments)
+    assert fast == _outcome(REFERENCE, **arguments)
+    assert [p["adapter"] for p in fast[1]["problems"] if p["rule_id"] == "custom-adapter-rule"] == ["a1", "a3"]
+    assert [p["adapter"] for p in fast[1]["problems"] if p["rule_id"] == "adapter-dp-attention-unpinned"] == ["a1", "a3", "a4", "a5"]

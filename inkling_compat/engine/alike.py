@@ -33,7 +33,6 @@ from inkling_compat.engine.plan import Plan, Selection, path_tree
 IDENTITY = (
     ("adapter", "name"),
     ("adapter", "path"),
-    ("adapter", "pinned"),
     ("adapter", "source", "directory"),
     ("adapter_facts", "name"),
     ("adapter_facts", "lora_id"),
@@ -52,16 +51,30 @@ _SOURCE = re.compile(r"\badapter\.source\b(?![\w.])")
 _NULL_TEST = re.compile(r"\s*[!=]=\s*null\b")
 
 
+# How adapter rules ask whether their adapter is a --lora-paths entry (a pinned one): the only
+# reads of the entries and of the adapter's name that such a rule may hold to be a content rule
+# (the content key then holds the `pinned` of each entry of the adapter's name).
+_NAMED_ENTRY = re.compile(r"facts\.lora_paths\.exists\((\w+), \1\.name == adapter\.name(?: && \1\.pinned)?\)")
+_LORA_PATHS = re.compile(r"facts\.lora_paths\b")
+_NAME = re.compile(r"\badapter\.name\b")
+
+
 def gate_paths(rule: Any) -> "set[tuple[str, ...]] | frozenset[tuple[str, ...]]":
-    """What the rule's `when` and `condition` read (CompiledRule `gate_paths`), without
-    `adapter.source` whole where each whole read of it is a null test (`adapter.source != null`):
-    the paths below it that the rule reads stay."""
+    """What the rule's `when` and `condition` read (CompiledRule `gate_paths`), less what the
+    content key stands for:
+
+    - `adapter.source` whole where each whole read of it is a null test (`adapter.source !=
+      null`): the paths below it that the rule reads stay;
+    - `adapter.name` and `facts.lora_paths` where each read of them is
+      `facts.lora_paths.exists(p, p.name == adapter.name)` (or `... && p.pinned`): its value is
+      that of the same macro over the entries of the adapter's name, true where there is one
+      (a pinned one), which the key holds."""
     paths = rule.gate_paths
-    if ("adapter", "source") not in paths:
-        return paths
     text = f"{rule.rule.when}\n{rule.rule.condition}"
-    if all(_NULL_TEST.match(text, m.end()) for m in _SOURCE.finditer(text)):
-        return paths - {("adapter", "source")}
+    if ("adapter", "source") in paths and all(_NULL_TEST.match(text, m.end()) for m in _SOURCE.finditer(text)):
+        paths = paths - {("adapter", "source")}
+    if ("facts", "lora_paths") in paths and len(_LORA_PATHS.findall(text)) == len(_NAMED_ENTRY.findall(text)) == len(_NAME.findall(text)):
+        paths = paths - {("facts", "lora_paths"), ("adapter", "name")}
     return paths
 
 
@@ -88,7 +101,7 @@ def _without_identity(doc: Any, facts: Any) -> tuple[Any, Any]:
     """The adapter's view (`adapter`, `adapter_facts`) without its identity values: it holds
     every path a content rule reads (and maybe more: a key finer than needed only shares less)."""
     if isinstance(doc, dict):
-        doc = {k: v for k, v in doc.items() if k not in ("name", "path", "pinned")}
+        doc = {k: v for k, v in doc.items() if k not in ("name", "path")}
         source = doc.get("source")
         if isinstance(source, dict) and "directory" in source:
             doc["source"] = {k: v for k, v in source.items() if k != "directory"}
@@ -114,10 +127,13 @@ class AlikeAdapters:
         split = self.split(selection)
         doc, facts = self.contexts.view(index)
         key: Any = None
-        try:
-            key = (selection, marshal.dumps(_without_identity(doc, facts)))
-        except ValueError:  # a value marshal cannot write: not shared
-            pass
+        name = doc.get("name") if isinstance(doc, dict) else None
+        if isinstance(name, str):  # (the entries of its name: what `_NAMED_ENTRY` reads)
+            entries = tuple(e.get("pinned") if isinstance(e, dict) else e for e in self.contexts.entries_named(name))
+            try:
+                key = (selection, marshal.dumps((_without_identity(doc, facts), entries)))
+            except ValueError:  # a value marshal cannot write: not shared
+                pass
         found = self.seen.get(key) if key is not None else None
         hits: list[Any] = [False] * len(selection.rules)
         applies: list[Any] = [None] * len(selection.rules)

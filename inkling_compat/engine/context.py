@@ -206,6 +206,7 @@ class Contexts:
         self.per_adapter: Any = None
         self._entries_by_name: dict[Any, list[Any]] | None = None
         self._adapter_base: dict[str, Any] = {}
+        self._entries_of_all: dict[Any, list[Any]] | None = None
         if len(self.adapter_views) > 1:
             variables = self._adapter_base = self._variables(plan.adapter_global_tree, lists)
             facts_variable = variables.get("facts")
@@ -301,6 +302,19 @@ class Contexts:
         """The variables of the second and later adapters' context that are the same for all
         (what adapter rules read besides the adapter)."""
         return self._adapter_base
+
+    def entries_named(self, name: str) -> list[Any]:
+        """The --lora-paths entries (`facts.lora_paths` as the adapter rules see it) whose
+        `name` is `name`."""
+        if self._entries_by_name is not None:
+            return self._entries_by_name.get(name, [])
+        if self._entries_of_all is None:  # (every adapter's context holds every entry: indexed once)
+            facts_variable = self._adapter_base.get("facts")
+            entries = facts_variable.get("lora_paths") if isinstance(facts_variable, dict) else None
+            self._entries_of_all = {}
+            for entry in entries if isinstance(entries, list) else ():
+                self._entries_of_all.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
+        return self._entries_of_all.get(name, [])
 
     def adapter_update(self, index: int) -> dict[str, Any]:
         """What adapter `index`'s context sets over `adapter_base()`: `adapter`, `adapter_facts`
