@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from inkling_compat.inputs.models import TensorTable
 
-_PLAIN = (str, int, bool, float, type(None))
+_PLAIN = frozenset({str, int, bool, float, type(None)})
 
 
 class _NoKey(Exception):
@@ -28,10 +28,11 @@ def _content(value: Any) -> Any:
     kind = type(value)
     if kind in _PLAIN:
         return value
+    plain = _PLAIN
     if kind is list or kind is tuple:
-        return (kind.__name__, tuple(_content(v) for v in value))
+        return (kind.__name__, tuple([v if type(v) in plain else _content(v) for v in value]))
     if kind is dict:
-        return ("dict", tuple((_content(k), _content(v)) for k, v in value.items()))
+        return ("dict", tuple([(k if type(k) in plain else _content(k), v if type(v) in plain else _content(v)) for k, v in value.items()]))
     if kind is frozenset or kind is set:
         return (kind.__name__, tuple(sorted(map(repr, value))))
     if isinstance(value, TensorTable):
@@ -43,7 +44,7 @@ def _content(value: Any) -> Any:
         return (
             kind.__module__,
             kind.__qualname__,
-            tuple((k, _content(v)) for k, v in value.__dict__.items()),
+            tuple([(k, v if type(v) in plain else _content(v)) for k, v in value.__dict__.items()]),
             tuple(sorted(value.model_fields_set)),
             None if extra is None else _content(extra),
         )

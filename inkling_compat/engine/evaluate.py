@@ -243,7 +243,7 @@ def apply_after(
     many were reached: a rule listed after one that fired (`after`) is not reached, as sglang
     stops at the first raise; after a rule that `stops` (or the global one named by `stopped`)
     no rule of sglang's is reached. `scope_fired` (the ids fired so far) gains those that fire."""
-    if stopped is None and all(hit is False for hit in hits):
+    if stopped is None and not any(hits):  # (each hit is True, False or an error, which is true)
         # Nothing fires here (the usual case): each rule's code is its block's (the loop
         # below, written out per rule once per plan), but for a rule whose `after` fired
         # before (in the global scope, for an adapter's rules), which is not reached. (The
