@@ -3,19 +3,17 @@ alone (the facts: `derive` reads nothing else), so the fast evaluator derives on
 distinct input (engine/evaluator.py).
 
 A pydantic model is its class, its fields' values, the fields it was given (`model_fields_set`:
-the facts read it) and its extra keys; a tensor table is its (name, shape, dtype) list; other
-values are what marshal writes (types kept: 1, 1.0 and True differ). Anything else (an object
-marshal cannot write, a model with private state) has no key: nothing is kept for it.
+the facts read it) and its extra keys (told by its attributes: this module imports no pydantic);
+a dataclass its class and fields; a tensor table its (name, shape, dtype) list; other values
+what marshal writes (types kept: 1, 1.0 and True differ). Anything else (an object marshal
+cannot write, a model with private state) has no key: nothing is kept for it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import marshal
 from typing import Any
-
-from pydantic import BaseModel
-
-from inkling_compat.inputs.models import TensorTable
 
 _PLAIN = frozenset({str, int, bool, float, type(None)})
 
@@ -35,9 +33,10 @@ def _content(value: Any) -> Any:
         return ("dict", tuple([(k if type(k) in plain else _content(k), v if type(v) in plain else _content(v)) for k, v in value.items()]))
     if kind is frozenset or kind is set:
         return (kind.__name__, tuple(sorted(map(repr, value))))
-    if isinstance(value, TensorTable):
-        return ("TensorTable", value.content)
-    if isinstance(value, BaseModel):
+    if kind.__name__ == "TensorTable" and kind.__module__ == "inkling_compat.inputs.models":
+        return ("TensorTable", value.content)  # (its (name, shape, dtype) list, built once per table)
+    fields_set = getattr(value, "__pydantic_fields_set__", None)
+    if fields_set is not None:  # a pydantic model (told without importing pydantic)
         if getattr(value, "__pydantic_private__", None):
             raise _NoKey
         extra = value.__pydantic_extra__
@@ -45,9 +44,11 @@ def _content(value: Any) -> Any:
             kind.__module__,
             kind.__qualname__,
             tuple([(k, v if type(v) in plain else _content(v)) for k, v in value.__dict__.items()]),
-            tuple(sorted(value.model_fields_set)),
+            tuple(sorted(fields_set)),
             None if extra is None else _content(extra),
         )
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (kind.__module__, kind.__qualname__, tuple([_content(getattr(value, f.name)) for f in dataclasses.fields(value)]))
     raise _NoKey
 
 
