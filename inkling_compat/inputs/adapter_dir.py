@@ -533,13 +533,14 @@ def read_adapter_dir(
     path: str | None = None,
     pinned: bool = False,
     _root_real: str | None = None,
+    _is_dir: bool = False,
 ) -> PeftManifest:
     """The manifest of a PEFT adapter directory (see the module doc). Never raises for the
     directory's content; raises `InputError` only if `directory` is not a directory."""
     directory = os.fspath(directory)
     display = as_text(path if path is not None else directory)
     adapter_name = as_text(name if name is not None else (os.path.basename(os.path.normpath(directory)) or directory))
-    if not os.path.isdir(directory):
+    if not _is_dir and not os.path.isdir(directory):  # (`_is_dir`: the caller has just found it one)
         raise InputError(directory, "(adapter)", "not a directory")
     root_real = _root_real if _root_real is not None else os.path.realpath(directory)
     source: dict[str, Any] = {"directory": directory, "weights_format": "none", "weights_files": []}
@@ -762,7 +763,7 @@ def _read_entry(directory: str, folder_real: str | None, name: str | None, path:
     if reason is not None:
         return _unreadable(directory, name or label, path, pinned, reason, ".")
     try:
-        return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real)
+        return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real, _is_dir=True)
     except (InputError, KeyboardInterrupt):
         raise
     except Exception as exc:  # a defect of this reader: still only this adapter's problem
