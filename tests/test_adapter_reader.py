@@ -378,3 +378,23 @@ def test_parse_header_rejects_with_reasons():
 
 def test_example_shapes_are_the_model_shapes():
     assert sink_shapes(r=16)[f"{PREFIX.format(layer=0)}.gate_up_proj.lora_B.weight"] == [N * 2 * I, 16]
+
+
+def test_a_directory_s_real_path_found_from_its_folder_s(tmp_path, monkeypatch):
+    """read_fleet resolves a folder's real path once per check (LoraPathIndex.folders): an
+    adapter directory that is no symlink gets realpath()'s answer; a symlink, or a path ending
+    in `/`, `.` or `..`, is left to realpath itself (None)."""
+    import os
+
+    from inkling_compat.inputs.adapter_dir import _dir_real
+
+    real = tmp_path / "real"
+    (real / "a").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    (real / "b").symlink_to(real / "a", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    folders: dict[str, str] = {}
+    for path in (str(real / "a"), "real/a", "link/a", "./link/a", str(tmp_path / "link" / "a")):
+        assert _dir_real(path, folders) == os.path.realpath(path)
+    for path in ("real/b", "real/a/", "real/a/.", "real/a/..", "real/missing"):
+        assert _dir_real(path, folders) is None

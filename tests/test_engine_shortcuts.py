@@ -167,6 +167,56 @@ def test_the_fast_evaluator_keeps_plans_selections_and_prepared_rules_the_refere
     assert fast.plan(RULES, SGLANG_DEFAULT_VERSION) is not plan
 
 
+def test_results_are_kept_only_with_a_kept_context(monkeypatch):
+    """A prepared rule list's results are kept with a kept context (whose variables never change):
+    the second run returns equal lists without running a program; in any other context (one
+    that is updated, or built with the caches off) every run evaluates again."""
+    monkeypatch.delenv("INKLING_COMPAT_NO_CACHE", raising=False)
+    fast = FastEvaluator()
+    selection = fast.selection(PLAN, "global", ())
+    prepared = fast.prepared(PLAN, (selection,), "run")
+    args = example_arguments({})
+    inputs = load_inputs(args["config"], args["adapter"], model=args["model"], platform=args["platform"])
+    built = []
+    kept = Contexts(inputs, derive(inputs), PLAN, build=lambda v: built.append(v) or fast.context(v)).shared
+    (variables,) = built
+    first = prepared.run(kept)
+    assert first == REFERENCE.prepare(selection.run_rules).run(kept) and all(hit is True or hit is False for hit in first[0])
+    calls = []
+    real = prepared.prepared
+
+    class Spy:
+        def run(self, ctx):
+            calls.append(ctx)
+            return real.run(ctx)
+
+    monkeypatch.setattr(prepared, "prepared", Spy())
+    again = prepared.run(kept)
+    assert again == first and again[0] is not first[0] and calls == []  # (a copy, nothing run)
+    plain = cel.Context()
+    plain.update(variables)
+    prepared.run(plain)
+    assert calls == [plain]
+    monkeypatch.setenv("INKLING_COMPAT_NO_CACHE", "1")
+    prepared.run(fast.context(variables))
+    assert len(calls) == 2
+    fast.clear()
+    assert fast.contexts.results(kept) is None
+
+
+def test_a_result_holding_an_error_is_not_kept(monkeypatch):
+    monkeypatch.delenv("INKLING_COMPAT_NO_CACHE", raising=False)
+    fast = FastEvaluator()
+    rule = CompiledRule(_rule(when="true", condition="1"), "x.yaml")  # an error in CEL (`true && 1`)
+    store = fast.contexts
+    from inkling_compat.engine.evaluator import _Remembered
+
+    prepared = _Remembered(fast.prepare((rule,)), store)
+    ctx = fast.context({"x": 1})
+    assert isinstance(prepared.run(ctx)[0][0], RuleEvaluationError)
+    assert store.results(ctx) == {}
+
+
 def test_a_check_after_another_of_other_inputs_gets_its_own_result():
     """The context kept for one input is never the context of another."""
     slots = {"config": {"lora_backend": "csgmv", "max_loras_per_batch": 4}}
@@ -209,3 +259,28 @@ def test_the_quiet_codes_are_the_rule_by_rule_codes():
                 assert [f if app is False else other for f, other in quiet] == [_code(app, b) for b in blocks]
             kinds.update((reason is not None, untrusted) for reason, untrusted, _ in blocks)
     assert {(False, False), (True, False), (True, True)} <= kinds  # checked, not checked, and an untrusted false `when`
+
+
+def test_rules_after_one_that_fired_are_not_reached_when_nothing_else_fires():
+    """apply_after's short way (no rule of the scope fires) against the rule-by-rule codes, with
+    every rule that names another in `after` behind a rule that fired (an adapter's rules after
+    a global one, the rules after an adapter rule)."""
+    from inkling_compat.engine import coverage
+    from inkling_compat.engine.evaluate import apply_after
+
+    gated = 0
+    for scope in ("global", "adapter"):
+        selection = FAST.selection(PLAN, scope, ())
+        fired = {a for c in selection.rules for a in c.rule.after}
+        for app in (True, False, None):
+            applies = [app] * len(selection.rules)
+            codes, firing, reached = apply_after(selection, [False] * len(selection.rules), applies, set(fired))
+            expected = []
+            for c, block in zip(selection.rules, selection.blocks):
+                if block[0] == coverage.NOT_APPLICABLE or not (set(c.rule.after) & fired):
+                    expected.append(_code(app, block))
+                else:
+                    expected.append(f"not reached: {next(a for a in c.rule.after if a in fired)} comes first")
+                    gated += 1
+            assert (codes, firing) == (expected, []) and reached == len(selection.rules) - sum(x.startswith("not reached") for x in expected)
+    assert gated

@@ -187,6 +187,7 @@ class Contexts:
         """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
         keeps built contexts; the reference, like the default here, builds each one)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
+        self.facts = facts
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
         self._facts_tree = plan.adapter_tree.get("adapter_facts", _WHOLE)
         lists: dict[str, list[Any]] = {}
@@ -204,8 +205,10 @@ class Contexts:
         # (`shared` may be a kept context, shared with other checks: it is never updated.)
         self.per_adapter: Any = None
         self._entries_by_name: dict[Any, list[Any]] | None = None
+        self._adapter_base: dict[str, Any] = {}
+        self._entries_of_all: dict[Any, list[Any]] | None = None
         if len(self.adapter_views) > 1:
-            variables = self._variables(plan.adapter_global_tree, lists)
+            variables = self._adapter_base = self._variables(plan.adapter_global_tree, lists)
             facts_variable = variables.get("facts")
             if plan.lora_paths_by_name and isinstance(facts_variable, dict) and isinstance(facts_variable.get("lora_paths"), list):
                 # Each adapter's context gets the entries of its own name only (engine/plan.py
@@ -287,17 +290,49 @@ class Contexts:
 
         return read
 
-    def for_adapter(self, index: int) -> Any:
-        """The context in which adapter `index`'s rules run (after `index - 1`'s)."""
-        if index <= 0:
-            return self.shared
+    def view(self, index: int) -> tuple[Any, Any]:
+        """Adapter `index`'s `adapter` and `adapter_facts` as its context holds them (kept until
+        `for_adapter(index)` or `drop_view(index)`)."""
+        return self._view(index)
+
+    def drop_view(self, index: int) -> None:
+        self.adapter_views[index] = None
+
+    def adapter_base(self) -> dict[str, Any]:
+        """The variables of the second and later adapters' context that are the same for all
+        (what adapter rules read besides the adapter)."""
+        return self._adapter_base
+
+    def entries_named(self, name: str) -> list[Any]:
+        """The --lora-paths entries (`facts.lora_paths` as the adapter rules see it) whose
+        `name` is `name`."""
+        if self._entries_by_name is not None:
+            return self._entries_by_name.get(name, [])
+        if self._entries_of_all is None:  # (every adapter's context holds every entry: indexed once)
+            facts_variable = self._adapter_base.get("facts")
+            entries = facts_variable.get("lora_paths") if isinstance(facts_variable, dict) else None
+            self._entries_of_all = {}
+            for entry in entries if isinstance(entries, list) else ():
+                self._entries_of_all.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
+        return self._entries_of_all.get(name, [])
+
+    def adapter_update(self, index: int) -> dict[str, Any]:
+        """What adapter `index`'s context sets over `adapter_base()`: `adapter`, `adapter_facts`
+        and, where each adapter gets its own --lora-paths entries, `facts`."""
         doc, af = self._view(index)
-        self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
         update = {"adapter": doc, "adapter_facts": af}
         if self._entries_by_name is not None:
             name = doc.get("name") if isinstance(doc, dict) else None
             own = self._entries_by_name.get(name, []) if isinstance(name, str) else None
             update["facts"] = dict(self._facts_without_entries, lora_paths=own if own is not None else [e for es in self._entries_by_name.values() for e in es])
+        return update
+
+    def for_adapter(self, index: int) -> Any:
+        """The context in which adapter `index`'s rules run (after `index - 1`'s)."""
+        if index <= 0:
+            return self.shared
+        update = self.adapter_update(index)
+        self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
         try:
             self.per_adapter.update(update)
         except ValueError:  # a name that is not UTF-8 (see cel_context)

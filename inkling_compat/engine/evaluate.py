@@ -22,7 +22,6 @@ from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.engine.rule_record import STAGES
 from inkling_compat.errors import InputError, RuleEvaluationError
-from inkling_compat.facts.derive import derive
 from inkling_compat.facts.inputs import Inputs, load_inputs
 from inkling_compat.facts.types import Facts
 from inkling_compat.inputs import argument_table
@@ -117,11 +116,11 @@ def evaluate(
 
 def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_version: str, rules: Iterable[CompiledRule] | None, evaluator: Evaluator) -> Checked:
     inputs = load_inputs(config, adapter, model=model, platform=platform)
-    facts = derive(inputs)
+    facts = evaluator.derive(inputs)
     plan = evaluator.plan(tuple(rules) if rules is not None else load_rules(), sglang_version)
     missing = coverage.global_missing(facts, inputs.unknown_values, any(note.startswith("--model-path ") for note in inputs.not_read))
     per_adapter = [missing + coverage.adapter_missing(m, a.form) for m, a in zip(inputs.adapters, facts.adapters)]
-    contexts = Contexts(inputs, facts, plan, build=evaluator.context)
+    contexts = evaluator.contexts_of(inputs, facts, plan)
     fired, evaluated, tally = run_rules(plan, contexts, [a.name for a in facts.adapters], [missing, *per_adapter], evaluator)
     report = build_report(inputs, facts, fired, evaluated, sglang_version, tally)
     if report.problems:  # what Report.fixes() plans from (inkling_compat/engine/fixes.py)
@@ -169,9 +168,21 @@ def run_rules(
     stopped: str | None = None  # the global rule where sglang exits (a rule's `stops`)
     # The global scope with the first adapter riding along: one evaluation in one context.
     first = _evaluate_selected(plan, evaluator, tuple(scopes[:2]), contexts.shared)
+    alike = None
+    if len(scopes) > 3 and evaluator.split(plan, scopes[2]) is not None:  # (engine/alike.py: from the second adapter on)
+        from inkling_compat.engine.alike import AlikeAdapters
+
+        alike = AlikeAdapters(plan, contexts, lambda s: evaluator.split(plan, s))
     for index, selection in enumerate(scopes):
-        ctx = contexts.for_adapter(index - 1)
-        outcome = first[index] if index < len(first) else _evaluate_selected(plan, evaluator, (selection,), ctx)[0]
+        ctx: Any = None
+        if index < len(first):
+            ctx, outcome = contexts.shared, first[index]
+        elif alike is not None:
+            *outcome, whole = alike.outcome(selection, index - 1)
+            ctx = contexts.per_adapter if whole else None
+        else:
+            ctx = contexts.for_adapter(index - 1)
+            outcome = _evaluate_selected(plan, evaluator, (selection,), ctx)[0]
         name = names[index - 1] if index else None
         try:
             codes, firing, reached = apply_after(selection, *outcome, global_fired if index == 0 else set(global_fired), stopped)
@@ -181,6 +192,8 @@ def run_rules(
             stopped = next((selection.rules[i].rule.id for i in firing if selection.rules[i].rule.stops), None)
         evaluated += reached
         if firing:
+            if ctx is None:  # (the adapter's whole context, for its messages)
+                ctx = contexts.for_adapter(index - 1)
             exact = contexts.exact_reader(index - 1)
             fired += [_fired(selection.rules[i], ctx, index - 1, name, exact) for i in firing]
         tally.record(index, codes)
@@ -230,10 +243,26 @@ def apply_after(
     many were reached: a rule listed after one that fired (`after`) is not reached, as sglang
     stops at the first raise; after a rule that `stops` (or the global one named by `stopped`)
     no rule of sglang's is reached. `scope_fired` (the ids fired so far) gains those that fire."""
-    if not scope_fired and stopped is None and all(hit is False for hit in hits):
-        # Nothing fired (the usual case): no rule is gated by `after`, each one's code is
-        # its block's (the loop below, written out per rule once per plan).
-        return [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)], [], len(hits)
+    if stopped is None and not any(hits):  # (each hit is True, False or an error, which is true)
+        # Nothing fires here (the usual case): each rule's code is its block's (the loop
+        # below, written out per rule once per plan), but for a rule whose `after` fired
+        # before (in the global scope, for an adapter's rules), which is not reached. (The
+        # same `applies` and fired rules give the same codes: a fleet's adapters mostly do.)
+        key = (tuple(applies), frozenset(scope_fired))
+        found = selection.codes.get(key)
+        if found is None:
+            codes = [f if app is False else other for app, (f, other) in zip(applies, selection.quiet)]
+            reached = len(hits)
+            if scope_fired:
+                for index in selection.gated:
+                    after = selection.rules[index].rule.after
+                    if not scope_fired.isdisjoint(after):
+                        codes[index] = f"not reached: {next(a for a in after if a in scope_fired)} comes first"
+                        reached -= 1
+            found = (tuple(codes), reached)
+            if len(selection.codes) < 256:
+                selection.codes[key] = found
+        return list(found[0]), [], found[1]
     codes: list[str] = []
     firing: list[int] = []
     reached = 0

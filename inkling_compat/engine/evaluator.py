@@ -22,8 +22,14 @@ tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) 
   once (engine/guards.py): where a guard is false, so is every `(when) && (condition)` of
   its group, and their programs are not run; where it is true, a rule's condition runs
   alone (`true && x` is `x` for a bool `x`; anything else is what the joined program says);
+- in a check of three or more adapters, the adapter rules that read nothing of who an adapter
+  is run once per distinct content, the others in a context of what they read (engine/alike.py);
+- the facts of inputs of equal content (engine/content.py) are derived once;
+- the contexts of a check of at most one adapter are kept with them (its variables are built
+  from those inputs alone);
 - a built context is kept for inputs whose variables are equal (`_ContextStore`), so a
-  repeated check of the same inputs converts nothing into CEL.
+  repeated check of the same inputs converts nothing into CEL, and with it what each prepared
+  rule list gave in it (`_Remembered`): the same inputs run each rule once per process.
 
 A cache only ever hands back what the reference would compute for the same key: none of them
 decides an outcome. INKLING_COMPAT_NO_CACHE=1 turns the kept contexts off, like the input
@@ -37,7 +43,7 @@ import os
 from typing import Any, Protocol
 
 from inkling_compat.engine import cel
-from inkling_compat.engine.context import cel_context
+from inkling_compat.engine.context import Contexts, cel_context
 from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rule_compile import CompiledRule
@@ -62,6 +68,12 @@ class Evaluator(Protocol):
     def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared: ...
 
     def context(self, variables: dict[str, Any]) -> Any: ...
+
+    def split(self, plan: Plan, selection: Selection) -> Any: ...
+
+    def derive(self, inputs: Any) -> Any: ...
+
+    def contexts_of(self, inputs: Any, facts: Any, plan: Plan) -> Any: ...
 
 
 def part_rules(selections: tuple[Selection, ...], part: str) -> tuple[CompiledRule, ...]:
@@ -121,6 +133,21 @@ class ReferenceEvaluator:
 
     def context(self, variables: dict[str, Any]) -> Any:
         return cel_context(variables)
+
+    def split(self, plan: Plan, selection: Selection) -> Any:
+        """None: every adapter's rules run in its whole context (engine/alike.py is the fast
+        evaluator's)."""
+        return None
+
+    def derive(self, inputs: Any) -> Any:
+        """The facts of `inputs` (facts/derive.py), derived afresh."""
+        from inkling_compat.facts.derive import derive
+
+        return derive(inputs)
+
+    def contexts_of(self, inputs: Any, facts: Any, plan: Plan) -> Any:
+        """The check's CEL contexts (engine/context.py), built afresh."""
+        return Contexts(inputs, facts, plan, build=self.context)
 
 
 class _Guarded:
@@ -220,13 +247,18 @@ class _ContextStore:
     environment CEL builds on a context's first evaluation: a large part of a check of the
     bundled examples (docs/performance.md). A kept context is only ever executed, never
     updated (`Contexts.per_adapter`, the one that is updated, is built fresh). Bounded in
-    count and key size."""
+    count and key size.
+
+    Each kept context also keeps what prepared rules gave in it (`results`): CEL programs are
+    pure functions of the context's variables, and a kept context's variables never change, so
+    a rule set runs once per distinct input, not once per check of it."""
 
     MAX_ENTRIES = 32
     MAX_KEY = 64 * 1024
 
     def __init__(self) -> None:
         self.built = _Kept(self.MAX_ENTRIES)
+        self._results: dict[int, tuple[Any, dict[Any, Any]]] = {}  # id(kept context) -> (it, results by prepared)
 
     def context(self, variables: dict[str, Any]) -> Any:
         if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
@@ -238,17 +270,71 @@ class _ContextStore:
         if len(key) > self.MAX_KEY:
             return cel_context(variables)
         ctx = self.built.get(key)
-        return ctx if ctx is not None else self.built.put(key, cel_context(variables))
+        if ctx is None:
+            if len(self.built.entries) >= self.built.size:  # (the oldest goes, and what it kept)
+                self._results.pop(id(self.built.entries[next(iter(self.built.entries))]), None)
+            ctx = self.built.put(key, cel_context(variables))
+            self._results[id(ctx)] = (ctx, {})
+        return ctx
+
+    def results(self, ctx: Any) -> dict[Any, Any] | None:
+        """What was computed in `ctx` if it is a kept context (its variables never change), else
+        None. (The entry holds the context itself, so its id is not reused while it is here.)"""
+        entry = self._results.get(id(ctx))
+        return entry[1] if entry is not None and entry[0] is ctx else None
+
+    def clear(self) -> None:
+        self.built.clear()
+        self._results.clear()
+
+
+class _Remembered:
+    """A prepared rule list whose results in a kept context (`_ContextStore.results`) are kept
+    with that context: the same lists of the same values (copies), computed once. A result
+    holding an error is not kept (it is computed again, as the reference would)."""
+
+    __slots__ = ("prepared", "store")
+
+    def __init__(self, prepared: Any, store: _ContextStore):
+        self.prepared, self.store = prepared, store
+
+    def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
+        kept = self.store.results(ctx)
+        if kept is None:
+            return self.prepared.run(ctx)
+        found = kept.get((self, "run"))
+        if found is None:
+            found = self.prepared.run(ctx)
+            if any(isinstance(hit, Exception) for hit in found[0]):
+                return found
+            kept[(self, "run")] = found
+        return list(found[0]), list(found[1])
+
+    def applies(self, ctx: Any) -> list[Any]:
+        kept = self.store.results(ctx)
+        if kept is None:
+            return self.prepared.applies(ctx)
+        found = kept.get((self, "applies"))
+        if found is None:
+            found = kept[(self, "applies")] = self.prepared.applies(ctx)
+        return list(found)
 
 
 class FastEvaluator:
     """The reference's results with the shortcuts and caches of the module's docstring."""
+
+    MAX_FACTS_KEY = 256 * 1024  # (inputs past this, or with more adapters, are derived every time:
+    MAX_FACTS_ADAPTERS = 16  # a fleet is rarely checked twice alike, and its key costs per adapter)
 
     def __init__(self) -> None:
         self._plans = _Kept(8)  # (rules, version) -> Plan
         self._selections = _Kept(64)  # (plan, scope, missing) -> Selection: a handful of distinct `missing`
         self._prepared = _Kept(64)  # (plan, part, selections) -> _Guarded
         self._conjuncts = _Kept(4096)  # a guard conjunct's text -> its program (a fixed set per rule set)
+        self._splits = _Kept(64)  # (plan, adapter selection) -> engine/alike.Split
+        self._facts = _Kept(16)  # the inputs' content (engine/content.py) -> their facts
+        self._contexts = _Kept(16)  # (plan, the inputs' content, their `input`) -> Contexts of a check of at most one adapter
+        self._last: tuple[Any, Any] = (None, None)  # the inputs last derived, and their content key
         self.contexts = _ContextStore()
 
     def plan(self, rules: tuple[CompiledRule, ...], version: str) -> Plan:
@@ -267,10 +353,52 @@ class FastEvaluator:
     def prepared(self, plan: Plan, selections: tuple[Selection, ...], part: str) -> Prepared:
         key = (plan, part, selections)
         found = self._prepared.get(key)
-        return found if found is not None else self._prepared.put(key, self.prepare(part_rules(selections, part)))
+        return found if found is not None else self._prepared.put(key, _Remembered(self.prepare(part_rules(selections, part)), self.contexts))
 
     def context(self, variables: dict[str, Any]) -> Any:
         return self.contexts.context(variables)
+
+    def derive(self, inputs: Any) -> Any:
+        """The facts of `inputs`, derived once per distinct content (engine/content.py: the
+        exact content of everything `derive` reads). The facts are frozen records, shared by
+        the checks of equal inputs (read them, never change them)."""
+        from inkling_compat.facts.derive import derive
+
+        if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
+            return derive(inputs)
+        from inkling_compat.engine.content import inputs_key
+
+        key = inputs_key(inputs) if len(inputs.adapters) <= self.MAX_FACTS_ADAPTERS else None
+        self._last = (inputs, key)
+        if key is None or len(key) > self.MAX_FACTS_KEY:
+            return derive(inputs)
+        found = self._facts.get(key)
+        return found if found is not None else self._facts.put(key, derive(inputs))
+
+    def contexts_of(self, inputs: Any, facts: Any, plan: Plan) -> Any:
+        """The check's CEL contexts; for a check of at most one adapter, those of an earlier
+        check of inputs of equal content (engine/content.py) and the same rules' `input`
+        (unknown keys, refusals, parse warnings): its variables are built from those alone
+        (the facts too), so they are equal, and so is what each rule gives in them."""
+        last_inputs, key = self._last
+        if last_inputs is not inputs or key is None or len(inputs.adapters) > 1 or os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
+            return Contexts(inputs, facts, plan, build=self.context)
+        try:
+            key = (plan, key, marshal.dumps(inputs.input_variable()))
+        except ValueError:
+            return Contexts(inputs, facts, plan, build=self.context)
+        found = self._contexts.get(key)
+        if found is not None and found.facts is facts:  # (the same facts: derived from the same content)
+            return found
+        return self._contexts.put(key, Contexts(inputs, facts, plan, build=self.context))
+
+    def split(self, plan: Plan, selection: Selection) -> Any:
+        """An adapter selection's rules split into identity and content rules (engine/alike.py)."""
+        from inkling_compat.engine.alike import Split
+
+        key = (plan, selection)
+        found = self._splits.get(key)
+        return found if found is not None else self._splits.put(key, Split(selection, self.prepare))
 
     def _compile(self, expression: str) -> Any:
         program = self._conjuncts.get(expression)
@@ -278,8 +406,9 @@ class FastEvaluator:
 
     def clear(self) -> None:
         """Forget everything kept (benchmarks; long-running processes)."""
-        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self.contexts.built):
+        for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self._splits, self._facts, self._contexts, self.contexts):
             kept.clear()
+        self._last = (None, None)
 
 
 REFERENCE = ReferenceEvaluator()

@@ -125,9 +125,11 @@ class Selection:
     - `absent`: in a check without adapters, the rules whose `when` runs to tell *not
       applicable* (every rule but those not applicable to the model: never evaluated).
 
-    `blocks` and `quiet` are the plan's (engine/coverage.block_row, `quiet_codes`)."""
+    `blocks` and `quiet` are the plan's (engine/coverage.block_row, `quiet_codes`); `gated`: the
+    rules an earlier raise (their `after`) may keep sglang from reaching; `codes`: the codes
+    `apply_after` gave when none of the rules fired, by their `when`s and the rules fired before."""
 
-    __slots__ = ("rules", "blocks", "quiet", "run", "run_rules", "when_only", "when_only_rules", "whole", "absent", "absent_rules")
+    __slots__ = ("rules", "blocks", "quiet", "run", "run_rules", "when_only", "when_only_rules", "whole", "absent", "absent_rules", "gated", "codes")
 
     def __init__(self, rules: tuple[CompiledRule, ...], blocks: tuple[Any, ...], quiet: tuple[Any, ...]):
         self.rules, self.blocks, self.quiet = rules, blocks, quiet
@@ -138,3 +140,5 @@ class Selection:
         self.whole = len(self.run) == len(rules)  # (the usual case: nothing is left out)
         self.absent = tuple(i for i, (reason, _, _) in enumerate(blocks) if reason != coverage.NOT_APPLICABLE)
         self.absent_rules = tuple(rules[i] for i in self.absent)
+        self.gated = tuple(i for i, (c, (reason, _, _)) in enumerate(zip(rules, blocks)) if c.rule.after and reason != coverage.NOT_APPLICABLE)
+        self.codes: dict[Any, tuple[tuple[str, ...], int]] = {}

@@ -429,6 +429,18 @@ def _slice_failure(layers: tuple[tuple[int, dict[str, list[int]]], ...], n: int)
     return None if found is None else {**vars(found.failure), "name": found.name}
 
 
+def _holds_dict(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and any(_holds_dict(v) for v in value))
+
+
+def _own_record(values: dict[str, Any]) -> PeftOwnFacts:
+    """`PeftOwnFacts.model_validate(values)`: the dicts (in lists too) become their records;
+    values without one are the fields as they are (the usual adapter: no failure found)."""
+    if any(_holds_dict(v) for v in values.values()):
+        return PeftOwnFacts.model_validate(values)
+    return PeftOwnFacts(**values)
+
+
 def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
     raw = manifest.adapter_config
     r = _rank(raw)
@@ -443,7 +455,7 @@ def peft_facts(manifest: PeftManifest, model: ModelConfig) -> PeftOwn:
     # LoRAConfig drops ids below the base vocab ("fake" added tokens).
     added = sum(1 for v in (manifest.added_tokens or {}).values() if v >= model.vocab_size)
     names = tuple(sorted([name for _, w in normalized.layers for name in w] + read.embedding_names))
-    facts = PeftOwnFacts.model_validate(dict(  # the failures and mismatches found as dicts become their records
+    facts = _own_record(dict(  # the failures and mismatches found as dicts become their records
         form="peft",
         name=manifest.name,
         lora_id=lora_id(manifest.name, manifest.path),

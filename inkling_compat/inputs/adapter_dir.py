@@ -533,13 +533,14 @@ def read_adapter_dir(
     path: str | None = None,
     pinned: bool = False,
     _root_real: str | None = None,
+    _is_dir: bool = False,
 ) -> PeftManifest:
     """The manifest of a PEFT adapter directory (see the module doc). Never raises for the
     directory's content; raises `InputError` only if `directory` is not a directory."""
     directory = os.fspath(directory)
     display = as_text(path if path is not None else directory)
     adapter_name = as_text(name if name is not None else (os.path.basename(os.path.normpath(directory)) or directory))
-    if not os.path.isdir(directory):
+    if not _is_dir and not os.path.isdir(directory):  # (`_is_dir`: the caller has just found it one)
         raise InputError(directory, "(adapter)", "not a directory")
     root_real = _root_real if _root_real is not None else os.path.realpath(directory)
     source: dict[str, Any] = {"directory": directory, "weights_format": "none", "weights_files": []}
@@ -735,7 +736,7 @@ def read_fleet(
         entry = by_dir.get(directory)
         if entry is not None:
             name, path, pinned = entry.name, entry.path, entry.pinned
-        out.append(_read_entry(directory, folder_real, name, path, pinned))
+        out.append(_read_entry(directory, folder_real, name, path, pinned, None if folder_real is not None else _dir_real(directory, by_dir.folders)))
         if progress is not None:
             progress(index + 1, len(dirs))
     return out
@@ -762,7 +763,7 @@ def _read_entry(directory: str, folder_real: str | None, name: str | None, path:
     if reason is not None:
         return _unreadable(directory, name or label, path, pinned, reason, ".")
     try:
-        return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real)
+        return read_adapter_dir(directory, name=name, path=path, pinned=pinned, _root_real=real, _is_dir=True)
     except (InputError, KeyboardInterrupt):
         raise
     except Exception as exc:  # a defect of this reader: still only this adapter's problem
@@ -784,14 +785,34 @@ def _unreadable(directory: str, name: str, path: str | None, pinned: bool, reaso
     )
 
 
+def _dir_real(directory: str, folders: dict[str, str]) -> str | None:
+    """`os.path.realpath(directory)` for a directory that is no symlink: the real path of the
+    folder it sits in (found once in `folders`) and its name, for one lstat instead of one per
+    component of the path. None (the caller resolves it) for anything else."""
+    head, name = os.path.split(directory)
+    if name in ("", ".", ".."):
+        return None
+    try:
+        if stat.S_ISLNK(os.lstat(directory).st_mode):
+            return None
+    except (OSError, ValueError):
+        return None
+    folder = folders.get(head)
+    if folder is None:
+        folder = folders[head] = os.path.realpath(head or os.curdir)
+    return os.path.join(folder, name)
+
+
 class LoraPathIndex:
     """The --lora-paths entries by the directory they name (its device and inode: the same
     folder whatever the path), built once per check on first use: looking each adapter up
-    in it costs one stat, whatever the number of entries."""
+    in it costs one stat, whatever the number of entries. It also holds the real paths of the
+    folders the check's adapter directories sit in (`folders`), found once per check."""
 
     def __init__(self, entries: list[LoraRef] | None):
         self.entries = entries or []
         self._index: dict[tuple[int, int], LoraRef] | None = None
+        self.folders: dict[str, str] = {}
 
     def get(self, directory: str) -> LoraRef | None:
         if not self.entries:

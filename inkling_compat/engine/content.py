@@ -1,0 +1,60 @@
+"""The exact content of a check's typed inputs as bytes: a key for what is computed from them
+alone (the facts: `derive` reads nothing else), so the fast evaluator derives once per
+distinct input (engine/evaluator.py).
+
+A pydantic model is its class, its fields' values, the fields it was given (`model_fields_set`:
+the facts read it) and its extra keys (told by its attributes: this module imports no pydantic);
+a dataclass its class and fields; a tensor table its (name, shape, dtype) list; other values
+what marshal writes (types kept: 1, 1.0 and True differ). Anything else (an object marshal
+cannot write, a model with private state) has no key: nothing is kept for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import marshal
+from typing import Any
+
+_PLAIN = frozenset({str, int, bool, float, type(None)})
+
+
+class _NoKey(Exception):
+    pass
+
+
+def _content(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    plain = _PLAIN
+    if kind is list or kind is tuple:
+        return (kind.__name__, tuple([v if type(v) in plain else _content(v) for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(k if type(k) in plain else _content(k), v if type(v) in plain else _content(v)) for k, v in value.items()]))
+    if kind is frozenset or kind is set:
+        return (kind.__name__, tuple(sorted(map(repr, value))))
+    if kind.__name__ == "TensorTable" and kind.__module__ == "inkling_compat.inputs.models":
+        return ("TensorTable", value.content)  # (its (name, shape, dtype) list, built once per table)
+    fields_set = getattr(value, "__pydantic_fields_set__", None)
+    if fields_set is not None:  # a pydantic model (told without importing pydantic)
+        if getattr(value, "__pydantic_private__", None):
+            raise _NoKey
+        extra = value.__pydantic_extra__
+        return (
+            kind.__module__,
+            kind.__qualname__,
+            tuple([(k, v if type(v) in plain else _content(v)) for k, v in value.__dict__.items()]),
+            tuple(sorted(fields_set)),
+            None if extra is None else _content(extra),
+        )
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (kind.__module__, kind.__qualname__, tuple([_content(getattr(value, f.name)) for f in dataclasses.fields(value)]))
+    raise _NoKey
+
+
+def inputs_key(inputs: Any) -> bytes | None:
+    """What `derive(inputs)` reads, as bytes (equal bytes: equal facts), or None."""
+    try:
+        return marshal.dumps(_content((inputs.server, inputs.model, inputs.platform, tuple(inputs.adapters), frozenset(inputs.given))))
+    except (_NoKey, ValueError, RecursionError):
+        return None
