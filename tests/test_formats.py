@@ -139,9 +139,14 @@ def sarif_validator():
     return jsonschema.Draft4Validator(schema)
 
 
-def _sarif(capsys, monkeypatch, args):
-    code, out, _ = run(capsys, monkeypatch, [*args, "--format", "sarif", "--isolated"])
+def _json_format(name, capsys, monkeypatch, args):
+    """(exit code, the parsed document) of `check ... --format NAME` for a JSON format."""
+    code, out, _ = run(capsys, monkeypatch, [*args, "--format", name, "--isolated"])
     return code, json.loads(out)
+
+
+def _sarif(capsys, monkeypatch, args):
+    return _json_format("sarif", capsys, monkeypatch, args)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -497,8 +502,7 @@ def gitlab_errors(validator, issues) -> list[str]:
 
 
 def _gitlab(capsys, monkeypatch, args):
-    code, out, _ = run(capsys, monkeypatch, [*args, "--format", "gitlab", "--isolated"])
-    return code, json.loads(out)
+    return _json_format("gitlab", capsys, monkeypatch, args)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
