@@ -120,12 +120,14 @@ def _gpu(kernel: str, T: int) -> Tile:
             return Tile(64, 64, 64, 4, 4)
         return Tile(128, 64, 64, 8, 3)
     if kernel == "gate_up_epilogue":
-        # No K loop: one pass over y, which ran at 2.3 TB/s at (1536, 4, 768) T = 1024 (y read and
-        # the activation written, over the time), so more programs in flight pay: 16-row tiles up
-        # to T = 2048 (T = 64 and 1024: 2.7-3.1 and 7.8-8.3 us against 3.7-3.9 and 9.1-9.4 at the
-        # 32- and 64-row tiles), 32-row tiles in M-major order above (T = 4096: 22.8-23.3 us
-        # against 24.9-25.4 at 64 rows). Three runs on one H200 (benchmarks/ops/epilogue_vs_sglang.py,
-        # raw benchmarks/results/epilogue_vs_sglang_017d670_*.json).
+        # No K loop: one pass over y (2.3 TB/s at (1536, 4, 768) T = 1024, y read and the
+        # activation written). More, smaller programs were faster: 16-row tiles up to T = 2048
+        # (T = 64 and 1024: 2.7-3.1 and 7.8-8.3 us against 3.7-3.9 and 9.0-9.4 at the 32- and
+        # 64-row tiles), 32-row tiles in M-major order above (T = 4096: 22.8-23.3 us against
+        # 24.9-25.4 at 64 rows). Three runs on one H200 (benchmarks/ops/epilogue_vs_sglang.py, raw
+        # benchmarks/results/epilogue_vs_sglang_017d670_*.json). Timed on the base epilogue only:
+        # the LoRA epilogue (y with the expand per slot group) shares this row untimed per tile,
+        # and its forwards at T >= 1024 ran 4-7 % slower after the move (docs/performance.md).
         if T <= 2048:
             return Tile(16, 64, 16, 4, 1)
         return Tile(32, 64, 16, 4, 1, GROUP_M=1)
