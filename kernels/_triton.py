@@ -20,6 +20,7 @@ import operator
 import os
 
 
+from . import tiles
 from .errors import RuntimeUnavailable
 
 
@@ -138,6 +139,32 @@ def check_device(*tensors: "torch.Tensor") -> None:
                 "triton was imported in compiled (GPU) mode but got CPU tensors; "
                 "set TRITON_INTERPRET=1 before importing triton to run the kernels on the CPU"
             )
+
+
+def tiled_launch_config(flags: dict, caps: "tiles.DeviceCaps", kernel: str, *, T: int, N: int, K: int = 0,
+                        groups: int = 1, extra: int = 0, dtype_bytes: int = 2, tuned: bool = False) -> tuple:
+    """(grid, constexprs and launch options) of a GEMM kernel's launch, its grid one program per
+    (M tile, group, N tile) over ``cdiv(T, BLOCK_M) + extra`` M tiles (``extra``: the group-aligned
+    tiles of the fused path), ``groups`` (experts) and ``cdiv(N, BLOCK_N)`` N tiles. ``flags``: the
+    launch's other constexprs. The tile is the policy's choice for ``kernel``; ``tuned``
+    (autotuning): the grid is a function of the tuned config and the options are left to the tuner."""
+
+    def grid(block_m: int, block_n: int) -> tuple:
+        return ((tiles.cdiv(T, block_m) + extra) * groups * tiles.cdiv(N, block_n),)
+
+    if tuned:
+        return (lambda meta: grid(meta["BLOCK_M"], meta["BLOCK_N"])), flags
+    cfg = tiles.choose(kernel, caps, T=T, K=K, N=N, dtype_bytes=dtype_bytes).launch()
+    return grid(cfg["BLOCK_M"], cfg["BLOCK_N"]), {**flags, **cfg}
+
+
+def launch(cached: "CachedLaunch", tuned, grid, args: tuple, meta: dict, *, tunable: bool = True) -> None:
+    """Run one launch: through the autotuner (``tuned``, None unless autotuning) when the launch is
+    ``tunable``, else through the cached launch with the policy's tile already in ``meta``."""
+    if tuned is not None and tunable:
+        tuned[grid](*args, **meta)
+    else:
+        cached(grid, args, meta)
 
 
 # Per-shape launch choices (grid, constexprs, tile) kept by each wrapper: an eager forward asks

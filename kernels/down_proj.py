@@ -26,10 +26,10 @@ its window of activations. Reference: the same function, the bridge from
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch_cache, round_bf16_rne, round_flag, tl, torch, triton
-from . import tiles
+from ._triton import (AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch, launch_cache,
+                      round_bf16_rne, round_flag, tiled_launch_config, tl, torch, triton)
 from .lora_shrink import caps_of, t_bucket
-from .tiles import cdiv, pow2
+from .tiles import pow2
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
@@ -254,10 +254,7 @@ def down_proj(
         *act.stride(), *w2_lin.stride(), *out.stride(),
         *lora_strides, *a_strides,
     )
-    if _tuned is not None and not accumulate:
-        _tuned[grid](*args, **meta)
-    else:
-        _launch(grid, args, meta)
+    launch(_launch, _tuned, grid, args, meta, tunable=not accumulate)
     return out
 
 
@@ -274,13 +271,9 @@ def _launch_config(device, dtype, out_dtype, T, K, H, KB, S, extra, has_lora, fu
     flags = dict(HAS_LORA=has_lora, FUSED=fused, SCATTER=scatter, ONE_TOKEN=single, ACC_IN=accumulate,
                  BRIDGE_TOKEN_ORDER=token_order, UPCAST=INTERPRET, ROUND=round_flag(out_dtype), DOT_PREC=dot_precision(dtype),
                  BLOCK_KB=block_kb, BLOCK_G=pow2(S + 1, 2))
-    if accumulate:  # no K loop: a memory-bound read-add-write of the adapter rows, one config
-        cfg = tiles.choose("down_accumulate", caps_of(device), T=T, N=H).launch()
-        return (cdiv(T, cfg["BLOCK_M"]) * cdiv(H, cfg["BLOCK_N"]),), {**flags, **cfg}
-    if _tuned is not None:
-        return (lambda meta: ((cdiv(T, meta["BLOCK_M"]) + extra) * cdiv(H, meta["BLOCK_N"]),)), flags
-    cfg = tiles.choose("down_proj", caps_of(device), T=T, K=K, N=H, dtype_bytes=dtype.itemsize).launch()
-    return ((cdiv(T, cfg["BLOCK_M"]) + extra) * cdiv(H, cfg["BLOCK_N"]),), {**flags, **cfg}
+    # accumulate: no K loop, a memory-bound read-add-write of the adapter rows, one config (never tuned)
+    return tiled_launch_config(flags, caps_of(device), "down_accumulate" if accumulate else "down_proj", T=T, N=H, K=K,
+                               extra=extra, dtype_bytes=dtype.itemsize, tuned=_tuned is not None and not accumulate)
 
 
 def down_proj_reference(

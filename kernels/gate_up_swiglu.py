@@ -33,10 +33,10 @@ its expert's bridge: A is small and read from L2). Reference: the same function,
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch_cache, round_bf16_rne, round_flag, tl, torch, triton
-from . import tiles
+from ._triton import (AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch, launch_cache,
+                      round_bf16_rne, round_flag, tiled_launch_config, tl, torch, triton)
 from .lora_shrink import caps_of, t_bucket
-from .tiles import cdiv, pow2
+from .tiles import pow2
 from .routing import OneToken, SlotRouting, group_tile, kernel_routing, one_token_slot
 
 
@@ -311,10 +311,7 @@ def gate_up_swiglu(
         *base_in.stride(), *w13_lin.stride(), *gammas.stride(), *out.stride(),
         *lora_strides, *a_strides,
     )
-    if _tuned is not None and y is None:
-        _tuned[grid](*args, **meta)
-    else:
-        _launch(grid, args, meta)
+    launch(_launch, _tuned, grid, args, meta, tunable=y is None)
     return out
 
 
@@ -327,13 +324,9 @@ def _launch_config(device, dtype, out_dtype, T, H, F, n_experts, R, S, extra, in
                  Y_IN=y_in, SCATTER=y_in and gather, BRIDGE_TOKEN_ORDER=token_order, UPCAST=INTERPRET,
                  ROUND=round_flag(out_dtype), DOT_PREC=dot_precision(dtype),
                  BLOCK_R=pow2(R) if has_lora else 16, BLOCK_G=pow2(S + 1, 2))
-    if y_in:  # no K loop: a memory-bound epilogue over y, one config
-        cfg = tiles.choose("gate_up_epilogue", caps_of(device), T=T, N=F).launch()
-        return (cdiv(T, cfg["BLOCK_M"]) * n_experts * cdiv(F, cfg["BLOCK_N"]),), {**flags, **cfg}
-    if _tuned is not None:
-        return (lambda meta: ((cdiv(T, meta["BLOCK_M"]) + extra) * n_experts * cdiv(F, meta["BLOCK_N"]),)), flags
-    cfg = tiles.choose("gate_up_swiglu", caps_of(device), T=T, K=H, N=F, dtype_bytes=dtype.itemsize).launch()
-    return ((cdiv(T, cfg["BLOCK_M"]) + extra) * n_experts * cdiv(F, cfg["BLOCK_N"]),), {**flags, **cfg}
+    # y given: no K loop, a memory-bound epilogue over y, one config (never tuned)
+    return tiled_launch_config(flags, caps_of(device), "gate_up_epilogue" if y_in else "gate_up_swiglu", T=T, N=F, K=H,
+                               groups=n_experts, extra=extra, dtype_bytes=dtype.itemsize, tuned=_tuned is not None and not y_in)
 
 
 def swiglu_reference(y: torch.Tensor, gammas: torch.Tensor, n_experts: int, *, interleaved: bool) -> torch.Tensor:

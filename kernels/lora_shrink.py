@@ -28,7 +28,8 @@ kernels instead cost them more than the split saved: each of their tiles re-read
 
 from __future__ import annotations
 
-from ._triton import AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch_cache, round_bf16_rne, round_flag, tl, torch, triton
+from ._triton import (AUTOTUNE, INTERPRET, CachedLaunch, autotune, check_device, dot_precision, launch, launch_cache,
+                      round_bf16_rne, round_flag, tl, torch, triton)
 from . import tiles
 from .tiles import cdiv, next_power_of_2, pow2
 from .routing import SlotRouting
@@ -195,10 +196,7 @@ def lora_shrink(
         *x.stride(), *a.stride(), *out.stride(),
         ws.stride(0) if split_k > 1 else 0, ws.stride(1) if split_k > 1 else 0,
     )
-    if _tuned is not None:
-        _tuned[grid](*args, **meta)
-    else:
-        _launch(grid, args, meta)
+    launch(_launch, _tuned, grid, args, meta)
     return out
 
 

@@ -19,7 +19,7 @@ is here too, in plain Python integers, equal to triton's helpers of the same nam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 KERNELS = ("lora_shrink", "gate_up_swiglu", "gate_up_epilogue", "down_proj", "down_accumulate")
 
@@ -44,13 +44,16 @@ class Tile:
     BLOCK_K: int
     num_warps: int = 4
     num_stages: int = 4
+    # M tiles per group of the grouped program order (L2 reuse of the weight tiles); 1: the
+    # programs walk the N tiles of one M tile first.
+    GROUP_M: int = 8
 
     def launch(self, *, n: bool = True) -> dict:
         """Keyword arguments of the Triton launch (``n`` False: the kernel has no BLOCK_N)."""
         out = {"BLOCK_M": self.BLOCK_M, "BLOCK_K": self.BLOCK_K, "num_warps": self.num_warps, "num_stages": self.num_stages}
         if n:
             out["BLOCK_N"] = self.BLOCK_N
-            out["GROUP_M"] = 8
+            out["GROUP_M"] = self.GROUP_M
         return out
 
 
@@ -84,7 +87,7 @@ def choose(kernel: str, caps: DeviceCaps, *, T: int, K: int = 0, N: int = 0, dty
         tile = _gpu(kernel, T)
     if dtype_bytes > 2 and kernel in ("lora_shrink", "gate_up_swiglu", "down_proj"):
         # float32 tiles: half the K depth, at most 3 stages (shared memory)
-        tile = Tile(tile.BLOCK_M, tile.BLOCK_N, max(32, tile.BLOCK_K // 2), tile.num_warps, min(tile.num_stages, 3))
+        tile = replace(tile, BLOCK_K=max(32, tile.BLOCK_K // 2), num_stages=min(tile.num_stages, 3))
     return tile
 
 
@@ -116,8 +119,18 @@ def _gpu(kernel: str, T: int) -> Tile:
         if T <= 512:
             return Tile(64, 64, 64, 4, 4)
         return Tile(128, 64, 64, 8, 3)
-    if kernel == "gate_up_epilogue":  # no K loop: a memory-bound pass over y
-        return Tile(32 if T <= 256 else 64, 64, 16, 4, 1)
+    if kernel == "gate_up_epilogue":
+        # No K loop: one pass over y (2.3 TB/s at (1536, 4, 768) T = 1024, y read and the
+        # activation written). More, smaller programs were faster: 16-row tiles up to T = 2048
+        # (T = 64 and 1024: 2.7-3.1 and 7.8-8.3 us against 3.7-3.9 and 9.0-9.4 at the 32- and
+        # 64-row tiles), 32-row tiles in M-major order above (T = 4096: 22.8-23.3 us against
+        # 24.9-25.4 at 64 rows). Three runs on one H200 (benchmarks/ops/epilogue_vs_sglang.py, raw
+        # benchmarks/results/epilogue_vs_sglang_017d670_*.json). Timed on the base epilogue only:
+        # the LoRA epilogue (y with the expand per slot group) shares this row untimed per tile,
+        # and its forwards at T >= 1024 ran 4-7 % slower after the move (docs/performance.md).
+        if T <= 2048:
+            return Tile(16, 64, 16, 4, 1)
+        return Tile(32, 64, 16, 4, 1, GROUP_M=1)
     if kernel == "down_proj":
         if T <= 16:
             return Tile(16, 32, 128, 4, 4)
