@@ -72,9 +72,10 @@ def _bytes(path: str) -> bytes:
     except OSError:
         return b"(missing)"
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+        # One read for a file of up to 1 MiB (a short read of a regular file is its end).
+        chunks = [os.read(fd, 1 << 20)]
+        while len(chunks[-1]) == 1 << 20:
+            chunks.append(os.read(fd, 1 << 20))
         return b"".join(chunks)
     except OSError:
         return b"(missing)"
@@ -131,18 +132,22 @@ class Stored:
     """The artifact read: per rule in check order, (file name, the fields a check reads, what
     the rule reads); `whole(index)` parses that rule's expanded data (its own line) on demand."""
 
-    __slots__ = ("checks", "_lines", "_first")
+    __slots__ = ("checks", "_raw", "_start", "_lines")
 
-    def __init__(self, checks: list[tuple[str, dict[str, Any], dict[str, Any]]], lines: list[bytes], first: int):
-        self.checks, self._lines, self._first = checks, lines, first
+    def __init__(self, checks: list[Any], raw: bytes, start: int):
+        """`raw[start:]`: the lines of the rules' whole data, in the order of `checks`."""
+        self.checks, self._raw, self._start = checks, raw, start
+        self._lines: list[bytes] | None = None
 
     def whole(self, index: int) -> dict[str, Any]:
         from inkling_compat.errors import RuleFileError
 
+        if self._lines is None:
+            self._lines = self._raw[self._start :].split(b"\n")
         name = self.checks[index][0]
         try:
-            item = json.loads(self._lines[self._first + index])
-        except ValueError:
+            item = json.loads(self._lines[index])
+        except (ValueError, IndexError):
             item = None
         if not (isinstance(item, list) and len(item) == 2 and item[0] == name and isinstance(item[1], dict)):
             raise RuleFileError(name, "(root)", f"compiled artifact: the line of {name} is damaged")  # (only an artifact edited by hand)
@@ -155,21 +160,23 @@ def load(folder: Path) -> Stored | None:
     raw = _read_regular(artifact_path(), MAX_ARTIFACT_BYTES)
     if raw is None:
         return None
-    lines = raw.split(b"\n")
     try:
-        head = json.loads(lines[0])
-        if not (isinstance(head, dict) and head.get("format") == FORMAT and isinstance(head.get("rules"), int) and len(lines) >= 2 * head["rules"] + 1):
+        first = raw.index(b"\n") + 1
+        head = json.loads(raw[:first])
+        if not (isinstance(head, dict) and head.get("format") == FORMAT and isinstance(head.get("rules"), int) and head["rules"] >= 0):
             return None
-        count = head["rules"]
-        checks = json.loads(b"[" + b",".join(lines[1 : count + 1]) + b"]")
+        end = first
+        for _ in range(head["rules"]):
+            end = raw.index(b"\n", end) + 1
+        if head.get("digest") != rules_digest(folder):
+            return None
+        checks = json.loads(b"[" + raw[first : end - 1].replace(b"\n", b",") + b"]") if end > first else []
     except (ValueError, TypeError):
-        return None
-    if head.get("digest") != rules_digest(folder):
         return None
     for item in checks:
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str) and isinstance(item[1], dict) and isinstance(item[2], dict)):
             return None
-    return Stored(checks, lines, count + 1)
+    return Stored(checks, raw, end)
 
 
 def _read_regular(path: Path, cap: int) -> bytes | None:

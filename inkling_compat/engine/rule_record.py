@@ -249,10 +249,12 @@ class PartialRule(Rule):
     def __init__(self, data: dict[str, Any], rest: Any):
         """`data`: the `CHECK_FIELDS` present in the rule's data, `sglang_versions` resolved."""
         object.__setattr__(self, "_rest", rest)
-        for name, key, default in self.FIELDS:
-            if key in data:
-                object.__setattr__(self, name, data[key])
-            elif name in CHECK_FIELDS:
+        for name, default in _CHECK_DEFAULTS:
+            if name in data:
+                object.__setattr__(self, name, data[name])
+            elif default is _REQUIRED:
+                raise ValueError(f"Rule: missing field {name!r}")
+            else:
                 object.__setattr__(self, name, default() if default is list or default is dict else default)
 
     def __getattr__(self, name: str) -> Any:
@@ -284,3 +286,6 @@ CHECK_FIELDS = frozenset({
     "id", "severity", "origin", "error_class", "params", "sglang_versions", "stage", "order", "scope", "after", "stops", "any_model",
     "inkling_only", "when", "condition",
 })  # fmt: skip
+# (each a field whose key in the file is its name)
+_CHECK_DEFAULTS = tuple((name, default) for name, key, default in Rule.FIELDS if name in CHECK_FIELDS and key == name)
+assert len(_CHECK_DEFAULTS) == len(CHECK_FIELDS)
