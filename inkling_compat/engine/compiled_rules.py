@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,9 @@ VALIDITY_CODE = (
 
 
 def artifact_path() -> Path:
-    return Path(str(resources.files("inkling_compat"))) / "data" / ARTIFACT
+    from inkling_compat.package_files import package_folder
+
+    return package_folder() / "data" / ARTIFACT
 
 
 def rules_digest(folder: Path) -> str:

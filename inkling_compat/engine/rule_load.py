@@ -7,7 +7,6 @@ compiled until a check evaluates them: pydantic is imported only to compile rule
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +15,14 @@ from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
+from inkling_compat.package_files import package_folder
 
 if TYPE_CHECKING:
     from inkling_compat.engine import compiled_rules, definitions  # imported where used: a start from the compiled artifact needs none of it
 
 
 def rules_dir() -> Path:
-    return Path(str(resources.files("inkling_compat.rules")))
+    return package_folder("inkling_compat.rules")
 
 
 def rule_files(folder: Path | None = None) -> list[Path]:

@@ -28,10 +28,10 @@ import functools
 import json
 import re
 from decimal import Decimal
-from importlib import resources
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
+from inkling_compat.package_files import package_folder
 
 PROG = "sglang serve"
 
@@ -73,7 +73,7 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
-    path = resources.files("inkling_compat").joinpath("data", table_file(release))
+    path = package_folder() / "data" / table_file(release)
     if path.name.endswith(".gz"):
         import gzip
 
