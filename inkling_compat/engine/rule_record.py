@@ -262,11 +262,11 @@ class PartialRule(Rule):
         rest = object.__getattribute__(self, "_rest")
         if rest is None or name not in _RULE_FIELD_NAMES:
             raise AttributeError(name)
-        object.__setattr__(self, "_rest", None)
         whole = Rule(rest())
         for field in _RULE_FIELD_NAMES:
             if field not in CHECK_FIELDS:
                 object.__setattr__(self, field, getattr(whole, field))
+        object.__setattr__(self, "_rest", None)  # (after the fields: another thread reading one meanwhile parses them too)
         return object.__getattribute__(self, name)
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
