@@ -69,19 +69,10 @@ def rules_digest(folder: Path) -> str:
 
 def _bytes(path: str) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        with open(path, "rb", buffering=0) as handle:  # (unbuffered: one read, sized by the file)
+            return handle.readall()
     except OSError:
         return b"(missing)"
-    try:
-        # One read for a file of up to 1 MiB (a short read of a regular file is its end).
-        chunks = [os.read(fd, 1 << 20)]
-        while len(chunks[-1]) == 1 << 20:
-            chunks.append(os.read(fd, 1 << 20))
-        return b"".join(chunks)
-    except OSError:
-        return b"(missing)"
-    finally:
-        os.close(fd)
 
 
 def _yaml_files(folder: str, prefix: str) -> list[tuple[str, str]]:
