@@ -64,19 +64,17 @@ def test_fields_and_looseness():
 
 
 def test_the_compiled_artifact_holds_what_the_parser_computes():
-    """The analyses shipped with the compiled rules (read instead of parsing at every start)
-    are the parser's, text by text, and cover every expression of the rules."""
-    import json
-
-    from inkling_compat.engine.compiled_rules import artifact_path
-
-    shipped = json.loads(artifact_path().read_text(encoding="utf-8"))["expressions"]
-    assert set(shipped) == set(EXPRESSIONS)
-    for text, data in shipped.items():
-        root = cel_tree.parse(text)
-        analysis = cel_tree.Analysis.from_json(data)
-        assert analysis.chains == frozenset(cel_tree._chains(root, frozenset()))
-        assert analysis.conjuncts == cel_tree._conjuncts(text, root)
+    """What the compiled rules hold of each rule and variant (read instead of parsing at every
+    start: CompiledRule.stored) is what the parser computes from its texts."""
+    assert all(c.reads is not None for c in RULES), "the shipped rules were not read from the artifact"
+    for c in RULES:
+        for v in {id(v): v for v in c._versions.values() if v is not None}.values():
+            rule = v.rule
+            assert v.when_paths == referenced_paths(rule.when)
+            assert v.gate_paths == v.when_paths | referenced_paths(rule.condition)
+            assert v.when_conjuncts == cel_tree.analyse(rule.when.strip()).conjuncts  # (each compiles alone)
+            texts = (rule.when, rule.condition, *rule.params.values())
+            assert v.fields == frozenset().union(*(cel_tree.analyse(t).fields for t in texts))
 
 
 def test_variables_read_are_declared():

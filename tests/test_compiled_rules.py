@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from inkling_compat.engine import compiled_rules, definitions, paths
+from inkling_compat.engine import compiled_rules, coverage, definitions, paths
+from inkling_compat.engine.plan import reads_lora_paths_by_name
 from inkling_compat.engine.rule_load import compile_folder, load_rules, rules_dir
+from inkling_compat.engine.rule_order import check_order
+from inkling_compat.errors import RuleFileError
 from inkling_compat.publish import compiled_rules as publish
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,13 +34,20 @@ def _fresh():
     load_rules.cache_clear()
 
 
+def _reading(c):
+    """What the plan reads of a rule: held by a rule of the artifact, worked out for the others."""
+    reads = c.reads if c.reads is not None else coverage.rule_reads(c)
+    by_name = c.by_name if c.by_name is not None else reads_lora_paths_by_name((c,))
+    return (c.rank, sorted(c.when_paths), sorted(c.gate_paths), sorted(c.cel_paths), sorted(c.fields), c.when_conjuncts, c.exact_params, reads, by_name)
+
+
 def _snapshot(compiled):
     out = []
     for c in compiled:
-        versions = {v: (None if w is None else (w.file, w.expression, sorted(w.param_programs), sorted(w.paths), w.rule.model_dump()))
+        versions = {v: (None if w is None else (w.file, w.expression, sorted(w.param_programs), sorted(w.paths), w.rule.model_dump(), _reading(w)))
                     for v, w in c._versions.items()}  # fmt: skip
         # (as JSON text: key order counts too, the rule pages print the examples in it)
-        out.append((c.file, c.expression, sorted(c.paths), sorted(c.param_programs), json.dumps(c.rule.model_dump(), default=str), versions))
+        out.append((c.file, c.expression, sorted(c.paths), sorted(c.param_programs), json.dumps(c.rule.model_dump(), default=str), versions, _reading(c)))
     return out
 
 
@@ -88,13 +98,51 @@ def test_the_shipped_rules_load_without_pydantic_or_compiling_cel():
     assert done.returncode == 0, done.stderr
 
 
+def test_a_check_parses_the_whole_data_only_of_the_rules_it_reports():
+    """The artifact's rule records hold the fields a check reads of every rule; a rule's other
+    fields (message, fixes, examples ...) are parsed from its own line when first read, and
+    read as the whole record's."""
+    code = (
+        "from inkling_compat.engine import compiled_rules\n"
+        "from inkling_compat.engine.rule_load import load_rules\n"
+        "parsed = []\n"
+        "real = compiled_rules.Stored.whole\n"
+        "compiled_rules.Stored.whole = lambda self, index: parsed.append(self.checks[index][0]) or real(self, index)\n"
+        "from inkling_compat.api import check\n"
+        "rules = load_rules()\n"
+        "with_variants = {c.file for c in rules if len({id(v) for v in c._versions.values() if v is not None}) > 1}\n"
+        "assert set(parsed) == with_variants and len(parsed) < 20, parsed\n"
+        "report = check(argv=['python', '-m', 'sglang.launch_server', '--model-path', 'examples/config.json', '--enable-lora', '--lora-target-modules', 'nonsense'])\n"
+        "fired = {p.rule_id + '.yaml' for p in report.problems}\n"
+        "assert fired and set(parsed) - with_variants <= fired, (sorted(fired), sorted(set(parsed) - with_variants))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_damaged_line_of_the_artifact_is_said_with_the_rule(tmp_path, monkeypatch):
+    compiled, expanded = compile_folder(rules_dir())
+    text = compiled_rules.render(compiled_rules.rules_digest(rules_dir()), check_order(compiled), dict(expanded))
+    lines = text.split("\n")
+    count = json.loads(lines[0])["rules"]
+    name = json.loads(lines[1])[0]
+    lines[count + 1] = "[" + json.dumps(name) + ", {"
+    path = tmp_path / compiled_rules.ARTIFACT
+    path.write_text("\n".join(lines), encoding="utf-8")
+    monkeypatch.setattr(compiled_rules, "artifact_path", lambda: path)
+    first = load_rules()[0]
+    assert first.file == name and first.rule.id  # (the fields a check reads: on their own line)
+    with pytest.raises(RuleFileError, match=name):
+        first.rule.message
+
+
 def _artifact_with(tmp_path, monkeypatch, digest, condition="false"):
-    _, expanded = compile_folder(rules_dir())
+    compiled, expanded = compile_folder(rules_dir())
     for name, data in expanded:
         if name == f"{RULE}.yaml":
             data["condition"] = condition
     path = tmp_path / compiled_rules.ARTIFACT
-    path.write_text(compiled_rules.render(digest, expanded), encoding="utf-8")
+    path.write_text(compiled_rules.render(digest, check_order(compiled), dict(expanded)), encoding="utf-8")
     monkeypatch.setattr(compiled_rules, "artifact_path", lambda: path)
     return path
 

@@ -33,3 +33,32 @@ def test_the_shipped_table_is_the_parsers_actions() -> None:
 def test_nothing_of_sglang_is_stood_in() -> None:
     loaded = load_or_skip(sglang_argparse.load, "argument parser")
     assert not [name for name in loaded.stood_in if name.split(".")[0] == "sglang"]
+
+
+
+def _actions(parser) -> list[tuple]:
+    # (a row's type function is made per call: compared by its name)
+    def value(key, v):
+        return getattr(v, "__qualname__", v) if key == "type" else v
+
+    return [(type(a), sorted((k, value(k, v)) for k, v in vars(a).items() if k != "container")) for a in parser._actions]
+
+
+def test_the_parser_is_the_one_add_argument_builds() -> None:
+    """`argument_table._add` adds each row's action without `add_argument`'s checks of
+    hand-written calls: for every release's table, the parser is the one `add_argument` builds
+    from the same arguments (each action's class and attributes, the option strings it answers)."""
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    for release in SGLANG_RELEASES:
+        fast = argument_table._parser.__wrapped__(True, release)
+        slow = argument_table._SglangArgParser(prog=argument_table.PROG, exit_on_error=False)
+        for row in argument_table._table(release)["arguments"]:
+            if row["action"] != "help":
+                options, kwargs = argument_table._arguments(row)
+                slow.add_argument(*options, **kwargs)
+                slow._actions[-1].required = bool(row["required"])
+        assert _actions(fast) == _actions(slow), release
+        assert {k: fast._actions.index(v) for k, v in fast._option_string_actions.items()} == {
+            k: slow._actions.index(v) for k, v in slow._option_string_actions.items()
+        }, release

@@ -295,3 +295,19 @@ def test_sglang_serve_with_a_model_path_not_known():
 def test_a_sourced_file_is_named_where_a_value_is_not_known():
     found = one("source ./env.sh\nexport A=1\npython3 -m sglang.launch_server --model-path $MODEL --x $A\n")
     assert found.unknown == {4: "$MODEL, not set in start.sh (it sources ./env.sh, not read)"} and found.words[6] == "1"
+
+
+def test_the_grammar_is_tree_sitter_bash_s_own_read_without_its_package_init():
+    """The parser's grammar is the one `tree_sitter_bash.language()` gives, loaded from the same
+    binding without running the package's `__init__` (it imports `importlib.resources`)."""
+    code = (
+        "import sys\n"
+        "from inkling_compat.inputs import shell\n"
+        "language = shell._parser().language\n"
+        "assert 'tree_sitter_bash' not in sys.modules, 'the package __init__ ran'\n"
+        "import tree_sitter, tree_sitter_bash\n"
+        "assert language == tree_sitter.Language(tree_sitter_bash.language()), language\n"
+        "assert [c.words for c in shell.find_commands('python -m sglang.launch_server --model-path m', origin='x')] == [('python', '-m', 'sglang.launch_server', '--model-path', 'm')]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -155,23 +155,27 @@ class _Guarded:
     docstring). A rule alone behind its `when` gets a guard too: coverage needs to know
     whether its `when` held (not applicable) or its condition was false (checked)."""
 
-    __slots__ = ("rules", "groups", "guards")
+    __slots__ = ("rules", "groups", "guards", "conditions")
 
     def __init__(self, rules: tuple[CompiledRule, ...], compile: Any):
         self.rules = rules
         by_when: dict[str, list[int]] = {}
         for index, c in enumerate(rules):
             by_when.setdefault(c.rule.when.strip(), []).append(index)
-        # Per group: its slot in `guards` (None for `true`); per member: index, condition, rule.
-        self.groups: list[tuple[int | None, list[tuple[int, Any, CompiledRule]]]] = []
+        # Per group: its slot in `guards` (None for `true`); per member: index, rule. A program
+        # is compiled when first run: a condition where its guard first holds, a guard's own
+        # `when` where its operands do not decide it (engine/guards.py).
+        self.groups: list[tuple[int | None, list[tuple[int, CompiledRule]]]] = []
+        self.conditions: list[Any] = [None] * len(rules)  # (each rule's condition program, once compiled)
         programs, conjuncts = [], []
         for when, members in by_when.items():
             slot = None
             if when != "true":
                 slot = len(programs)
-                programs.append(rules[members[0]].when_program)
-                conjuncts.append(rules[members[0]].when_conjuncts)
-            self.groups.append((slot, [(i, rules[i].condition_program, rules[i]) for i in members]))
+                first = rules[members[0]]
+                programs.append(lambda first=first: first.when_program)
+                conjuncts.append(first.when_conjuncts)
+            self.groups.append((slot, [(i, rules[i]) for i in members]))
         self.guards = Guards(programs, compile, conjuncts)
 
     def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
@@ -196,8 +200,11 @@ class _Guarded:
                 if held is None:
                     for member in members:
                         applies[member[0]] = None
-            for index, condition, c in members:
+            for index, c in members:
                 if held is True:
+                    condition = self.conditions[index]
+                    if condition is None:
+                        condition = self.conditions[index] = c.condition_program
                     try:
                         value = condition.execute(ctx)
                     except Exception:  # noqa: BLE001 - the joined program below raises it

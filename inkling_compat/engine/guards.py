@@ -18,21 +18,33 @@ _UNSET = object()
 
 
 class Guards:
-    """Distinct guard texts -> their values in one context (True, False, or None: neither)."""
+    """Distinct guard texts -> their values in one context (True, False, or None: neither).
 
-    __slots__ = ("programs", "parts", "conjunct_programs")
+    Programs are compiled when first run: a guard's own program only where its operands do
+    not decide it, an operand only when a guard reaches it (most guards stop at an operand
+    another guard already found false)."""
 
-    def __init__(self, programs: list[Any], compile: Callable[[str], Any], conjuncts: "list[tuple[str, ...]] | None" = None):
-        """`conjuncts`: each guard's `&&` operands, as the rule set read them (CompiledRule
-        `when_conjuncts`); None: read here from each program's text."""
-        self.programs = programs  # each guard's own program (`when` compiled)
+    __slots__ = ("programs", "makers", "parts", "conjunct_programs", "texts", "compile")
+
+    def __init__(self, programs: list[Any], compile: Callable[[str], Any], conjuncts: "list[tuple[str, ...] | None] | None" = None):
+        """`programs`: each guard's own program (`when` compiled), or a function that returns
+        it; `conjuncts`: each guard's `&&` operands, as the rule set read them (CompiledRule
+        `when_conjuncts`: each compiles alone, or None), compiled when first run; None: read
+        here from each program's text (and compiled now)."""
+        self.makers = [None if hasattr(p, "execute") else p for p in programs]
+        self.programs = [p if hasattr(p, "execute") else None for p in programs]
+        self.compile = compile
         distinct: dict[str, int] = {}
-        compiled: list[Any] = []
+        self.texts: list[str] = []
+        self.conjunct_programs: list[Any] = []
         self.parts: list[tuple[int, ...] | None] = []
         for index, program in enumerate(programs):
-            pieces = conjuncts[index] if conjuncts is not None else self._pieces(program.source)
-            self.parts.append(None if pieces is None else self._split(pieces, distinct, compiled, compile))
-        self.conjunct_programs = compiled
+            if conjuncts is not None:
+                pieces = conjuncts[index]
+                self.parts.append(None if pieces is None else self._split(pieces, distinct, None))
+            else:
+                pieces = self._pieces(program.source)
+                self.parts.append(None if pieces is None else self._split(pieces, distinct, compile))
 
     @staticmethod
     def _pieces(source: str) -> tuple[str, ...] | None:
@@ -41,33 +53,49 @@ class Guards:
         except ValueError:  # (not parsed: the whole guard runs)
             return None
 
-    @staticmethod
-    def _split(pieces: tuple[str, ...], distinct: dict[str, int], compiled: list[Any], compile: Callable[[str], Any]) -> tuple[int, ...] | None:
-        """The guard's conjuncts as indices into `compiled` (new ones appended), or None."""
+    def _split(self, pieces: tuple[str, ...], distinct: dict[str, int], compile: "Callable[[str], Any] | None") -> tuple[int, ...] | None:
+        """The guard's conjuncts as indices into `conjunct_programs` (new ones appended: compiled
+        now with `compile`, else when first run), or None."""
         indices = []
         for piece in pieces:
             if piece not in distinct:
-                try:
-                    program = compile(piece)
-                except Exception:  # noqa: BLE001 - not a conjunct after all: the whole guard runs
-                    return None
-                compiled.append(program)
-                distinct[piece] = len(compiled) - 1
+                program = None
+                if compile is not None:
+                    try:
+                        program = compile(piece)
+                    except Exception:  # noqa: BLE001 - not a conjunct after all: the whole guard runs
+                        return None
+                self.conjunct_programs.append(program)
+                self.texts.append(piece)
+                distinct[piece] = len(self.texts) - 1
             indices.append(distinct[piece])
         return tuple(indices)
+
+    def _program(self, index: int) -> Any:
+        program = self.programs[index]
+        if program is None:
+            program = self.programs[index] = self.makers[index]()
+        return program
 
     def values(self, ctx: Any) -> list[Any]:
         """Each guard's value in `ctx`, in the order of `programs`."""
         memo: list[Any] = [_UNSET] * len(self.conjunct_programs)
         out: list[Any] = []
-        for program, parts in zip(self.programs, self.parts):
+        for slot, parts in enumerate(self.parts):
             value: Any = True
             if parts is not None:
                 for index in parts:
                     item = memo[index]
                     if item is _UNSET:
+                        conjunct = self.conjunct_programs[index]
+                        if conjunct is None:
+                            try:
+                                conjunct = self.conjunct_programs[index] = self.compile(self.texts[index])
+                            except Exception:  # noqa: BLE001 - (the rule set found it compiles): the guard's own program decides
+                                value = None
+                                break
                         try:
-                            item = self.conjunct_programs[index].execute(ctx)
+                            item = conjunct.execute(ctx)
                         except Exception:  # noqa: BLE001 - the guard's own program says what it is
                             item = None
                         memo[index] = item
@@ -78,7 +106,7 @@ class Guards:
                 value = None
             if value is None:  # not decided by its conjuncts: the guard's own value
                 try:
-                    value = program.execute(ctx)
+                    value = self._program(slot).execute(ctx)
                 except Exception:  # noqa: BLE001 - unknown (the rules' programs say what fails)
                     value = None
                 if value is not True and value is not False:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterable
 
 from inkling_compat.engine import cel, cel_tree
 from inkling_compat.errors import RuleFileError
+from inkling_compat.package_files import package_folder
 
 # Variables an expression may read (see docs/writing-rules.md).
 VARIABLES = ("config", "env", "model", "platform", "facts", "input", "adapter", "adapter_facts", "adapters", "adapter_facts_list")
@@ -30,7 +30,7 @@ def referenced_paths(expression: str, analyses: "cel_tree.Analyses | None" = Non
 
 
 def _schema_file(name: str) -> dict[str, Any]:
-    return json.loads((resources.files("inkling_compat.schemas") / name).read_text(encoding="utf-8"))
+    return json.loads((package_folder("inkling_compat.schemas") / name).read_text(encoding="utf-8"))
 
 
 def _with_defs(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

@@ -71,7 +71,9 @@ class Plan:
         self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
         # An adapter's rules read only the --lora-paths entries of its own name: its context holds
         # those (a fleet listed in --lora-paths stays linear in the number of entries).
-        self.lora_paths_by_name = "lora_paths" in self.adapter_global_tree.get("facts", {}) and reads_lora_paths_by_name(self.adapter_rules)
+        self.lora_paths_by_name = "lora_paths" in self.adapter_global_tree.get("facts", {}) and all(
+            c.by_name if c.by_name is not None else reads_lora_paths_by_name((c,)) for c in self.adapter_rules
+        )
         # Every `.name` any expression reads: the items of `adapters` / `adapter_facts_list`
         # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
         self.item_keys = frozenset().union(*(c.fields for c in self.ordered))
@@ -82,9 +84,10 @@ class Plan:
         self.adapter_ids = tuple(c.rule.id for c in self.adapter_rules)
         # Per rule of each scope: (inputs it reads, inputs its `when` reads, inputs that gate it).
         memo: dict[Any, Any] = {}
+        # (held by the rules of the compiled artifact: CompiledRule.stored)
         self.reads = {
-            "global": tuple(coverage.rule_reads(c, memo) for c in self.global_rules),
-            "adapter": tuple(coverage.rule_reads(c, memo) for c in self.adapter_rules),
+            "global": tuple(c.reads if c.reads is not None else coverage.rule_reads(c, memo) for c in self.global_rules),
+            "adapter": tuple(c.reads if c.reads is not None else coverage.rule_reads(c, memo) for c in self.adapter_rules),
         }
 
     def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool, str | None], ...]:

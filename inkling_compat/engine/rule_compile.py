@@ -37,7 +37,7 @@ class CompiledRule:
 
     __slots__ = (
         "rule", "expression", "_when_program", "_condition_program", "_program", "_param_programs", "exact_params", "file",
-        "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs", "rank",
+        "paths", "cel_paths", "when_paths", "gate_paths", "fields", "when_conjuncts", "_versions", "_programs", "rank", "reads", "by_name",
     )
 
     def __init__(self, rule: Rule, file: str, programs: "dict[str, Any] | None" = None, analyses: "cel_tree.Analyses | None" = None):
@@ -48,6 +48,11 @@ class CompiledRule:
         self.rule = rule
         self.file = file
         self.rank = 0  # its place in the rule set's check order (engine/rule_order.py), which reports sort by
+        # What coverage names it reading (engine/coverage.rule_reads) and whether it reads
+        # `facts.lora_paths` by its adapter's name only (engine/plan.py): worked out by the plan,
+        # or held by the compiled artifact (`stored`).
+        self.reads: Any = None
+        self.by_name: bool | None = None
         self._programs = programs if programs is not None else {}
         analyses = analyses if analyses is not None else cel_tree.Analyses()
         self._versions: dict[str, CompiledRule | None] = {v: self for v in rule.sglang_versions or ()}
@@ -92,6 +97,60 @@ class CompiledRule:
             for version in variant.sglang_versions:
                 self._versions[version] = compiled
 
+    @classmethod
+    def stored(cls, rule: Rule, file: str, programs: dict[str, Any], derived: dict[str, Any]) -> "CompiledRule":
+        """A rule of the compiled artifact, what it reads as `derived()` wrote it when the
+        artifact was generated (from the same rule compiled from its files): nothing is parsed
+        again. `rule`: its record (engine/rule_record.PartialRule)."""
+        self = object.__new__(cls)
+        self.rule, self.file, self.rank, self._programs = rule, file, derived["rank"], programs
+        self.expression = f"({rule.when}) && ({rule.condition})"
+        self._when_program = self._condition_program = self._program = self._param_programs = None
+        self.exact_params = {name: tuple(tuple(p) for p in paths) for name, paths in derived["exact_params"].items()}
+        self.when_paths = {tuple(p) for p in derived["when_paths"]}
+        self.gate_paths = self.when_paths.union(tuple(p) for p in derived["condition_paths"])
+        self.cel_paths = self.gate_paths.union(tuple(p) for p in derived["param_paths"])
+        self.paths = self.cel_paths.union(*self.exact_params.values())
+        self.fields = frozenset(derived["fields"])
+        conjuncts = derived["when_conjuncts"]
+        self.when_conjuncts = tuple(conjuncts) if conjuncts is not None else None
+        self.reads = tuple(frozenset(names) for names in derived["reads"])
+        self.by_name = derived["by_name"]
+        self._versions = {v: self for v in rule.sglang_versions or ()}
+        for index, variant_derived in enumerate(derived.get("variants", ())):
+            variant = rule.variants[index]
+            merged = rule.for_version(variant.sglang_versions[0])
+            compiled = cls.stored(merged, f"{file} (variants[{index}])", programs, variant_derived)
+            for version in variant.sglang_versions:
+                self._versions[version] = compiled
+        return self
+
+    def derived(self) -> dict[str, Any]:
+        """What the rule reads, as JSON, for the compiled artifact (`stored` reads it back):
+        its paths, fields and `when` operands, the inputs coverage names, whether it reads
+        `facts.lora_paths` by name, its rank, and the same of each variant."""
+        from inkling_compat.engine import coverage
+        from inkling_compat.engine.plan import reads_lora_paths_by_name
+
+        def paths(found: Any) -> list[list[str]]:
+            return sorted(list(p) for p in found)
+
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "exact_params": {name: [list(p) for p in found] for name, found in self.exact_params.items()},
+            "when_paths": paths(self.when_paths),
+            "condition_paths": paths(self.gate_paths - self.when_paths),
+            "param_paths": paths(self.cel_paths - self.gate_paths),
+            "fields": sorted(self.fields),
+            "when_conjuncts": list(self.when_conjuncts) if self.when_conjuncts is not None else None,
+            "reads": [sorted(names) for names in coverage.rule_reads(self)],
+            "by_name": reads_lora_paths_by_name((self,)),
+        }
+        if self.rule.variants:
+            variants = [self.for_version(variant.sglang_versions[0]) for variant in self.rule.variants]
+            out["variants"] = [v.derived() for v in variants if v is not None]
+        return out
+
     @property
     def when_program(self) -> Any:
         """`when` compiled (what the engine runs once per guard group)."""
@@ -126,6 +185,13 @@ class CompiledRule:
         """Every program of the rule and its variants compiled now (a rule set built from
         files: a broken expression fails at load, not when the rule first fires)."""
         self.when_program, self.condition_program, self.param_programs
+        if self.when_conjuncts is not None:  # (the guards compile each operand alone: engine/guards.py)
+            for piece in self.when_conjuncts:
+                try:
+                    self._compile(piece, "when")
+                except InputError:  # not an operand after all: the guards run the whole `when`
+                    self.when_conjuncts = None
+                    break
         if "//" in self.expression:  # a `//` comment may run on into `) && (`
             self.program
         for compiled in self._versions.values():

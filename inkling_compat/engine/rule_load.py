@@ -7,22 +7,22 @@ compiled until a check evaluates them: pydantic is imported only to compile rule
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine import cel_tree
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
-from inkling_compat.engine.rule_record import Rule as PlainRule
+from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
+from inkling_compat.package_files import package_folder
 
 if TYPE_CHECKING:
-    from inkling_compat.engine import definitions  # imported where used: a start from the compiled artifact needs none of it
+    from inkling_compat.engine import compiled_rules, definitions  # imported where used: a start from the compiled artifact needs none of it
 
 
 def rules_dir() -> Path:
-    return Path(str(resources.files("inkling_compat.rules")))
+    return package_folder("inkling_compat.rules")
 
 
 def rule_files(folder: Path | None = None) -> list[Path]:
@@ -96,16 +96,19 @@ def _validated(
     return CompiledRule(rule, name, programs, analyses)
 
 
-def _plain(data: dict[str, Any], name: str, programs: dict[str, Any], analyses: "cel_tree.Analyses") -> CompiledRule:
-    """A rule of the compiled artifact as a plain record (engine/rule_record.py)."""
+def _stored(stored: "compiled_rules.Stored", index: int, programs: dict[str, Any]) -> CompiledRule:
+    """A rule of the compiled artifact as a plain record (engine/rule_record.py) holding the
+    fields a check reads, the rest parsed from its line when first read."""
+    name, check, derived = stored.checks[index]
     stem = name[: -len(".yaml")] if name.endswith(".yaml") else name
     try:
-        rule = PlainRule(data)
-    except (ValueError, TypeError, KeyError) as exc:  # (only an artifact edited by hand)
+        rule = PartialRule(check, lambda: stored.whole(index))
+        compiled = CompiledRule.stored(rule, name, programs, derived)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:  # (only an artifact edited by hand)
         raise InputError(name, "(root)", f"compiled artifact: {exc}") from None
     if stem != rule.id:
         raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
-    return CompiledRule(rule, name, programs, analyses)
+    return compiled
 
 
 @lru_cache(maxsize=4)
@@ -113,21 +116,17 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     """Every rule in `rules/` (or `directory`), validated and compiled, in sglang's check order.
 
     The package's own rules come from the compiled artifact (engine/compiled_rules.py) when it is
-    current, as plain records (validated when the artifact was generated), each CEL program
-    compiled when first evaluated; any other folder, or a stale artifact, is compiled from its
-    files with every check."""
+    current: plain records validated, ordered and analysed when the artifact was generated, each
+    CEL program compiled when first evaluated; any other folder, or a stale artifact, is
+    compiled from its files with every check."""
     from inkling_compat.engine import compiled_rules
 
     folder = Path(directory) if directory else rules_dir()
     stored = compiled_rules.load(folder) if folder == rules_dir() else None
     if stored is not None:
-        entries, known = stored
         programs: dict[str, Any] = {}
-        analyses = cel_tree.Analyses(known)
-        compiled = [_plain(data, name, programs, analyses) for name, data in entries]
-        check_after(compiled)
-    else:
-        compiled, _ = compile_folder(folder)
+        return tuple(_stored(stored, index, programs) for index in range(len(stored.checks)))
+    compiled, _ = compile_folder(folder)
     return check_order(compiled)
 
 

@@ -226,7 +226,66 @@ class Rule(_Plain, RuleReading):
     def __init__(self, data: dict[str, Any]):
         super().__init__(data)
         if self.sglang_versions is None:
-            from inkling_compat.inputs.versions import SGLANG_VERSIONS
+            object.__setattr__(self, "sglang_versions", self.default_versions(self.variants))
 
-            taken = {v for variant in self.variants for v in variant.sglang_versions}
-            object.__setattr__(self, "sglang_versions", [v for v in SGLANG_VERSIONS if v not in taken])
+    @staticmethod
+    def default_versions(variants: "list[Variant]") -> list[str]:
+        """Every known version not taken by a variant (what `sglang_versions` left out means)."""
+        from inkling_compat.inputs.versions import SGLANG_VERSIONS
+
+        taken = {v for variant in variants for v in variant.sglang_versions}
+        return [v for v in SGLANG_VERSIONS if v not in taken]
+
+
+class PartialRule(Rule):
+    """A `Rule` of the compiled artifact with only the fields a check reads of every rule set
+    (`CHECK_FIELDS`): the others are read from the rule's whole data (`rest()`, the artifact's
+    line of that rule) when one is first read. A check reads the rest only of the rules it
+    reports or that have variants, so it parses a fraction of the artifact; every field reads
+    as the whole record's (tests/test_compiled_rules.py)."""
+
+    __slots__ = ("_rest",)
+
+    def __init__(self, data: dict[str, Any], rest: Any):
+        """`data`: the `CHECK_FIELDS` present in the rule's data, `sglang_versions` resolved."""
+        object.__setattr__(self, "_rest", rest)
+        for name, default in _CHECK_DEFAULTS:
+            if name in data:
+                object.__setattr__(self, name, data[name])
+            elif default is _REQUIRED:
+                raise ValueError(f"Rule: missing field {name!r}")
+            else:
+                object.__setattr__(self, name, default() if default is list or default is dict else default)
+
+    def __getattr__(self, name: str) -> Any:
+        # (called only for a field not set yet: the slots set read without it)
+        rest = object.__getattribute__(self, "_rest")
+        if rest is None or name not in _RULE_FIELD_NAMES:
+            raise AttributeError(name)
+        whole = Rule(rest())
+        for field in _RULE_FIELD_NAMES:
+            if field not in CHECK_FIELDS:
+                object.__setattr__(self, field, getattr(whole, field))
+        object.__setattr__(self, "_rest", None)  # (after the fields: another thread reading one meanwhile parses them too)
+        return object.__getattribute__(self, name)
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+        """A whole `Rule` (as `Rule.model_copy`)."""
+        copy = object.__new__(Rule)
+        for name, _, _ in self.FIELDS:
+            object.__setattr__(copy, name, getattr(self, name))
+        for name, value in (update or {}).items():
+            object.__setattr__(copy, name, value)
+        return copy
+
+
+_RULE_FIELD_NAMES = frozenset(name for name, _, _ in Rule.FIELDS)
+# What a check reads of every rule (the plan, coverage, ordering and reporting of what fired
+# read the rest, of the rules they report): plain values, none a nested record.
+CHECK_FIELDS = frozenset({
+    "id", "severity", "origin", "error_class", "params", "sglang_versions", "stage", "order", "scope", "after", "stops", "any_model",
+    "inkling_only", "when", "condition",
+})  # fmt: skip
+# (each a field whose key in the file is its name)
+_CHECK_DEFAULTS = tuple((name, default) for name, key, default in Rule.FIELDS if name in CHECK_FIELDS and key == name)
+assert len(_CHECK_DEFAULTS) == len(CHECK_FIELDS)

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from typing import Any
+
+from inkling_compat.package_files import package_folder
 
 SITES_FILE = "sglang-sites.json"
 
 
 @functools.lru_cache(maxsize=1)
 def data() -> dict[str, Any]:
-    return json.loads(resources.files("inkling_compat").joinpath("data", SITES_FILE).read_text(encoding="utf-8"))
+    return json.loads((package_folder() / "data" / SITES_FILE).read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=16)

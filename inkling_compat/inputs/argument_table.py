@@ -28,10 +28,10 @@ import functools
 import json
 import re
 from decimal import Decimal
-from importlib import resources
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
+from inkling_compat.package_files import package_folder
 
 PROG = "sglang serve"
 
@@ -73,7 +73,7 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
-    path = resources.files("inkling_compat").joinpath("data", table_file(release))
+    path = package_folder() / "data" / table_file(release)
     if path.name.endswith(".gz"):
         import gzip
 
@@ -293,19 +293,23 @@ class ArgumentsRefused(Exception):
 
 
 class _SglangArgParser(argparse.ArgumentParser):
-    # While the table is added, one help formatter serves every add_argument (argparse builds
-    # one per argument to try its metavar, each asking the terminal for its size: most of the
-    # cost of building the parser).
-    _shared_formatter: argparse.HelpFormatter | None = None
-
     def error(self, message: str) -> Any:  # type: ignore[override]
         raise ArgumentsRefused(message)
 
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        return self._shared_formatter or super()._get_formatter()
+
+def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> argparse.Action:
+    """The row's action added to `parser` as `add_argument(*options, **kwargs)` adds it, without
+    the checks `add_argument` makes of hand-written calls (option strings, a callable type, the
+    metavar tried in a help formatter): the rows are sglang's own parser's, read from it, and
+    those checks were most of the cost of building the parser at a launch check's start
+    (docs/performance.md; tests/test_fidelity_argument_table.py: the same parser)."""
+    options, kwargs = _arguments(row)
+    action_class = parser._pop_action_class(kwargs)  # (argparse's registry: "store_true" -> its class)
+    return parser._add_action(action_class(option_strings=list(options), **kwargs))
 
 
-def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
+def _arguments(row: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The row as `add_argument`'s arguments: option strings, keywords."""
     kind = row["action"]
     choices = row["choices"]
     if isinstance(choices, dict):  # a set: sorted (argparse's own order of a set varies per process)
@@ -329,7 +333,7 @@ def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> None:
         kwargs.update(action=_StoreValue, use_values=True, nargs=row["nargs"], choices=choices, type=TYPES.get(row["type"] or "", None), new_flag=row.get("new_flag"))
     else:
         raise ValueError(f"argument table: unknown action kind {kind!r}")
-    parser.add_argument(*row["options"], **kwargs)
+    return list(row["options"]), kwargs
 
 
 def parser(require_model_path: bool = True, version: str | None = None) -> argparse.ArgumentParser:
@@ -340,14 +344,12 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    built._shared_formatter = built._get_formatter()
     for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue
         _add(built, row)
         if row["required"] and require_model_path:
             built._actions[-1].required = True
-    built._shared_formatter = None
     return built
 
 

@@ -267,10 +267,41 @@ def _parser() -> Any:
     global _PARSER
     if _PARSER is None:
         import tree_sitter
+
+        _PARSER = tree_sitter.Parser(tree_sitter.Language(_bash_language()))
+    return _PARSER
+
+
+def _bash_language() -> Any:
+    """tree-sitter-bash's grammar from its compiled binding. The package's `__init__` is not
+    run: it imports `importlib.resources` for its highlight queries, which the checker does
+    not read (about 5 ms of a start: docs/performance.md); where the binding is not found so,
+    the package is imported."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    binding = sys.modules.get("tree_sitter_bash._binding")
+    spec = importlib.util.find_spec("tree_sitter_bash") if binding is None else None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            found = importlib.util.spec_from_file_location("tree_sitter_bash._binding", f"{folder}/_binding{suffix}")
+            if found is None or found.loader is None:
+                continue
+            try:
+                module = importlib.util.module_from_spec(found)
+                found.loader.exec_module(module)
+            except (ImportError, OSError):
+                continue
+            binding = sys.modules["tree_sitter_bash._binding"] = module
+            break
+        if binding is not None:
+            break
+    if binding is None:
         import tree_sitter_bash
 
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _PARSER
+        return tree_sitter_bash.language()
+    return binding.language()
 
 
 class _Walker:

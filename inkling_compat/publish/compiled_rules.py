@@ -16,13 +16,14 @@ from typing import Sequence
 
 from inkling_compat.engine import compiled_rules
 from inkling_compat.engine.rule_load import compile_folder, rules_dir
+from inkling_compat.engine.rule_order import check_order
 
 
 def fresh_text() -> str:
     """The artifact as a fresh compile of the package's rules/ writes it."""
     folder = rules_dir()
     compiled, expanded = compile_folder(folder)
-    return compiled_rules.render(compiled_rules.rules_digest(folder), expanded, compiled_rules.expression_table(compiled))
+    return compiled_rules.render(compiled_rules.rules_digest(folder), check_order(compiled), dict(expanded))
 
 
 def is_current() -> bool:
