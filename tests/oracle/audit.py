@@ -1024,7 +1024,7 @@ def audit_release(wheel: Path, base_wheel: Path, as_new: bool = False, out: Any 
         # Files the site data found a rule's site in (older releases' server_args.py): read for
         # the pins, their other sites not audited.
         moved = {e["path"] for r in data["rules"].values() if isinstance(e := r.get(other.release), dict) and "path" in e}
-        own_scan = read_sites(wheel, {**{m: frozenset() for m in moved}, **scope})
+        own_scan = read_sites(wheel, {**{m: frozenset() for m in moved}, **_with_older_rules(scope)})
         own = check(own_scan, pins(other.release, data), exclusions, {p.rule_id for p in default_pins}, other.release)
         # (a site the to-do list names already is not counted twice)
         listed = {f"{s.path}:{s.line} " for s in d.added} | {f"{b.path}:{b.line} " for _, b in d.reworded}
