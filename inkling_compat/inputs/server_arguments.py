@@ -4,7 +4,8 @@ A key of the project's config (YAML/JSON/dict) may be the dest (`tp_size`) or an
 with dashes or underscores (`tp-size`, `tensor_parallel_size`). (sglang's own `--config` file
 takes only the dash spelling: its merger passes `--<key>` as written, and argparse refuses
 `--tp_size`; launch.py applies that rule to a `--config` inside a launch command.) A key that names one of `ServerConfig`'s typed fields is put under
-that field, its value read as the file gives it (the typed fields' own checks). Any other
+that field, its value read as the file gives it (the typed fields' own checks); a value outside
+the argument's `choices=` in the release is refused as argparse refuses it (`_check_choice`). Any other
 argument is turned into the words sglang's ConfigArgumentMerger makes of it and converted by
 argparse (`argument_table.parse`): the converted value goes to `arguments[dest]`, a refusal is
 an InputError naming the key with argparse's text. A key argparse does not know (after its
