@@ -8,9 +8,14 @@ Importing this package pulls in neither torch nor triton.
 from __future__ import annotations
 
 from importlib import import_module
+from os.path import dirname
 from typing import TYPE_CHECKING, Any
 
 from inkling_compat.inputs.versions import PACKAGE_VERSION as __version__
+from inkling_compat.source_tree import install as _install_checkout_folders
+
+_install_checkout_folders(dirname(__file__))
+
 __all__ = ["check", "Report", "Problem", "InputError", "RuleEvaluationError"]
 
 # The public names are imported on first use (PEP 562): `import inkling_compat.cli` for

@@ -91,3 +91,36 @@ def test_the_sdist_carries_what_the_tests_read(tmp_path: Path) -> None:
     missing = sorted(t for t in tracked if t not in names and t not in not_shipped)
     assert missing == [], f"tracked but not in the sdist: {missing[:20]}"
     assert not any("__pycache__" in n for n in names)
+
+
+# `python -m inkling_compat` in the repository root: the checkout's `inkling_compat/` comes
+# first on sys.path, ahead of any installed copy. The editable install's finder (the suite's
+# environment) is taken away first, so the checkout is all there is, as beside a wheel install.
+_CHECKOUT_ONLY = """
+import runpy, sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if not getattr(h, "__module__", "").startswith("__editable__")]
+sys.path_importer_cache.clear()
+sys.argv = ["inkling_compat", *sys.argv[1:]]
+runpy.run_module("inkling_compat", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(("argv", "status", "last"), [
+    (["check", "--config", "examples/serve.yaml", "--model", "examples/config.json", "--adapter", "examples/adapter_pool.yaml"], 0, "ok: no errors"),
+    (["check", "--config", "examples/broken/serve.yaml", "--model", "examples/config.json", "--adapter", "examples/broken/adapter_pool.yaml"], 1, ""),
+    (["--version"], 0, "inkling-compat "),
+    (["rules", "sink-pool-rank-mismatch"], 0, ""),
+])
+def test_python_m_in_the_checkout_runs_the_checkout(argv: list[str], status: int, last: str) -> None:
+    run = subprocess.run([sys.executable, "-c", _CHECKOUT_ONLY, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "internal error" not in run.stderr, run.stderr
+    assert run.returncode == status, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1].startswith(last)
+
+
+def test_python_m_in_the_checkout_imports_the_checkouts_folders() -> None:
+    code = _CHECKOUT_ONLY.replace('runpy.run_module("inkling_compat", run_name="__main__", alter_sys=True)', "import inkling_compat.rules, inkling_compat.schemas, inkling_compat.kernels as k; print(k.__file__)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == str(ROOT / "kernels" / "__init__.py")

@@ -311,3 +311,46 @@ def test_the_grammar_is_tree_sitter_bash_s_own_read_without_its_package_init():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+# An array built for `exec "${cmd[@]}"` (from MindLab-Research/Mixture-of-LoRA-Harness,
+# mol_harness/scripts/start_glm52_sglang_tp8_4lora.sh, reduced): an element the file does not
+# define leaves the other elements known, and elements appended under a condition are one word
+# not known; the command is found either way (it was "no sglang launch command", exit 2).
+ARRAY_SCRIPT = """PYTHON_BIN="${PYTHON_BIN:-python3}"
+LORA_ROOT="${LORA_ROOT:-/root/loras}"
+cmd=(
+  "${PYTHON_BIN}" -m sglang.launch_server
+  --model-path /root/base
+  --enable-lora
+  --lora-paths
+    "L0=${LORA_ROOT}/L0"
+  --max-lora-rank 16
+  --lora-use-virtual-experts
+)
+if [[ "${DISABLE_OVERLAP:-1}" == "1" ]]; then
+  cmd+=(--disable-overlap-schedule)
+fi
+cmd+=("$@")
+exec "${cmd[@]}"
+"""
+
+
+def test_an_array_with_elements_not_known_is_still_the_command() -> None:
+    found = one(ARRAY_SCRIPT)
+    assert list(found.words) == ["python3", "-m", "sglang.launch_server", "--model-path", "/root/base", "--enable-lora", "--lora-paths",
+                                 "L0=${LORA_ROOT}/L0", "--max-lora-rank", "16", "--lora-use-virtual-experts", "--disable-overlap-schedule", "$@"]
+    assert found.unknown == {
+        7: "$LORA_ROOT, not set in start.sh (default /root/loras)",
+        11: "${cmd[@]}: elements appended in a branch or loop at line 12 of start.sh",
+        12: "$@, the arguments of start.sh",
+    }
+
+
+def test_check_on_an_array_script_names_what_it_could_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "start.sh"
+    script.write_text(ARRAY_SCRIPT)
+    ran = run_main(capsys, "check", "--launch", str(script))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "no sglang launch command" not in ran.stdout + ran.stderr
+    assert f"--lora-paths comes from $LORA_ROOT, not set in {script} (default /root/loras)" in ran.stdout + ran.stderr

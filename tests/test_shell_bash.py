@@ -197,3 +197,17 @@ def test_chosen_scripts_against_bash(script: str, recorder: Path, tmp_path: Path
     found = find_commands(script, origin="start.sh")
     assert ran, script
     assert [list(f.words[1:]) for f in found] == [r["argv"] for r in ran]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "V_ARR=(python3 -m sglang.launch_server)\nV_ARR+=(--a 'b c')\nV_ARR+=(\"\")\n\"${V_ARR[@]}\"\n",
+        "V_B=q\nV_ARR=(\n  python3 -m sglang.launch_server\n  --x \"${V_B:-d}\"\n)\nexec \"${V_ARR[@]}\" --y \"${V_ARR[1]}\"\n",
+    ],
+)
+def test_arrays_built_in_steps_against_bash(script: str, recorder: Path, tmp_path: Path) -> None:
+    ran = bash_runs(script, recorder, tmp_path)
+    found = find_commands(script, origin="start.sh")
+    assert ran, script
+    assert [list(f.words[1:]) for f in found] == [r["argv"] for r in ran]

@@ -4,7 +4,8 @@ A key of the project's config (YAML/JSON/dict) may be the dest (`tp_size`) or an
 with dashes or underscores (`tp-size`, `tensor_parallel_size`). (sglang's own `--config` file
 takes only the dash spelling: its merger passes `--<key>` as written, and argparse refuses
 `--tp_size`; launch.py applies that rule to a `--config` inside a launch command.) A key that names one of `ServerConfig`'s typed fields is put under
-that field, its value read as the file gives it (the typed fields' own checks). Any other
+that field, its value read as the file gives it (the typed fields' own checks); a value outside
+the argument's `choices=` in the release is refused as argparse refuses it (`_check_choice`). Any other
 argument is turned into the words sglang's ConfigArgumentMerger makes of it and converted by
 argparse (`argument_table.parse`): the converted value goes to `arguments[dest]`, a refusal is
 an InputError naming the key with argparse's text. A key argparse does not know (after its
@@ -63,6 +64,27 @@ def _other_releases(words: list[str]) -> str:
     return history.note() if history.releases and argument_table.selected() not in history.releases else ""
 
 
+# The typed fields whose choices rules check (rules/server_args/_family-argparse-lora-choices.yaml:
+# one rule each, reported as a problem of the deployment); tests/test_config_choices.py holds
+# this list to the family.
+CHOICES_BY_RULE = frozenset({"lora_backend", "lora_eviction_policy", "max_lora_chunk_size", "lora_target_modules"})
+
+
+def _check_choice(row: dict[str, Any], value: Any, key: str, file: str) -> None:
+    """A typed field's value outside its argument's `choices=` in the selected release: refused
+    in argparse's words for the flag the merger makes of it, as for every other argument. (A
+    value the file leaves empty, `null`, is the field's default here.)"""
+    if not row.get("choices") or row["dest"] in CHOICES_BY_RULE or not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return
+    if str(value) in {str(choice) for choice in row["choices"]}:
+        return
+    words = [argument_table.flag(row), str(value)]
+    try:
+        argument_table.parse(words, require_model_path=False)
+    except argument_table.ArgumentsRefused as exc:
+        raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
+
+
 def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     fields = ServerConfig.model_fields
     out: dict[str, Any] = {}
@@ -71,15 +93,23 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
     for key, value in data.items():
         if key in fields:
             if key != "arguments":
+                row = _row(key)
+                if row is not None:
+                    _check_choice(row, value, key, file)
                 out[key] = value
             continue
-        row = argument_table.lookup(str(key))
+        row = _row(str(key))
         if row is not None and row["dest"] in fields:
+            _check_choice(row, value, str(key), file)
             out[row["dest"]] = value
             continue
         # A known argument in any spelling (the project's files use dests: an extension, as
         # sglang's own --config passes `--<key>` as written and argparse knows only dashes).
-        spelled = argument_table.flag(row)[2:] if row is not None else key
+        # A flag as written is passed as written (the merger keys it as sglang does: a dest that
+        # a deprecated alias shares is refused by name); another spelling of a known argument
+        # as its first flag.
+        dashed = str(key).replace("_", "-")
+        spelled = dashed if "--" + dashed in _option_rows(argument_table.selected()) else argument_table.flag(row)[2:] if row is not None else key
         try:
             words = config_to_args({spelled: value})[0][1]
         except ConfigRefused as exc:
@@ -130,6 +160,17 @@ def _long_options() -> tuple[str, ...]:
 @lru_cache(maxsize=None)
 def _release_long_options(release: str) -> tuple[str, ...]:
     return tuple(sorted(o for row in argument_table.table(release)["arguments"] for o in row["options"] if o.startswith("--")))
+
+
+def _row(key: str) -> dict[str, Any] | None:
+    """The argument a key names: the one whose flag it spells (`mamba-radix-cache-strategy`),
+    not a deprecated alias registered later for the same dest; else the merger's lookup."""
+    return _option_rows(argument_table.selected()).get("--" + key.replace("_", "-")) or argument_table.lookup(key)
+
+
+@lru_cache(maxsize=None)
+def _option_rows(release: str) -> dict[str, dict[str, Any]]:
+    return {o: row for row in argument_table.table(release)["arguments"] for o in row["options"] if o.startswith("--")}
 
 
 def _could_match(word: str) -> bool:

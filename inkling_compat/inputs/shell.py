@@ -465,6 +465,12 @@ class _Run:
         for name, value in inner.variables.maps[0].items():  # (what the bodies assigned)
             if name in scope.variables and scope.variables[name] == value:
                 continue
+            before = scope.variables.get(name)
+            if isinstance(before, list) and isinstance(value, list) and len(value) > len(before) and value[: len(before)] == before:
+                # `A+=(...)` in a branch: the elements before stay known, the ones it may add are one unknown word
+                added = " ".join(e.text if isinstance(e, _Word) else e for e in value[len(before) :])
+                scope.variables[name] = [*before, _Word(added, f"${{{name}[@]}}: elements appended in a branch or loop at line {line} of {self.walker.origin}")]
+                continue
             scope.variables[name] = _Unknown(f"${name}, set in a branch or loop at line {line} of {self.walker.origin}")
         for name, on in inner.exported.maps[0].items():
             scope.export(name, on)
@@ -491,8 +497,8 @@ class _Run:
                 elements += self.words(child, scope)
                 if len(elements) > MAX_WORDS:
                     raise _Refused(f"an array of more than {MAX_WORDS:,} elements")
-            unknown = next((w.unknown for w in elements if w.unknown), None)
-            value = _Unknown(unknown) if unknown else [w.text for w in elements]
+            # an element not known stays that element (its word), the others known
+            value = [w if w.unknown else w.text for w in elements]
         else:
             value = self.single(value_node, scope)
         if append:
@@ -740,19 +746,28 @@ class _Run:
         elif value is _UNSET:
             pieces.vanished = all_elements and not star
             return
+        elif isinstance(value, _Word):  # an array's element not known
+            pieces.mark(value.unknown or "", value.text)
         elif isinstance(value, list):
             if not all_elements:
                 if value:
-                    pieces.add(value[0], quoted)
+                    self.value(name, value[0], pieces, quoted, source)
                 return
             if quoted and star:
-                pieces.add(" ".join(value), quoted=True)
+                unknown = next((e for e in value if isinstance(e, _Word)), None)
+                if unknown is not None:
+                    pieces.mark(unknown.unknown or "", source)
+                else:
+                    pieces.add(" ".join(value), quoted=True)
                 return
             pieces.vanished = not value
             for i, element in enumerate(value):
                 if i:
                     pieces.end() if quoted else pieces.add(" ", quoted=False)
-                pieces.add(element, quoted)
+                if isinstance(element, _Word):
+                    pieces.mark(element.unknown or "", element.text)
+                else:
+                    pieces.add(element, quoted)
         else:
             pieces.add(str(value), quoted)
 

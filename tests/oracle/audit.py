@@ -948,6 +948,21 @@ def older_rule_sites(other: Scan) -> dict[str, Any]:
     return out
 
 
+def _with_older_rules(scope: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """`scope` and the functions of the rules only older releases have (the default release
+    lacks them, so no pinned line of it names them): their sites are searched there too."""
+    from inkling_compat.engine.rule_load import load_rules
+
+    out = dict(scope)
+    for compiled in load_rules():
+        if compiled.for_version(DEFAULT_RELEASE) is not None:
+            continue
+        source = compiled.rule.source
+        if source is not None and source.function and not audited_files([source.path.removeprefix("python/")]):
+            out[source.path] = out.get(source.path, frozenset()) | {source.function.split(" ", 1)[0].strip("`()")}
+    return out
+
+
 def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> dict[str, Any]:
     """The site data of each release (inkling_compat/data/sglang-sites.json): per rule and
     release, its site's line, changed message or condition, or null where the release lacks it."""
@@ -957,7 +972,7 @@ def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> d
     base_audit = check(base, base_pins, load_exclusions(), {p.rule_id for p in base_pins})
     by_release = {}
     for wheel in wheels:
-        other = read_sites(wheel, scope)
+        other = read_sites(wheel, _with_older_rules(scope))
         if other.release != DEFAULT_RELEASE:
             by_release[other.release] = {**rule_sites(base, base_audit, data_pins(base_pins), other), **older_rule_sites(other)}
     releases = sorted(by_release, key=lambda r: tuple(int(x) if x.isdigit() else x for x in r.split(".")))
@@ -1009,7 +1024,7 @@ def audit_release(wheel: Path, base_wheel: Path, as_new: bool = False, out: Any 
         # Files the site data found a rule's site in (older releases' server_args.py): read for
         # the pins, their other sites not audited.
         moved = {e["path"] for r in data["rules"].values() if isinstance(e := r.get(other.release), dict) and "path" in e}
-        own_scan = read_sites(wheel, {**{m: frozenset() for m in moved}, **scope})
+        own_scan = read_sites(wheel, {**{m: frozenset() for m in moved}, **_with_older_rules(scope)})
         own = check(own_scan, pins(other.release, data), exclusions, {p.rule_id for p in default_pins}, other.release)
         # (a site the to-do list names already is not counted twice)
         listed = {f"{s.path}:{s.line} " for s in d.added} | {f"{b.path}:{b.line} " for _, b in d.reworded}

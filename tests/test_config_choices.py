@@ -1,0 +1,126 @@
+"""A server config's value outside an argument's `choices=` is refused as the release's own
+`--config` merging and argparse refuse it, for every choices-restricted argument of every
+release's table (typed `ServerConfig` fields such as `moe_a2a_backend` included).
+
+The oracle: the release's wheel (tests/oracle/sglang_argparse.py) merges a YAML file with the
+same key through its own ConfigArgumentMerger and parses it with its own parser. The checker's
+message for the key must end with the oracle's words. The three newest releases and 0.5.16 (whose
+`--moe-a2a-backend` has no `pplx`) run everywhere; the others with INKLING_COMPAT_ALL_RELEASES=1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from oracle import sglang_argparse, sglang_sink
+from oracle.require import load_or_skip
+
+from inkling_compat.api import check
+from inkling_compat.errors import InputError
+from inkling_compat.inputs import argument_table
+from inkling_compat.inputs.models import ServerConfig
+from inkling_compat.inputs.server_arguments import CHOICES_BY_RULE, sort_arguments
+from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+ROOT = Path(__file__).resolve().parent.parent
+ALL = os.environ.get("INKLING_COMPAT_ALL_RELEASES") == "1"
+ALWAYS = (*SGLANG_RELEASES[:3], "0.5.16")
+RELEASES = [pytest.param(r, marks=() if r in ALWAYS or ALL else pytest.mark.skip(reason="older release: make fidelity-all")) for r in SGLANG_RELEASES]
+
+
+def _oracle(release: str) -> Any:
+    return load_or_skip(lambda: sglang_argparse.load(sglang_sink.find_wheel(version=release)), f"{release} argument parser")
+
+
+def _not_a_choice(row: dict[str, Any]) -> str:
+    """A value of the argument's type that is none of its choices (argparse converts first)."""
+    if row["dest"] == "moe_a2a_backend" and "pplx" not in row["choices"]:
+        return "pplx"  # (a backend of the later releases)
+    return "7" if row["type"] == "int" else "not-a-choice"
+
+
+def _in_order(message: str, row: dict[str, Any]) -> str:
+    """argparse lists a set's choices in its iteration order, which string hashing makes differ
+    per process (the table records them sorted): such a list compared sorted."""
+    head, sep, listed = message.partition(" (choose from ")
+    if not isinstance(row["choices"], dict) or not sep:
+        return message
+    return f"{head}{sep}{', '.join(sorted(listed.removesuffix(')').split(', ')))})"
+
+
+def _refused_by_the_wheel(oracle: Any, folder: Path, key: str, value: str) -> str:
+    path = folder / "serve.yaml"
+    path.write_text(yaml.safe_dump({key: value}), encoding="utf-8")
+    said, text = sglang_argparse.parse(oracle, ["--model-path", "/m", "--config", str(path)])
+    assert said == "refused", (key, value, text)
+    return text
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_choices_argument_is_refused_in_the_releases_words(release: str, tmp_path: Path) -> None:
+    oracle = _oracle(release)
+    rows = [r for r in argument_table.table(release)["arguments"] if r.get("choices") and r["dest"] not in CHOICES_BY_RULE]
+    assert len(rows) > 60
+    checked = []
+    for row in rows:
+        key = argument_table.flag(row)[2:]  # sglang's own spelling of a config key
+        value = _not_a_choice(row)
+        expected = _refused_by_the_wheel(oracle, tmp_path, key, value)
+        if expected.startswith("Unsupported config option") and row["dest"] in ServerConfig.model_fields:
+            # The checker's own format takes a typed field whatever the release's merger says
+            # of it (rules/server_args/sglang-config-file-refused.yaml): argparse's words for it.
+            said, expected = sglang_argparse.parse(oracle, ["--model-path", "/m", argument_table.flag(row), value])
+            assert said == "refused"
+        spellings = [key, row["dest"]] if row["dest"] in ServerConfig.model_fields else [key]  # (a typed field's name too)
+        for spelt in spellings:
+            with argument_table.using(release), pytest.raises(InputError) as caught:
+                sort_arguments({spelt: value}, "serve.yaml")
+            assert str(caught.value).startswith(f"serve.yaml: {spelt}: ")
+            assert _in_order(str(caught.value), row).endswith(_in_order(expected, row)), (release, spelt)
+        checked.append(row["dest"])
+    assert "moe_a2a_backend" in checked and "dtype" in checked  # typed fields are among them
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_ruled_choices_are_reported_in_the_releases_words(release: str, tmp_path: Path) -> None:
+    """The LoRA arguments' choices are rules (a problem of the deployment, exit 1), in the same words."""
+    oracle = _oracle(release)
+    for dest in sorted(CHOICES_BY_RULE - {"lora_target_modules"}):
+        row = argument_table.lookup(dest)
+        assert row is not None and row["choices"]
+        value = "7" if row["type"] == "int" else "not-a-choice"
+        expected = _refused_by_the_wheel(oracle, tmp_path, argument_table.flag(row)[2:], value)
+        report = check({"enable_lora": True, "lora_backend": "triton", dest: int(value) if row["type"] == "int" else value}, None, sglang_version=release)
+        assert expected in [p.message for p in report.problems], (release, dest)
+
+
+def test_moe_a2a_backend_pplx_on_0_5_16_is_refused_by_the_command(tmp_path: Path) -> None:
+    _oracle("0.5.16")
+    serve = tmp_path / "serve.yaml"
+    serve.write_text("model_path: /models/x\nmoe_a2a_backend: pplx\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        check(str(serve), None, sglang_version="0.5.16")
+    assert str(caught.value) == (
+        f"{serve}: moe_a2a_backend: sglang's argparse refuses it: argument --moe-a2a-backend: invalid choice: 'pplx' "
+        "(choose from 'none', 'deepep', 'mooncake', 'nixl', 'mori', 'ascend_fuseep', 'flashinfer', 'megamoe', 'ascend_tp')"
+    )
+    assert check(str(serve), None, sglang_version="0.5.23") is not None  # (0.5.23 has pplx: no refusal)
+
+
+def test_the_ruled_choices_are_the_rule_familys_fields() -> None:
+    fields = set()
+    for path in (ROOT / "rules").rglob("*.yaml"):
+        rule = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(rule, dict) and rule.get("family") == "argparse-lora-choices" and "id" in rule:
+            fields |= {p.removeprefix("config.") for p in rule["field_paths"]}
+    assert fields == set(CHOICES_BY_RULE)
+
+
+def test_an_empty_value_and_a_choice_are_not_refused() -> None:
+    with argument_table.using("0.5.16"):
+        out, unknown = sort_arguments({"moe_a2a_backend": "deepep", "quantization": None, "dtype": "bfloat16"}, "serve.yaml")
+    assert out == {"moe_a2a_backend": "deepep", "quantization": None, "dtype": "bfloat16"} and unknown == []
