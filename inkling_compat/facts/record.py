@@ -68,7 +68,8 @@ class _RecordType(type):
         for fname in namespace.get("__annotations__", {}):
             value = namespace.pop(fname, _MISSING)
             own[fname] = value if isinstance(value, FieldSpec) else FieldSpec(default=value)
-        namespace["__slots__"] = tuple(f for f in own if f not in inherited)
+        # (slots a class declares itself are kept: state beside the fields)
+        namespace["__slots__"] = tuple(namespace.get("__slots__", ())) + tuple(f for f in own if f not in inherited)
         namespace["__fact_fields__"] = {**inherited, **own}
         namespace.setdefault("__doc__", None)
         return super().__new__(mcls, name, bases, namespace, **kwargs)

@@ -499,7 +499,7 @@ def server_config_data(launch: Launch) -> dict[str, Any]:
     `arguments`, SGLANG_* switches the checker knows from the assignments under `env`."""
     from inkling_compat.inputs.models import EnvSwitches, ServerConfig
 
-    fields = ServerConfig.model_fields
+    fields = ServerConfig.__fact_fields__
     data: dict[str, Any] = {}
     arguments: dict[str, Any] = {}
     for dest, value in launch.values.items():
@@ -509,7 +509,7 @@ def server_config_data(launch: Launch) -> dict[str, Any]:
             arguments[dest] = value
     if arguments:
         data["arguments"] = arguments
-    env = {k: v for k, v in launch.env.items() if k in EnvSwitches.model_fields}
+    env = {k: v for k, v in launch.env.items() if k in EnvSwitches.__fact_fields__}
     if env:
         data["env"] = env
     return data
