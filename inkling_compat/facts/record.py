@@ -194,7 +194,13 @@ def dump(value: Any, json: bool = True) -> Any:
         items = [dump(v, json) for v in value]
         return items if json or isinstance(value, list) else tuple(items)
     if isinstance(value, dict):
+        if json and not all(type(k) is str for k in value):  # (keys as JSON writes them: rare, hostile input)
+            from pydantic_core import to_jsonable_python
+
+            return to_jsonable_python(value, inf_nan_mode="null")
         return {k: dump(v, json) for k, v in value.items()}
+    if type(value).__name__ == "TensorTable":  # (inputs/models.py: a table of tensor specs)
+        return value.model_dump(mode="json" if json else "python")
     return value
 
 

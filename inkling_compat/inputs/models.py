@@ -164,8 +164,16 @@ class _Input(Record):
         if self._extra == "allow":
             extra = {k: values.pop(k) for k in list(values) if k not in self.__fact_fields__}
         super().__init__(**values)
-        object.__setattr__(self, "model_fields_set", stated if extra is None else stated - set(extra))
+        object.__setattr__(self, "model_fields_set", stated)  # (extra keys too, as pydantic's)
         object.__setattr__(self, "model_extra", extra)
+
+    def __getattr__(self, name: str) -> Any:
+        """An extra key kept (`_extra = "allow"`) as an attribute, as pydantic gives it."""
+        if name not in ("model_extra", "model_fields_set"):
+            extra = self.model_extra
+            if extra and name in extra:
+                return extra[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def model_construct(cls, **values: Any) -> Any:
