@@ -29,7 +29,6 @@ import json
 import math
 import re
 import struct
-import uuid
 from dataclasses import replace
 from typing import Any, ClassVar, Hashable, Union
 
@@ -166,10 +165,21 @@ def config_type_mismatches(raw: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+# uuid.NAMESPACE_URL's bytes (RFC 4122 appendix C).
+_NAMESPACE_URL = bytes.fromhex("6ba7b8119dad11d180b400c04fd430c8")
+
+
 def lora_id(name: str, path: str | None) -> str:
     """LoRARef.deterministic_id: the id sglang gives a --lora-paths adapter (uuid5 of
-    "name\\0path"); messages that quote an adapter id use it."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"{name}\0{path if path is not None else name}").hex
+    "name\\0path"); messages that quote an adapter id use it. `uuid.uuid5(NAMESPACE_URL,
+    ...).hex` as RFC 4122 defines it (SHA-1 of the namespace and the name, version 5, variant
+    10), without importing uuid (it imports platform; tests/test_facts.py holds it to uuid5)."""
+    import hashlib
+
+    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + f"{name}\0{path if path is not None else name}".encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    return digest.hex()
 
 
 def padded_dims(shape: list[int]) -> dict[str, Any]:
