@@ -26,9 +26,8 @@ import contextlib
 import contextvars
 import functools
 import json
+import os
 import re
-from decimal import Decimal
-from importlib import resources
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
@@ -73,12 +72,16 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
-    path = resources.files("inkling_compat").joinpath("data", table_file(release))
-    if path.name.endswith(".gz"):
+    # The package's data folder beside this module (importlib.resources would import zipfile
+    # and tempfile for it: the package is always installed as files).
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", table_file(release))
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    if path.endswith(".gz"):
         import gzip
 
-        return json.loads(gzip.decompress(path.read_bytes()))
-    return json.loads(path.read_text())
+        return json.loads(gzip.decompress(raw))
+    return json.loads(raw)
 
 
 def _by_key(version: str | None = None) -> dict[str, dict[str, Any]]:
@@ -122,6 +125,8 @@ def human_readable_int(value: str) -> int:
     iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
     if match:
+        from decimal import Decimal  # (only for a value with a suffix)
+
         number, suffix = match.groups()
         if suffix in iec:
             if "." in number:
