@@ -42,13 +42,20 @@ def _content(value: Any) -> Any:
         return (
             kind.__module__,
             kind.__qualname__,
-            tuple([(k, v if type(v) in plain else _content(v)) for k, v in [(k, getattr(value, k)) for k in fields]]),
+            tuple([(k, v if type(v) in plain else _content(v)) for k, v in _fields_of(value, fields)]),
             None if stated is None else tuple(sorted(stated)),
             None if extra is None else _content(extra),
         )
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (kind.__module__, kind.__qualname__, tuple([_content(getattr(value, f.name)) for f in dataclasses.fields(value)]))
     raise _NoKey
+
+
+def _fields_of(value: Any, fields: Any) -> Any:
+    """A record's (field, value) pairs: its __dict__ where the fields live there (input records:
+    built in one order per class and set of stated fields), else each field read."""
+    own = getattr(value, "__dict__", None)
+    return own.items() if own is not None else [(k, getattr(value, k)) for k in fields]
 
 
 def inputs_key(inputs: Any) -> bytes | None:

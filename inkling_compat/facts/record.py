@@ -68,8 +68,10 @@ class _RecordType(type):
         for fname in namespace.get("__annotations__", {}):
             value = namespace.pop(fname, _MISSING)
             own[fname] = value if isinstance(value, FieldSpec) else FieldSpec(default=value)
-        # (slots a class declares itself are kept: state beside the fields)
-        namespace["__slots__"] = tuple(namespace.get("__slots__", ())) + tuple(f for f in own if f not in inherited)
+        if namespace.get("_fields_in_dict", any(getattr(b, "_fields_in_dict", False) for b in bases)):
+            pass  # the fields live in the instance's __dict__ (a subclass declaring no slots has one)
+        else:  # (slots a class declares itself are kept: state beside the fields)
+            namespace["__slots__"] = tuple(namespace.get("__slots__", ())) + tuple(f for f in own if f not in inherited)
         namespace["__fact_fields__"] = {**inherited, **own}
         namespace.setdefault("__doc__", None)
         return super().__new__(mcls, name, bases, namespace, **kwargs)

@@ -157,13 +157,30 @@ class _Input(Record):
 
     __slots__ = ("model_fields_set", "model_extra")
     _extra = "forbid"
+    # The fields are kept in the instance's __dict__, not in slots: a record is built by two
+    # dict updates (its defaults, then the values), a check builds a few dozen per input.
+    _fields_in_dict = True
 
     def __init__(self, **values: Any):
+        cls = type(self)
+        fields = cls.__fact_fields__
         stated = frozenset(values)
-        extra = None
-        if self._extra == "allow":
-            extra = {k: values.pop(k) for k in list(values) if k not in self.__fact_fields__}
-        super().__init__(**values)
+        extra: dict[str, Any] | None = {} if cls._extra == "allow" else None
+        unknown = [k for k in values if k not in fields]
+        if unknown:
+            if extra is None:
+                raise TypeError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
+            extra = {k: values.pop(k) for k in unknown}
+        defaults, factories, required = cls.__dict__.get("_construction") or _construction(cls)
+        own = self.__dict__
+        own.update(defaults)
+        for name, factory in factories:
+            if name not in values:
+                own[name] = factory()
+        for name in required:
+            if name not in values:
+                raise TypeError(f"{cls.__name__}: missing field {name!r}")
+        own.update(values)
         object.__setattr__(self, "model_fields_set", stated)  # (extra keys too, as pydantic's)
         object.__setattr__(self, "model_extra", extra)
 
@@ -203,6 +220,20 @@ class _Input(Record):
         object.__setattr__(new, "model_fields_set", self.model_fields_set | frozenset(update or ()))
         object.__setattr__(new, "model_extra", self.model_extra)
         return new
+
+
+def _construction(cls: type) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...], tuple[str, ...]]:
+    """A record class's defaults, default factories and required fields (once per class)."""
+    from inkling_compat.facts.record import _MISSING
+
+    fields = cls.__fact_fields__  # type: ignore[attr-defined]
+    made = (
+        {n: f.default for n, f in fields.items() if f.default is not _MISSING},
+        tuple((n, f.default_factory) for n, f in fields.items() if f.default is _MISSING and f.default_factory is not None),
+        tuple(n for n, f in fields.items() if f.is_required()),
+    )
+    type.__setattr__(cls, "_construction", made)
+    return made
 
 
 def _rebuild_input(cls: type, values: dict[str, Any], stated: frozenset[str], extra: dict[str, Any] | None) -> Any:
@@ -634,24 +665,36 @@ def read(cls: type, data: Any) -> Any:
 def _record(cls: type, data: Any) -> Any:
     if type(data) is not dict:
         return _NO
-    readers = _readers(cls)
+    readers = _READERS.get(cls) or _readers(cls)
+    policy = cls._extra
     values: dict[str, Any] = {}
+    extra: dict[str, Any] | None = {} if policy == "allow" else None
     for key, value in data.items():
         reader = readers.get(key)
         if reader is None:
-            if cls._extra == "forbid" or type(key) is not str:
+            if policy == "forbid" or type(key) is not str:
                 return _NO
-            if cls._extra == "allow":
-                values[key] = value
+            if extra is not None:
+                extra[key] = value
             continue
         value = reader(value)
         if value is _NO:
             return _NO
         values[key] = value
-    for name, spec in cls.__fact_fields__.items():  # a required field missing: pydantic's error
-        if name not in values and spec.is_required():
+    defaults, factories, required = cls.__dict__.get("_construction") or _construction(cls)
+    for name in required:  # a required field missing: pydantic's error
+        if name not in values:
             return _NO
-    return cls(**values)
+    record = object.__new__(cls)
+    own = record.__dict__
+    own.update(defaults)
+    for name, factory in factories:
+        if name not in values:
+            own[name] = factory()
+    own.update(values)
+    object.__setattr__(record, "model_fields_set", frozenset(values) if not extra else frozenset(values) | frozenset(extra))
+    object.__setattr__(record, "model_extra", extra)
+    return record
 
 
 _READERS: dict[type, dict[str, Any]] = {}
