@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import functools
 import re
 import struct
 from dataclasses import replace
@@ -47,7 +48,13 @@ from inkling_compat.sglang.lora_config import normalized_targets, target_kind
 from inkling_compat.facts.types import PeftOwnFacts
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
-_NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
+
+# _detect_shared_outer_loras
+@functools.cache
+def _numbered_any_expert() -> re.Pattern[str]:
+    return re.compile(r"(?:shared_)?experts\.\d+\.")
+
+
 # LoRAConfig.__init__ reads these three unconditionally, in this order (KeyError otherwise).
 _REQUIRED_CONFIG_KEYS = ("target_modules", "r", "lora_alpha")
 
@@ -394,7 +401,7 @@ def outer_layouts(layers: tuple[tuple[int, dict[str, list[int]]], ...]) -> tuple
                 continue
             if len(shape) == 3:
                 value = shape[0] == 1
-            elif _NUMBERED_ANY_EXPERT.search(name):
+            elif _numbered_any_expert().search(name):
                 value = False
             else:
                 continue

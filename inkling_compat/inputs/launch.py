@@ -39,7 +39,6 @@ from inkling_compat.inputs.lazy_dataclass import dataclass
 
 COMMAND = "<command>"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
 
 
 @dataclass(frozen=True)
@@ -537,7 +536,9 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
     return parse_launch(list(words or []), env=env, unknown=unknown_by_text(list(words or []), unknown_text or {}))
 
 
-_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+@functools.cache
+def _env_line() -> re.Pattern[str]:
+    return re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
 def env_values(pairs: list[str], files: list[str]) -> dict[str, str]:
@@ -556,7 +557,7 @@ def env_values(pairs: list[str], files: list[str]) -> dict[str, str]:
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            m = _ENV_LINE.match(line)
+            m = _env_line().match(line)
             if m is None:
                 raise InputError(file, f"line {number}", "expected NAME=VALUE")
             value = m.group(2)

@@ -53,6 +53,8 @@ _PAIR = rf"""\bname["']?:[ \t]*["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \
 @functools.cache
 def _assignments() -> tuple[re.Pattern[str], ...]:
     """The three patterns above, compiled on first use: only a line that hints at a secret's
+
+
     name is searched with them, and most checks have none."""
     return tuple(re.compile(pattern) for pattern in (_ASSIGNED, _FLAG, _PAIR))
 
@@ -63,12 +65,14 @@ def secret_name(name: str) -> bool:
     return bool(words) and (words[-1].endswith(_ENDINGS) or any(w.startswith(_STRONG) for w in words))
 
 
-_NOT_SECRET = re.compile(r"(?i)(true|false|yes|no|on|off|null|none|~|[-+]?[0-9][0-9_.eE+\-]*)")
+@functools.cache
+def _not_secret() -> re.Pattern[str]:
+    return re.compile(r"(?i)(true|false|yes|no|on|off|null|none|~|[-+]?[0-9][0-9_.eE+\-]*)")
 
 
 def _kept(values: Iterable[str]) -> set[str]:
     """The values that can be masked without blanking ordinary words of a report."""
-    return {v for v in values if len(v) >= MIN_LENGTH and not _NOT_SECRET.fullmatch(v)}
+    return {v for v in values if len(v) >= MIN_LENGTH and not _not_secret().fullmatch(v)}
 
 
 def _value(match: re.Match[str]) -> str:
