@@ -3,7 +3,7 @@
     python -m inkling_compat.publish.schemas            # (re)write schemas/*.schema.json
     python -m inkling_compat.publish.schemas --check    # exit 1 if a file is missing or stale
 
-The pydantic models in `inputs/models.py` and `engine/rule_schema.py` are the source of truth; the
+The pydantic models in `inputs/input_schema.py` and `engine/rule_schema.py` are the source of truth; the
 schema files exist for editors and other tools (YAML language servers, CI linters).
 Output is deterministic: sorted keys, 2-space indent, trailing newline.
 """
