@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from inkling_compat.facts.record import Record, dump, field
+from inkling_compat.record import Record, dump, field
 from inkling_compat.inputs.lazy_dataclass import dataclass
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # noqa: F401 - re-exported
 
@@ -224,7 +224,7 @@ class _Input(Record):
 
 def _construction(cls: type) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...], tuple[str, ...]]:
     """A record class's defaults, default factories and required fields (once per class)."""
-    from inkling_compat.facts.record import _MISSING
+    from inkling_compat.record import _MISSING
 
     fields = cls.__fact_fields__  # type: ignore[attr-defined]
     made = (

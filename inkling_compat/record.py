@@ -1,6 +1,7 @@
-"""Plain frozen slotted records for the facts: the class bodies of facts/types.py declared once,
-built by the derive step without validation, with the field metadata (description, sglang
-lines, `From`) that publish/facts_schema.py turns into the JSON schema.
+"""Plain frozen records, built without validation: the facts (the class bodies of facts/types.py
+declared once, with the field metadata (description, sglang lines, `From`) that
+publish/facts_schema.py turns into the JSON schema) and the input records of inputs/models.py
+(whose fields live in the instance's dict: `_fields_in_dict`).
 
 A check never imports pydantic for its facts: building a pydantic model class costs about a
 millisecond at import and validating every fact costs microseconds per check; the values come
