@@ -256,3 +256,21 @@ def test_the_loader_gives_pydantic_s_message_where_the_reader_declines() -> None
             assert isinstance(got, InputError) and (got.field, str(got)) == (expected.field, str(expected)) and got.field == field
         else:
             assert _equal(got, expected)
+
+
+def test_a_record_made_by_a_caller_is_validated_as_pydantic_validates_it() -> None:
+    # A caller's typed input (check(config=ServerConfig(...))) is checked as a file is.
+    assert m.ServerConfig(tp_size=2, lora_target_modules="all").lora_target_modules == ["all"]
+    assert _equal(m.ServerConfig(tp_size="2"), m.from_validated(input_schema.ServerConfig(tp_size="2")))
+    for cls, data in [(m.ServerConfig, {"tp_size": 0}), (m.ModelConfig, {"hidden_size": "64"}), (m.PeftManifest, {})]:
+        with pytest.raises(ValidationError) as ours:
+            cls(**data)
+        with pytest.raises(ValidationError) as theirs:
+            _pydantic(cls)(**data)
+        assert ours.value.errors() == theirs.value.errors()
+    # Records inside are taken as they are (as pydantic keeps a model it is given).
+    source = m.AdapterSource(directory="/a")
+    manifest = m.PeftManifest(adapter_config={}, source=source, tensors={"w": {"shape": [1, 2]}})
+    assert manifest.source is source and manifest.tensors.content == (("w", (1, 2), "bfloat16"),)
+    # model_construct, for what the package built itself, does not validate.
+    assert m.ServerConfig.model_construct(tp_size=0).tp_size == 0

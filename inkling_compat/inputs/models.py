@@ -162,7 +162,24 @@ class _Input(Record):
     _fields_in_dict = True
 
     def __init__(self, **values: Any):
+        """A record of `values`, validated as the pydantic model of the same name validates them
+        (a caller's typed input is checked as a file is): read as they are where every value
+        has its field's type (`read`), else by pydantic, whose ValidationError is raised."""
         cls = type(self)
+        record = _record(cls, values)
+        if record is _NO:
+            from inkling_compat.inputs import input_schema
+
+            record = from_validated(getattr(input_schema, cls.__name__).model_validate(_as_data(values)))
+        self.__dict__.update(record.__dict__)
+        object.__setattr__(self, "model_fields_set", record.model_fields_set)
+        object.__setattr__(self, "model_extra", record.model_extra)
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> Any:
+        """A record of these values, not validated (pydantic's name for it): for values the
+        package built itself (the adapter reader's, a validated model's)."""
+        self = object.__new__(cls)
         fields = cls.__fact_fields__
         stated = frozenset(values)
         extra: dict[str, Any] | None = {} if cls._extra == "allow" else None
@@ -183,6 +200,7 @@ class _Input(Record):
         own.update(values)
         object.__setattr__(self, "model_fields_set", stated)  # (extra keys too, as pydantic's)
         object.__setattr__(self, "model_extra", extra)
+        return self
 
     def __getattr__(self, name: str) -> Any:
         """An extra key kept (`_extra = "allow"`) as an attribute, as pydantic gives it."""
@@ -191,11 +209,6 @@ class _Input(Record):
             if extra and name in extra:
                 return extra[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    @classmethod
-    def model_construct(cls, **values: Any) -> Any:
-        """A record of these values, not validated (pydantic's name for it)."""
-        return cls(**values)
 
     def model_dump(self, *, mode: str = "python", include: Any = None, exclude: Any = None, exclude_none: bool = False) -> dict[str, Any]:
         out = super().model_dump(mode=mode, include=include, exclude=exclude, exclude_none=exclude_none)
@@ -237,7 +250,7 @@ def _construction(cls: type) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...
 
 
 def _rebuild_input(cls: type, values: dict[str, Any], stated: frozenset[str], extra: dict[str, Any] | None) -> Any:
-    record = cls(**values, **(extra or {}))
+    record = cls.model_construct(**values, **(extra or {}))  # type: ignore[attr-defined]
     object.__setattr__(record, "model_fields_set", frozenset(stated))
     return record
 
@@ -771,9 +784,9 @@ def _reader(annotation: Any, metadata: list[Any]) -> Any:
         read_value = _reader(value_type, [])
         return lambda v: _mapping(v, read_value) if type(v) is dict else _NO
     if annotation is TensorTable:
-        return lambda v: _table(v)
+        return lambda v: v if type(v) is TensorTable else _table(v)
     if isinstance(annotation, type) and issubclass(annotation, _Input):
-        return lambda v: _record(annotation, v)
+        return lambda v: v if type(v) is annotation else _record(annotation, v)  # (a record: as it is, as pydantic keeps a model)
     return lambda v: _NO
 
 
@@ -811,6 +824,19 @@ def _table(value: Any) -> Any:
     return _NO if root is _NO else TensorTable(root)
 
 
+def _as_data(value: Any) -> Any:
+    """`value` with the records in it as the mappings pydantic validates."""
+    if isinstance(value, _Input):
+        return {k: _as_data(v) for k, v in value.model_dump().items()}
+    if type(value) is TensorTable:
+        return {k: _as_data(v) for k, v in value.root.items()}
+    if type(value) is dict:
+        return {k: _as_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_as_data(v) for v in value]
+    return value
+
+
 def from_validated(model: Any) -> Any:
     """The record of a model validated by pydantic (inputs/input_schema.py): the same class
     name, values, stated fields and extra keys."""
@@ -818,7 +844,7 @@ def from_validated(model: Any) -> Any:
     if cls is TensorTable:
         return TensorTable({name: from_validated(spec) for name, spec in model.root.items()})
     values = {name: _from_value(getattr(model, name)) for name in cls.__fact_fields__}
-    record = cls(**values, **(model.__pydantic_extra__ or {}))
+    record = cls.model_construct(**values, **(model.__pydantic_extra__ or {}))  # type: ignore[attr-defined]
     object.__setattr__(record, "model_fields_set", frozenset(model.model_fields_set))
     return record
 
