@@ -345,7 +345,9 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    built._shared_formatter = built._get_formatter()
+    # The formatter only tries each argument's metavar here: given a width, it does not ask the
+    # terminal for one (which imports shutil, and with it bz2 and lzma, into every check).
+    built._shared_formatter = built.formatter_class(prog=built.prog, width=80)
     for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue
