@@ -26,13 +26,31 @@ class UsageError(Exception):
 
 
 class _CliParser(argparse.ArgumentParser):
+    # While the parser is built, argparse tries each argument's metavar with a help formatter:
+    # one given a width does not ask the terminal for it (which imports shutil, bz2 and lzma into
+    # every check). Help printed later gets the terminal's width.
+    building = False
+
     def error(self, message: str) -> None:  # one line, exit 2, like every other input error
         raise UsageError(message)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if _CliParser.building:
+            return self.formatter_class(prog=self.prog, width=80)
+        return super()._get_formatter()
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; for `command` check, rules or explain without `run` (the
     runtime's module is imported only to parse `run` or to list every command)."""
+    _CliParser.building = True
+    try:
+        return _build_parser(command)
+    finally:
+        _CliParser.building = False
+
+
+def _build_parser(command: str | None) -> argparse.ArgumentParser:
     parser = _CliParser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
     parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")

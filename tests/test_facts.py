@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import yaml
 
 from inkling_compat import api, cli
@@ -179,3 +181,20 @@ def test_facts_schema_lists_the_model_fields():
     data = json.loads(schemas.render("facts.schema.json"))
     assert set(data["properties"]) == set(Facts.model_fields)
     assert data["$defs"]["SinkFacts"]["properties"]["lora_attached"]["description"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(max_size=40), path=st.one_of(st.none(), st.text(max_size=40)))
+def test_lora_id_is_uuid5_of_name_and_path(name: str, path: str | None) -> None:
+    import uuid
+
+    from inkling_compat.facts.adapter import lora_id
+
+    text = f"{name}\0{path if path is not None else name}"
+    try:
+        expected = uuid.uuid5(uuid.NAMESPACE_URL, text).hex
+    except UnicodeEncodeError:  # a lone surrogate: both refuse it alike
+        with pytest.raises(UnicodeEncodeError):
+            lora_id(name, path)
+        return
+    assert lora_id(name, path) == expected

@@ -2,11 +2,11 @@
 alone (the facts: `derive` reads nothing else), so the fast evaluator derives once per
 distinct input (engine/evaluator.py).
 
-A pydantic model is its class, its fields' values, the fields it was given (`model_fields_set`:
-the facts read it) and its extra keys (told by its attributes: this module imports no pydantic);
+An input record is its class, its fields' values, the fields it was given (`model_fields_set`:
+the facts read it) and its extra keys;
 a dataclass its class and fields; a tensor table its (name, shape, dtype) list; other values
 what marshal writes (types kept: 1, 1.0 and True differ). Anything else (an object marshal
-cannot write, a model with private state) has no key: nothing is kept for it.
+cannot write) has no key: nothing is kept for it.
 """
 
 from __future__ import annotations
@@ -35,21 +35,27 @@ def _content(value: Any) -> Any:
         return (kind.__name__, tuple(sorted(map(repr, value))))
     if kind.__name__ == "TensorTable" and kind.__module__ == "inkling_compat.inputs.models":
         return ("TensorTable", value.content)  # (its (name, shape, dtype) list, built once per table)
-    fields_set = getattr(value, "__pydantic_fields_set__", None)
-    if fields_set is not None:  # a pydantic model (told without importing pydantic)
-        if getattr(value, "__pydantic_private__", None):
-            raise _NoKey
-        extra = value.__pydantic_extra__
+    fields = getattr(kind, "__fact_fields__", None)
+    if fields is not None:  # an input record (inputs/models.py; told without importing it)
+        stated = getattr(value, "model_fields_set", None)
+        extra = getattr(value, "model_extra", None)
         return (
             kind.__module__,
             kind.__qualname__,
-            tuple([(k, v if type(v) in plain else _content(v)) for k, v in value.__dict__.items()]),
-            tuple(sorted(fields_set)),
+            tuple([(k, v if type(v) in plain else _content(v)) for k, v in _fields_of(value, fields)]),
+            None if stated is None else tuple(sorted(stated)),
             None if extra is None else _content(extra),
         )
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (kind.__module__, kind.__qualname__, tuple([_content(getattr(value, f.name)) for f in dataclasses.fields(value)]))
     raise _NoKey
+
+
+def _fields_of(value: Any, fields: Any) -> Any:
+    """A record's (field, value) pairs: its __dict__ where the fields live there (input records:
+    built in one order per class and set of stated fields), else each field read."""
+    own = getattr(value, "__dict__", None)
+    return own.items() if own is not None else [(k, getattr(value, k)) for k in fields]
 
 
 def inputs_key(inputs: Any) -> bytes | None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, RootModel
-from pydantic_core import to_jsonable_python
-
 from inkling_compat.engine import cel
 from inkling_compat.engine.plan import Plan
-from inkling_compat.facts.record import Record, dump
+from inkling_compat.record import Record, dump
+from inkling_compat.inputs.models import TensorTable
 
 _LISTS = ("adapters", "adapter_facts_list")
 
@@ -101,8 +99,8 @@ def adapter_document(manifest: Any, keys: set[str] | None) -> dict[str, Any]:
     (all when None): dumping 200+ tensor specs per adapter that no rule reads is most of the
     cost of a large fleet."""
     if keys is None:
-        return manifest.model_dump(mode="json")
-    return manifest.model_dump(mode="json", include=set(keys) & set(type(manifest).model_fields))
+        return manifest.model_dump(mode="json")  # type: ignore[no-any-return]
+    return manifest.model_dump(mode="json", include=set(keys) & set(type(manifest).__fact_fields__))  # type: ignore[no-any-return]
 
 
 def _json(value: Any) -> Any:
@@ -111,9 +109,51 @@ def _json(value: Any) -> Any:
         return value
     if isinstance(value, Record) or (type(value) is list and value and isinstance(value[0], Record)):
         return dump(value)
-    if isinstance(value, BaseModel):
+    if type(value) is TensorTable:
         return value.model_dump(mode="json")
-    return to_jsonable_python(value)
+    return jsonable(value)
+
+
+def jsonable(value: Any) -> Any:
+    """pydantic_core's `to_jsonable_python(value)`: the values a document holds (strings, ints,
+    bools, floats as they are, None, lists and tuples as lists, dicts with string keys) here,
+    anything else (a caller's object, a dict keyed by another type) by pydantic_core itself."""
+    out = _jsonable(value)
+    if out is _OTHER:
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value)
+    return out
+
+
+_OTHER: Any = object()
+
+
+def _jsonable(value: Any) -> Any:
+    kind = type(value)
+    if value is None or kind in _PLAIN:
+        return value
+    if kind is list or kind is tuple:
+        items = []
+        for item in value:
+            item = _jsonable(item)
+            if item is _OTHER:
+                return _OTHER
+            items.append(item)
+        return items
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return _OTHER
+            item = _jsonable(item)
+            if item is _OTHER:
+                return _OTHER
+            out[key] = item
+        return out
+    if isinstance(value, Record):
+        return dump(value)
+    return _OTHER
 
 
 _PLAIN = (str, int, bool, float)  # (a float as it is: JSON mode would make NaN and infinities null)
@@ -125,22 +165,13 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
     and manifest to throw most of it away; a one-adapter check costs what a whole dump does."""
     if None in tree:
         return value if value is None or type(value) in _PLAIN else _json(value)
-    if isinstance(value, Record):  # a fact: its fields are its slots
+    if isinstance(value, Record):  # a fact or an input record: its fields are its slots
         fields = value.__fact_fields__
+        extra = getattr(value, "model_extra", None)  # (an input record's extra keys, where kept)
         out = {}
         for key, child in tree.items():
             if key in fields:
                 item = getattr(value, key)
-                out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
-        return out
-    if isinstance(value, BaseModel) and not isinstance(value, RootModel):
-        fields = _fields(type(value))
-        extra = value.__pydantic_extra__
-        attrs = value.__dict__  # where pydantic keeps a model's fields (getattr finds them there)
-        out = {}
-        for key, child in tree.items():
-            if key in fields:
-                item = attrs[key] if key in attrs else getattr(value, key)
                 # Most paths end at a scalar field: no call for those.
                 out[key] = item if None in child and (item is None or type(item) in _PLAIN) else pick(item, child)
             elif extra and key in extra:
@@ -148,17 +179,6 @@ def pick(value: Any, tree: dict[Any, Any]) -> Any:
         return out
     # Anything else is dumped as it is (a dict's keys as JSON writes them), then pruned.
     return prune(_json(value), tree)
-
-
-_FIELD_NAMES: dict[type, frozenset[str]] = {}  # one entry per model class (a fixed, small set)
-
-
-def _fields(cls: type) -> frozenset[str]:
-    """A model class's field names (`model_fields` is a slow property on every access)."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)  # type: ignore[attr-defined]
-    return names
 
 
 def _keep_keys(item: Any, keys: frozenset[str]) -> Any:
@@ -169,7 +189,7 @@ def _adapter_view(manifest: Any, form: str, tree: dict[Any, Any], keys: set[str]
     """`prune(dict(adapter_document(manifest, keys), form=form), tree)` without the dump."""
     if None in tree:
         return dict(adapter_document(manifest, keys), form=form)
-    fields = _fields(type(manifest))
+    fields = type(manifest).__fact_fields__
     out = {}
     for key, child in tree.items():
         if key == "form":
@@ -345,20 +365,16 @@ _SCALARS = (str, int, bool, float)
 
 
 def _member(value: Any, name: str) -> Any:
-    """`value.name` as `pick` reads it: a model's field (or extra key), a dict's key."""
+    """`value.name` as `pick` reads it: a record's field (or extra key), a dict's key."""
     if isinstance(value, Record):
         if name in value.__fact_fields__:
             return getattr(value, name)
-        raise LookupError(name)
-    if isinstance(value, RootModel):
-        value = value.root
-    if isinstance(value, BaseModel):
-        if name in _fields(type(value)):
-            return getattr(value, name)
-        extra = value.__pydantic_extra__
+        extra = getattr(value, "model_extra", None)
         if extra and name in extra:
             return extra[name]
         raise LookupError(name)
+    if type(value) is TensorTable:
+        value = value.root
     if isinstance(value, dict) and name in value:
         return value[name]
     raise LookupError(name)

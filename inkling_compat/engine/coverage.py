@@ -259,4 +259,4 @@ def refused_notes(facts: Any) -> tuple[str, ...]:
 def _typed_fields() -> frozenset[str]:
     from inkling_compat.inputs.models import ServerConfig
 
-    return frozenset(ServerConfig.model_fields) - {"arguments"}
+    return frozenset(ServerConfig.__fact_fields__) - {"arguments"}

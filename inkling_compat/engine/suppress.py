@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import functools
 import re
 from typing import Any, Iterable
 
@@ -20,7 +21,12 @@ from inkling_compat.engine.selection import ignored_entry, matches
 from inkling_compat.inputs.lazy_dataclass import dataclass
 from inkling_compat.report.model import Coverage, Report
 
-COMMENT = re.compile(r"#\s*inkling-compat:\s*ignore\[([^\]]*)\][ \t]*(.*)$")
+
+@functools.cache
+def _comment() -> re.Pattern[str]:
+    return re.compile(r"#\s*inkling-compat:\s*ignore\[([^\]]*)\][ \t]*(.*)$")
+
+
 _MAX_BYTES = 16 * 1024 * 1024  # as loading.MAX_INPUT_BYTES: the file was read under it already
 
 
@@ -38,7 +44,7 @@ def parse(text: str, file: str) -> list[Suppression]:
     for number, line in enumerate(text.splitlines(), start=1):
         if "inkling-compat" not in line:
             continue
-        found = COMMENT.search(line)
+        found = _comment().search(line)
         if found:
             rules = tuple(r.strip() for r in found.group(1).split(",") if r.strip())
             out.append(Suppression(file, number, rules, found.group(2).strip()))

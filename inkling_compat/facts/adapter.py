@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import json
 import math
+import functools
 import re
 import struct
-import uuid
 from dataclasses import replace
 from typing import Any, ClassVar, Hashable, Union
 
@@ -48,7 +48,13 @@ from inkling_compat.sglang.lora_config import normalized_targets, target_kind
 from inkling_compat.facts.types import PeftOwnFacts
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
 
-_NUMBERED_ANY_EXPERT = re.compile(r"(?:shared_)?experts\.\d+\.")  # _detect_shared_outer_loras
+
+# _detect_shared_outer_loras
+@functools.cache
+def _numbered_any_expert() -> re.Pattern[str]:
+    return re.compile(r"(?:shared_)?experts\.\d+\.")
+
+
 # LoRAConfig.__init__ reads these three unconditionally, in this order (KeyError otherwise).
 _REQUIRED_CONFIG_KEYS = ("target_modules", "r", "lora_alpha")
 
@@ -166,10 +172,21 @@ def config_type_mismatches(raw: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+# uuid.NAMESPACE_URL's bytes (RFC 4122 appendix C).
+_NAMESPACE_URL = bytes.fromhex("6ba7b8119dad11d180b400c04fd430c8")
+
+
 def lora_id(name: str, path: str | None) -> str:
     """LoRARef.deterministic_id: the id sglang gives a --lora-paths adapter (uuid5 of
-    "name\\0path"); messages that quote an adapter id use it."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"{name}\0{path if path is not None else name}").hex
+    "name\\0path"); messages that quote an adapter id use it. `uuid.uuid5(NAMESPACE_URL,
+    ...).hex` as RFC 4122 defines it (SHA-1 of the namespace and the name, version 5, variant
+    10), without importing uuid (it imports platform; tests/test_facts.py holds it to uuid5)."""
+    import hashlib
+
+    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + f"{name}\0{path if path is not None else name}".encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    return digest.hex()
 
 
 def padded_dims(shape: list[int]) -> dict[str, Any]:
@@ -384,7 +401,7 @@ def outer_layouts(layers: tuple[tuple[int, dict[str, list[int]]], ...]) -> tuple
                 continue
             if len(shape) == 3:
                 value = shape[0] == 1
-            elif _NUMBERED_ANY_EXPERT.search(name):
+            elif _numbered_any_expert().search(name):
                 value = False
             else:
                 continue

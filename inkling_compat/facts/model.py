@@ -8,6 +8,7 @@ and `fp4_utils.py` (which NVFP4 kernels a platform gets), `arg_groups/model_over
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Sequence
 
@@ -103,8 +104,14 @@ def _excluded(mapped: list[str], prefix: str) -> bool:
     )
 
 
-_HAS_DIGIT = re.compile(r"[0-9]")
-_DIGITS = re.compile(r"[0-9]+")
+@functools.cache
+def _has_digit() -> re.Pattern[str]:
+    return re.compile(r"[0-9]")
+
+
+@functools.cache
+def _digits() -> re.Pattern[str]:
+    return re.compile(r"[0-9]+")
 
 
 class LayerExclusions:
@@ -127,7 +134,7 @@ class LayerExclusions:
             self.always = True
             return
         # Only modules with a digit can overlap a layer number (`with_digits`: those, if known).
-        for module in with_digits if with_digits is not None else [m for m in mapped if _HAS_DIGIT.search(m)]:
+        for module in with_digits if with_digits is not None else [m for m in mapped if _has_digit().search(m)]:
             self._place(module, head, tail)
 
     def _place(self, module: str, head: str, tail: str) -> None:
@@ -141,7 +148,7 @@ class LayerExclusions:
         for k in starts:
             if k and not head.endswith(module[:k]):
                 continue
-            run = _DIGITS.match(module, k)
+            run = _digits().match(module, k)
             if run is None:
                 continue
             digits, after = run.group(), module[run.end() :]
@@ -226,7 +233,7 @@ def quantization_facts(model: ModelConfig) -> tuple[QuantFacts, bool]:
     # Only whether each set is empty is read, so `any` stops at the first layer found; with no
     # excluded module (the common case) nothing is excluded and no exclusion is built at all.
     # The prefixes start with "llm.", never with "language_model." (_excluded's second case).
-    with_digits = [m for m in mapped if _HAS_DIGIT.search(m)]
+    with_digits = [m for m in mapped if _has_digit().search(m)]
 
     def excluded(tail: str) -> Any:
         return LayerExclusions(mapped, "llm.layers.", tail, with_digits) if mapped else (lambda layer: False)

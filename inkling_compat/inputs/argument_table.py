@@ -27,7 +27,6 @@ import contextvars
 import functools
 import json
 import re
-from decimal import Decimal
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
@@ -73,12 +72,12 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
-    path = package_folder() / "data" / table_file(release)
-    if path.name.endswith(".gz"):
+    raw = (package_folder() / "data" / table_file(release)).read_bytes()
+    if table_file(release).endswith(".gz"):
         import gzip
 
-        return json.loads(gzip.decompress(path.read_bytes()))
-    return json.loads(path.read_text())
+        return json.loads(gzip.decompress(raw))
+    return json.loads(raw)
 
 
 def _by_key(version: str | None = None) -> dict[str, dict[str, Any]]:
@@ -122,6 +121,8 @@ def human_readable_int(value: str) -> int:
     iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
     if match:
+        from decimal import Decimal  # (only for a value with a suffix)
+
         number, suffix = match.groups()
         if suffix in iec:
             if "." in number:
@@ -344,6 +345,9 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
+    # The formatter only tries each argument's metavar here: given a width, it does not ask the
+    # terminal for one (which imports shutil, and with it bz2 and lzma, into every check).
+    built._shared_formatter = built.formatter_class(prog=built.prog, width=80)
     for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue

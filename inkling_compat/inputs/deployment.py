@@ -28,6 +28,7 @@ is read with the caps of every other input (inputs/loading.py, inputs/limits.py)
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import field
@@ -40,8 +41,18 @@ from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETE
 from inkling_compat.inputs.lazy_dataclass import dataclass
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
-_K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-_ASSIGNABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@functools.cache
+def _k8s_var() -> re.Pattern[str]:
+    return re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+@functools.cache
+def _assignable() -> re.Pattern[str]:
+    return re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 MAX_DOCKERFILE_LINES = 20_000
 MAX_CONTAINERS = 1_000  # containers or services read in one file (each may hold a script to parse)
 
@@ -67,7 +78,7 @@ class DeploymentCommand:
     def launch_words(self) -> list[str]:
         """The command as `inputs/launch.parse_launch` takes it: the environment's assignable
         names as leading `NAME=value` words, then the command's words."""
-        return [f"{k}={v}" for k, v in self.env.items() if _ASSIGNABLE.match(k)] + list(self.words)
+        return [f"{k}={v}" for k, v in self.env.items() if _assignable().match(k)] + list(self.words)
 
 
 @dataclass(frozen=True)
@@ -353,7 +364,7 @@ def _expand_kubernetes(words: list[str], env: dict[str, str], outside: dict[str,
             missing.append(f"$({var}), from {outside[var]}" if var in outside else f"$({var}), not in the container's env (set by the cluster?)")
             return match.group(0)
 
-        expanded = _K8S_VAR.sub(repl, word)
+        expanded = _k8s_var().sub(repl, word)
         if missing:
             unknown[expanded] = missing[0]
         out.append(expanded)
@@ -407,7 +418,9 @@ def _compose(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> tup
     return commands, f"the entrypoint + command of {len(services)} service{'s' if len(services) != 1 else ''}"
 
 
-_COMPOSE_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+@functools.cache
+def _compose_var() -> re.Pattern[str]:
+    return re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _interpolate(words: list[str], given: dict[str, str], where: str) -> tuple[list[str], dict[int, str]]:
@@ -427,7 +440,7 @@ def _interpolate(words: list[str], given: dict[str, str], where: str) -> tuple[l
             unknown.setdefault(index, f"${{{var}}}, interpolated by compose from the host or .env ({where})")
             return match.group(0)
 
-        out.append(_COMPOSE_VAR.sub(one, word))
+        out.append(_compose_var().sub(one, word))
     return out, unknown
 
 
@@ -484,7 +497,7 @@ def _dockerfile(text: str, name: str, extra: dict[str, str]) -> list[DeploymentC
             env_lines, entrypoint, cmd = [], None, None  # a new stage starts from its base image
         elif ins.cmd == "ENV":
             values = ins.value
-            env_lines += [f"export {values[i]}={values[i + 1]}" for i in range(0, len(values) - 1, 2) if _ASSIGNABLE.match(values[i])]
+            env_lines += [f"export {values[i]}={values[i + 1]}" for i in range(0, len(values) - 1, 2) if _assignable().match(values[i])]
         elif ins.cmd == "ENTRYPOINT":
             entrypoint, cmd = ins, None  # an ENTRYPOINT resets the CMD inherited
         elif ins.cmd == "CMD":

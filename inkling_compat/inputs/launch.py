@@ -39,7 +39,6 @@ from inkling_compat.inputs.lazy_dataclass import dataclass
 
 COMMAND = "<command>"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
 
 
 @dataclass(frozen=True)
@@ -499,7 +498,7 @@ def server_config_data(launch: Launch) -> dict[str, Any]:
     `arguments`, SGLANG_* switches the checker knows from the assignments under `env`."""
     from inkling_compat.inputs.models import EnvSwitches, ServerConfig
 
-    fields = ServerConfig.model_fields
+    fields = ServerConfig.__fact_fields__
     data: dict[str, Any] = {}
     arguments: dict[str, Any] = {}
     for dest, value in launch.values.items():
@@ -509,7 +508,7 @@ def server_config_data(launch: Launch) -> dict[str, Any]:
             arguments[dest] = value
     if arguments:
         data["arguments"] = arguments
-    env = {k: v for k, v in launch.env.items() if k in EnvSwitches.model_fields}
+    env = {k: v for k, v in launch.env.items() if k in EnvSwitches.__fact_fields__}
     if env:
         data["env"] = env
     return data
@@ -537,7 +536,9 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
     return parse_launch(list(words or []), env=env, unknown=unknown_by_text(list(words or []), unknown_text or {}))
 
 
-_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+@functools.cache
+def _env_line() -> re.Pattern[str]:
+    return re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
 def env_values(pairs: list[str], files: list[str]) -> dict[str, str]:
@@ -556,7 +557,7 @@ def env_values(pairs: list[str], files: list[str]) -> dict[str, str]:
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            m = _ENV_LINE.match(line)
+            m = _env_line().match(line)
             if m is None:
                 raise InputError(file, f"line {number}", "expected NAME=VALUE")
             value = m.group(2)

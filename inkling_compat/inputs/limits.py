@@ -26,6 +26,7 @@ server/model/platform/manifest files, an adapter's unreadable file).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -36,38 +37,59 @@ MAX_INT_BITS = 333  # 10**100 < 2**333: a Python int of more than 100 digits has
 MAX_EXPANDED_NODES = 100_000
 MAX_YAML_ALIASES = 256
 
+
 # A JSON string token (escapes included); quotes and backslashes are ASCII, so this works on
 # UTF-8 bytes as it does on text.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+@functools.cache
+def _string() -> re.Pattern[bytes]:
+    return re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
 _ALL = bytes(range(256))
 _NOT_BRACKET = bytes(b for b in _ALL if b not in b"[]{}")
 _DIGIT_TO_9 = bytes.maketrans(b"0123456789", b"9999999999")
 _NOT_KEPT = bytes(b for b in _ALL if b not in b'"[]{}0123456789')
 _DIGIT_RUN = b"9" * (MAX_NUMBER_DIGITS + 1)
+
+
 # The slow path's tokens: strings (skipped), brackets, and an integer literal of more than 100
 # digits: a digit run neither inside a fraction or exponent nor followed by one.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]|(?<![\d.eE+\-])-?\d{%d,}(?![\d.eE])' % (MAX_NUMBER_DIGITS + 1), re.S)
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+@functools.cache
+def _token() -> re.Pattern[bytes]:
+    return re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]|(?<![\d.eE+\-])-?\d{%d,}(?![\d.eE])' % (MAX_NUMBER_DIGITS + 1), re.S)
+
+
+@functools.cache
+def _surrogate_escape() -> re.Pattern[bytes]:
+    return re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 # sglang's get_layer_id (layers/utils/common.py) is int() of the first `layers\.(\d+)\.` match
 # of a weight name: beyond Python's default 4,300-digit limit sglang raises ValueError there,
 # and so would the checker's own replay.
 MAX_LAYER_DIGITS = 4300
-_LAYER = re.compile(r"layers\.(\d+)\.")
-_LONG_LAYER = re.compile(rb"layers\.\d{%d}" % (MAX_LAYER_DIGITS + 1))
+
+
+@functools.cache
+def _layer() -> re.Pattern[str]:
+    return re.compile(r"layers\.(\d+)\.")
+
+
+@functools.cache
+def _long_layer() -> re.Pattern[bytes]:
+    return re.compile(rb"layers\.\d{%d}" % (MAX_LAYER_DIGITS + 1))
 
 
 def may_have_long_layer_ids(raw: bytes) -> bool:
     """A fast test on a document's bytes: could a name in it hold a too-long layer number?"""
-    return _LONG_LAYER.search(raw) is not None
+    return _long_layer().search(raw) is not None
 
 
 def long_layer_reason(name: str) -> str | None:
     """Why sglang cannot read the layer number of weight `name` (too many digits), or None."""
     if len(name) <= MAX_LAYER_DIGITS:
         return None
-    match = _LAYER.search(name)
+    match = _layer().search(name)
     if match is None or len(match.group(1)) <= MAX_LAYER_DIGITS:
         return None
     shown = name if len(name) <= 80 else name[:40] + "..." + name[-30:]
@@ -134,7 +156,7 @@ def scan_json(raw: bytes) -> JsonScan:
         if b'"' in structure:
             structure = None  # some string holds a bracket (or quotes do not pair up)
     if structure is None:
-        structure = _STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+        structure = _string().sub(b"", raw).translate(None, _NOT_BRACKET)
     objects = structure.count(b"{")
     for _ in range(MAX_DEPTH):
         if not structure:
@@ -146,7 +168,7 @@ def scan_json(raw: bytes) -> JsonScan:
         structure = shorter
     if structure or long_digits:
         _locate(raw)  # raises, unless the brackets only do not pair up or the digits are text
-    return JsonScan(objects, escapes and _SURROGATE_ESCAPE.search(raw) is not None, long_digits)
+    return JsonScan(objects, escapes and _surrogate_escape().search(raw) is not None, long_digits)
 
 
 def json_values(raw: bytes) -> int:
@@ -159,7 +181,7 @@ def json_values(raw: bytes) -> int:
     quick = raw.count(b",") + raw.count(b":") + 1
     if quick <= MAX_JSON_VALUES:
         return quick
-    bare = _STRING.sub(b'""', raw)
+    bare = _string().sub(b'""', raw)
     return bare.count(b",") + bare.count(b":") + 1
 
 
@@ -172,7 +194,7 @@ def _locate(raw: bytes) -> None:
     run is inside a string: the parser decides)."""
     # One frame per open container: [is_object, key or index, expecting a key].
     frames: list[list[Any]] = []
-    for match in _TOKEN.finditer(raw):
+    for match in _token().finditer(raw):
         token = match.group()
         first = token[:1]
         top = frames[-1] if frames else None

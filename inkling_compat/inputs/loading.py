@@ -16,8 +16,6 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import stdin
 from inkling_compat.inputs.limits import (
@@ -38,11 +36,14 @@ from inkling_compat.inputs.models import (
     Platform,
     PoolManifest,
     ServerConfig,
+    _Input,
+    from_validated,
+    read,
 )
 
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M")
 
 
 # Parsed YAML and JSON inputs by text, kept only once their limits held. The file is read every
@@ -262,7 +263,7 @@ def _json_duplicate(name: str, text: str, key: str) -> InputError:
 MAX_SUGGESTED = 100
 
 
-def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "", _found: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
+def unknown_keys(model: type[_Input], data: dict[str, Any], prefix: str = "", _found: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
     """Keys of `data` that `model` forbids, with the closest known key as a suggestion."""
     found: list[dict[str, str]] = [] if _found is None else _found
     fields = _field_models(model)
@@ -286,7 +287,7 @@ def unknown_keys(model: type[BaseModel], data: dict[str, Any], prefix: str = "",
     return found
 
 
-def _strip_unknown(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+def _strip_unknown(model: type[_Input], data: dict[str, Any]) -> dict[str, Any]:
     fields = _field_models(model)
     if fields is None:
         return data
@@ -300,34 +301,44 @@ def _strip_unknown(model: type[BaseModel], data: dict[str, Any]) -> dict[str, An
 
 
 @functools.lru_cache(maxsize=64)
-def _field_models(model: type[BaseModel]) -> dict[str, type[BaseModel] | None] | None:
-    """Field name -> the model it nests (or None), for a model that forbids unknown keys;
-    None for one that allows them. Read once per model class, not per check."""
-    if model.model_config.get("extra") != "forbid":
+def _field_models(model: type[_Input]) -> dict[str, type[_Input] | None] | None:
+    """Field name -> the record it nests (or None), for a record that forbids unknown keys;
+    None for one that allows them. Read once per record class, not per check."""
+    if model._extra != "forbid":
         return None
-    return {name: _nested_model(field.annotation) for name, field in model.model_fields.items()}
+    return {name: _nested_model(field.annotation) for name, field in model.model_fields.items()}  # type: ignore[attr-defined]
 
 
-def _nested_model(annotation: Any) -> type[BaseModel] | None:
+def _nested_model(annotation: Any) -> type[_Input] | None:
     """The model a field holds directly or as Optional; never the values of a dict or list."""
     origin = typing.get_origin(annotation)
     candidates = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
     for candidate in candidates:
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+        if isinstance(candidate, type) and issubclass(candidate, _Input):
             return candidate
     return None
 
 
 def validate(model: type[M], data: dict[str, Any], file: str) -> M:
-    """Validate `data`, turning the first pydantic error into an InputError for `file`."""
+    """`data` as the record `model`: read as it is where every value already is of its field's
+    type (inputs/models.py `read`: no pydantic), else validated by the pydantic model of the
+    same name (inputs/input_schema.py), its first error an InputError for `file`."""
+    kept = _strip_unknown(model, data)  # type: ignore[arg-type]
+    record = read(model, kept)
+    if record is not None:
+        return record  # type: ignore[no-any-return]
+    from pydantic import ValidationError
+
+    from inkling_compat.inputs import input_schema
+
     try:
-        return model.model_validate(_strip_unknown(model, data))
+        return from_validated(getattr(input_schema, model.__name__).model_validate(kept))  # type: ignore[no-any-return]
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
         reason = err["msg"]
         if err["type"] == "missing":  # most often a misspelt key: name it ("did you mean")
-            typo = next((u["key"] for u in unknown_keys(model, data) if u["suggestion"] == field), None)
+            typo = next((u["key"] for u in unknown_keys(model, data) if u["suggestion"] == field), None)  # type: ignore[arg-type]
             if typo is not None:
                 reason += f" ({typo.rsplit('.', 1)[-1]!r} is there: did you mean {field.rsplit('.', 1)[-1]!r}?)"
         raise InputError(file, field, reason) from None
@@ -346,9 +357,20 @@ def _as_mapping(source: Any, label: str) -> tuple[dict[str, Any], str]:
     raise InputError(label, "(root)", f"expected a path, a dict or a model, got {type(source).__name__}")
 
 
+def _validated(source: Any, *classes: type) -> Any:
+    """`source` as a record of one of `classes`: the record itself, or the record of a model of
+    the same name validated by pydantic (inputs/input_schema.py); None for anything else."""
+    if isinstance(source, classes):
+        return source
+    if hasattr(source, "__pydantic_fields__") and type(source).__name__ in {c.__name__ for c in classes}:
+        return from_validated(source)
+    return None
+
+
 def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]:
-    if isinstance(source, ServerConfig):
-        return source, []
+    given = _validated(source, ServerConfig)
+    if given is not None:
+        return given, []
     if source is None:
         return ServerConfig(), []
     as_data = getattr(source, "server_config_data", None)
@@ -365,7 +387,7 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
         kind = foreign_kind(data)
         if kind is not None:  # named, never dumped as unknown keys (its environment holds secrets)
             raise InputError(file, "(root)", f"{kind}, not a server config: give it with --launch")
-    fields = ServerConfig.model_fields
+    fields = ServerConfig.__fact_fields__
     if all(key in fields for key in data):  # today's files: only the typed fields
         found = [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
         return validate(ServerConfig, data, file), found
@@ -440,8 +462,9 @@ def _refuse_deployment_stream(source: Any, exc: InputError) -> None:
 
 
 def load_model_config(source: Any) -> ModelConfig:
-    if isinstance(source, ModelConfig):
-        return source
+    given = _validated(source, ModelConfig)
+    if given is not None:
+        return given  # type: ignore[no-any-return]
     if source is None:
         return ModelConfig()
     if isinstance(source, (str, Path)) and os.path.isdir(source):  # a Hugging Face model folder (os.path: no Path object per check)
@@ -461,8 +484,9 @@ def load_model_config(source: Any) -> ModelConfig:
 
 
 def load_platform(source: Any) -> tuple[Platform, list[dict[str, str]]]:
-    if isinstance(source, Platform):
-        return source, []
+    given = _validated(source, Platform)
+    if given is not None:
+        return given, []
     if source is None:
         return Platform(), []
     if isinstance(source, str) and source.lower() in PLATFORM_PRESETS:
@@ -478,15 +502,16 @@ def load_adapter(
     """A manifest (pool or PEFT form) from a model, a dict, a YAML/JSON file or a PEFT adapter
     directory (read by `adapter_reader`; `lora_paths`, a list of entries or an
     adapter_dir.LoraPathIndex, names it by its --lora-paths entry)."""
-    if isinstance(source, (PoolManifest, PeftManifest)):
-        return source, []
+    given = _validated(source, PoolManifest, PeftManifest)
+    if given is not None:
+        return given, []
     if isinstance(source, (str, Path)) and os.path.isdir(source):
         from inkling_compat.inputs.adapter_dir import read_fleet
 
         return read_fleet([source], lora_paths=lora_paths)[0], []
     data, file = _as_mapping(source, "<adapter>")
     if "pool" in data:
-        model: type[BaseModel] = PoolManifest
+        model: type[_Input] = PoolManifest
     elif "adapter_config" in data:
         model = PeftManifest
     else:

@@ -1,20 +1,21 @@
-"""Typed inputs of a check: server config, model config, platform and adapter manifests.
+"""Typed inputs of a check: server config, model config, platform and adapter manifests, as the
+plain frozen records a check reads, and the plain reader that builds them.
 
-These pydantic models are the boundary of the tool. Field names are sglang's own
-(server arguments, `config.json` keys) and defaults are sglang 0.5.23's, so a user can
-paste what they launch with. Everything inside the engine works on the plain dicts
-these models dump to.
+Field names are sglang's own (server arguments, `config.json` keys) and defaults are sglang
+0.5.23's, so a user can paste what they launch with. The records are built without pydantic:
+`read(cls, data)` takes a mapping whose every value is already of its field's type (what the
+launch parser, JSON files and the adapter reader give nearly always) and returns None for
+anything else, which `inputs/loading.py` then validates with the pydantic models of
+`inputs/input_schema.py` (the same fields, the source of schemas/*.schema.json) for their
+conversions and error messages. tests/test_input_records.py holds the two to agreement.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, RootModel, Strict, field_validator
-from pydantic_core import PydanticCustomError, core_schema
-
+from inkling_compat.record import Record, dump, field
+from inkling_compat.inputs.lazy_dataclass import dataclass
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # noqa: F401 - re-exported
 
 
@@ -23,25 +24,34 @@ def _int_text(value: int) -> str:
     return str(value) if abs(value) < 10**40 else f"an int of about {int(value.bit_length() * 0.30103) + 1} digits"
 
 
-@dataclass(frozen=True)
 class _Bounded:
     """An int field's range, with why: `low` is the least value sglang can run with, `high` a
     bound well past every real model or deployment (the checker's facts walk layers, experts
     and TP ranks, so an absurd size is refused here, at the edge, not looped over). A boolean
     is refused too (pydantic would read true as 1). The JSON schemas carry the range
-    (`minimum`, `maximum`, and why in `$comment`)."""
+    (`minimum`, `maximum`, and why in `$comment`). `strict`: the value must already be an int.
+    config.json and manifests are read as they are (sglang reads config.json through
+    transformers without conversion: "64" or 64.0 reach range() and arithmetic, which raise
+    TypeError); only server arguments are converted from text, by argparse.
 
-    low: int | None
-    high: int | None
-    low_why: str = ""
-    high_why: str = ""
-    # Strict: the value must already be an int. config.json and manifests are read as they are
-    # (sglang reads config.json through transformers without conversion: "64" or 64.0 reach
-    # range() and arithmetic, which raise TypeError); only server arguments are converted
-    # from text, by argparse.
-    strict: bool = True
+    The pydantic hooks import pydantic only when a pydantic model is built with this marker
+    (inputs/input_schema.py)."""
+
+    __slots__ = ("low", "high", "low_why", "high_why", "strict")
+
+    def __init__(self, low: int | None, high: int | None, low_why: str = "", high_why: str = "", strict: bool = True):
+        self.low, self.high, self.low_why, self.high_why, self.strict = low, high, low_why, high_why, strict
+
+    def __repr__(self) -> str:
+        return f"_Bounded(low={self.low!r}, high={self.high!r}, strict={self.strict!r})"
+
+    def holds(self, value: int) -> bool:
+        """An exact int within the range (what the plain reader takes as it is)."""
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
 
     def _check(self, value: Any, handler: Any) -> Any:
+        from pydantic_core import PydanticCustomError
+
         # An exact int (nearly every value) is what the inner int schema returns unchanged:
         # only its range is checked (the call back into pydantic is a third of this check).
         if type(value) is not int:
@@ -55,6 +65,8 @@ class _Bounded:
         return value
 
     def _typed(self, value: Any, handler: Any) -> Any:
+        from pydantic_core import PydanticCustomError
+
         if isinstance(value, bool):
             raise PydanticCustomError("int_type", "Input should be a valid integer, not a boolean ({got})", {"got": str(value).lower()})
         if self.strict and isinstance(value, (str, float)):
@@ -66,10 +78,12 @@ class _Bounded:
             )
         return handler(value)
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
         return core_schema.no_info_wrap_validator_function(self._check, handler(source))
 
-    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
         out = dict(handler(schema))
         why = []
         if self.low is not None:
@@ -84,6 +98,24 @@ class _Bounded:
 
 
 _bounded = _Bounded
+
+
+class _StrictBool:
+    """A bool field taken only as a bool (config.json booleans as they are: sglang tests their
+    truthiness, a string "false" is true): pydantic's `Strict()` where a pydantic model is built."""
+
+    __slots__ = ()
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic import Strict
+
+        return handler.generate_schema(Annotated[source, Strict()])
+
+    def __repr__(self) -> str:
+        return "STRICT"
+
+
+STRICT = _StrictBool()
 
 
 # Upper bounds: each is far past what real models and deployments use (in brackets) and keeps
@@ -116,62 +148,115 @@ _ARGPARSE_INTS = (
 _ARGPARSE_FLOATS = ("lora_drain_wait_threshold",)
 
 
-def _argparse_text(value: Any) -> str:
-    """The flag's text a YAML value stands for (what `--flag VALUE` would pass)."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return _int_text(value)
-    if isinstance(value, (str, float)):
-        return str(value)
-    return type(value).__name__
+class _Input(Record):
+    """An input record: a frozen record that also keeps which fields its data stated
+    (`model_fields_set`, as pydantic's) and, for a class whose extra keys are kept
+    (`_extra = "allow"`), those keys (`model_extra`). `_extra` is the class's policy for keys
+    that are not fields: "forbid" (our own formats: the loader reports them, with a
+    suggestion), "ignore" (config.json: HF's other keys) or "allow"."""
+
+    __slots__ = ("model_fields_set", "model_extra")
+    _extra = "forbid"
+    # The fields are kept in the instance's __dict__, not in slots: a record is built by two
+    # dict updates (its defaults, then the values), a check builds a few dozen per input.
+    _fields_in_dict = True
+
+    def __init__(self, **values: Any):
+        """A record of `values`, validated as the pydantic model of the same name validates them
+        (a caller's typed input is checked as a file is): read as they are where every value
+        has its field's type (`read`), else by pydantic, whose ValidationError is raised."""
+        cls = type(self)
+        record = _record(cls, values)
+        if record is _NO:
+            from inkling_compat.inputs import input_schema
+
+            record = from_validated(getattr(input_schema, cls.__name__).model_validate(_as_data(values)))
+        self.__dict__.update(record.__dict__)
+        object.__setattr__(self, "model_fields_set", record.model_fields_set)
+        object.__setattr__(self, "model_extra", record.model_extra)
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> Any:
+        """A record of these values, not validated (pydantic's name for it): for values the
+        package built itself (the adapter reader's, a validated model's)."""
+        self = object.__new__(cls)
+        fields = cls.__fact_fields__
+        stated = frozenset(values)
+        extra: dict[str, Any] | None = {} if cls._extra == "allow" else None
+        unknown = [k for k in values if k not in fields]
+        if unknown:
+            if extra is None:
+                raise TypeError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
+            extra = {k: values.pop(k) for k in unknown}
+        defaults, factories, required = cls.__dict__.get("_construction") or _construction(cls)
+        own = self.__dict__
+        own.update(defaults)
+        for name, factory in factories:
+            if name not in values:
+                own[name] = factory()
+        for name in required:
+            if name not in values:
+                raise TypeError(f"{cls.__name__}: missing field {name!r}")
+        own.update(values)
+        object.__setattr__(self, "model_fields_set", stated)  # (extra keys too, as pydantic's)
+        object.__setattr__(self, "model_extra", extra)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        """An extra key kept (`_extra = "allow"`) as an attribute, as pydantic gives it."""
+        if name not in ("model_extra", "model_fields_set"):
+            extra = self.model_extra
+            if extra and name in extra:
+                return extra[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def model_dump(self, *, mode: str = "python", include: Any = None, exclude: Any = None, exclude_none: bool = False) -> dict[str, Any]:
+        out = super().model_dump(mode=mode, include=include, exclude=exclude, exclude_none=exclude_none)
+        for name, value in (self.model_extra or {}).items():  # after the fields, as pydantic writes them
+            if (include is None or name in include) and (exclude is None or name not in exclude) and not (exclude_none and value is None):
+                out[name] = dump(value, mode == "json")
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values() and self.model_extra == other.model_extra  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_input, (type(self), dict(self), self.model_fields_set, self.model_extra))
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+        new = super().model_copy(update=update)
+        object.__setattr__(new, "model_fields_set", self.model_fields_set | frozenset(update or ()))
+        object.__setattr__(new, "model_extra", self.model_extra)
+        return new
 
 
-def _argparse_converts(value: Any, kind: type) -> bool:
-    if isinstance(value, bool):
-        return False  # `--max-lora-rank True`: int("True") fails
-    if kind is int:
-        if isinstance(value, int):
-            return True
-        if isinstance(value, str) and len(value) <= 40:
-            try:
-                int(value)
-            except ValueError:
-                return False
-            return True
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    if isinstance(value, str) and len(value) <= 40:
-        try:
-            float(value)
-        except ValueError:
-            return False
-        return True
-    return False
+def _construction(cls: type) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...], tuple[str, ...]]:
+    """A record class's defaults, default factories and required fields (once per class)."""
+    from inkling_compat.record import _MISSING
 
-
-def _argparse_check(name: str, kind: type, value: Any) -> Any:
-    if value is None or _argparse_converts(value, kind):
-        return value
-    flag = "--" + name.replace("_", "-")
-    if not isinstance(value, (bool, int, float, str)):
-        raise PydanticCustomError(
-            "argparse", "a {type} is not a value of {flag}, which takes one {kind} (sglang's argparse `type`)", {"type": type(value).__name__, "flag": flag, "kind": kind.__name__}
-        )
-    text = _argparse_text(value)
-    raise PydanticCustomError(
-        "argparse",
-        "sglang's argparse refuses it: argument {flag}: invalid {kind} value: {text}",
-        {"flag": flag, "kind": kind.__name__, "text": repr(text[:60])},
+    fields = cls.__fact_fields__  # type: ignore[attr-defined]
+    made = (
+        {n: f.default for n, f in fields.items() if f.default is not _MISSING},
+        tuple((n, f.default_factory) for n, f in fields.items() if f.default is _MISSING and f.default_factory is not None),
+        tuple(n for n, f in fields.items() if f.is_required()),
     )
+    type.__setattr__(cls, "_construction", made)
+    return made
 
 
-class _Strict(BaseModel):
+def _rebuild_input(cls: type, values: dict[str, Any], stated: frozenset[str], extra: dict[str, Any] | None) -> Any:
+    record = cls.model_construct(**values, **(extra or {}))  # type: ignore[attr-defined]
+    object.__setattr__(record, "model_fields_set", frozenset(stated))
+    return record
+
+
+class _Strict(_Input):
     """Our own file formats: unknown keys are reported (with a suggestion) by the loader."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-
 
 class EnvSwitches(_Strict):
     """Environment variables that change sglang's behaviour for Inkling serving."""
@@ -287,33 +372,18 @@ class ServerConfig(_Strict):
     # --- end of the audit's block ---
     # Every other sglang 0.5.23 argument given, under its dest, as sglang's argparse converted
     # it (inputs/argument_table.py): kept so nothing sglang reads is dropped.
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
     # Environment switches and stated module facts
-    env: EnvSwitches = Field(default_factory=EnvSwitches)
+    env: EnvSwitches = field(default_factory=EnvSwitches)
     sink: StatedSink | None = None
     draft: DraftFacts | None = None
 
-    @field_validator("lora_target_modules", mode="before")
-    @classmethod
-    def _targets_as_list(cls, value: Any) -> Any:
-        # sglang accepts `--lora-target-modules all` as a single token.
-        return [value] if isinstance(value, str) else value
-
-    @field_validator(*_ARGPARSE_INTS, mode="before")
-    @classmethod
-    def _argparse_int(cls, value: Any, info: Any) -> Any:
-        return _argparse_check(info.field_name, int, value)
-
-    @field_validator(*_ARGPARSE_FLOATS, mode="before")
-    @classmethod
-    def _argparse_float(cls, value: Any, info: Any) -> Any:
-        return _argparse_check(info.field_name, float, value)
 
 
-class QuantizationConfig(BaseModel):
+class QuantizationConfig(_Input):
     """The checkpoint's quantization block, as found in config.json or hf_quant_config.json."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    _extra = "allow"
 
     quant_method: str | None = None
     quant_algo: str | None = None
@@ -353,10 +423,10 @@ class StatedAttnPrologue(_Strict):
     kv_scale_buffers: bool | None = None
 
 
-class AudioConfig(BaseModel):
+class AudioConfig(_Input):
     """config.json `audio_config` (configs/inkling.py InklingAudioConfig; sglang's defaults)."""
 
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+    _extra = "ignore"
 
     # The audio tower is built only when it has a width (models/inkling.py l.1004-1008).
     decoder_dmodel: Annotated[int | None, _bounded(None, None)] = None
@@ -364,10 +434,10 @@ class AudioConfig(BaseModel):
     audio_mode: Any = "dmel"
 
 
-class VisionConfig(BaseModel):
+class VisionConfig(_Input):
     """config.json `vision_config` (configs/inkling.py InklingVisionConfig; sglang's defaults)."""
 
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+    _extra = "ignore"
 
     decoder_dmodel: Annotated[int | None, _bounded(None, None)] = None
     vision_encoder_type: Any = "hmlp"
@@ -376,20 +446,20 @@ class VisionConfig(BaseModel):
     temporal_patch_size: Annotated[int, _bounded(-(1 << 20), 1 << 20, "a patch size", "real temporal patches are a few frames")] = 1
 
 
-class MtpConfig(BaseModel):
+class MtpConfig(_Input):
     """config.json `mtp_config` (the MTP draft head's block, read by InklingMMConfig)."""
 
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+    _extra = "ignore"
 
     local_layer_ids: list[Any] | None = None
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(_Input):
     """The Inkling `config.json` fields the rules read; other keys are HF's and ignored."""
 
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+    _extra = "ignore"
 
-    architectures: list[str] = Field(default_factory=lambda: ["InklingForConditionalGeneration"])
+    architectures: list[str] = field(default_factory=lambda: ["InklingForConditionalGeneration"])
     model_type: str = "inkling"
     vocab_size: Annotated[int, _VOCAB] = 201024
     hidden_size: Annotated[int, _WIDTH] = 1536
@@ -408,10 +478,10 @@ class ModelConfig(BaseModel):
     n_shared_experts: Annotated[int, _EXPERTS] = 0
     num_experts_per_tok: Annotated[int, _EXPERTS] = 1
     # config.json booleans as they are: sglang tests their truthiness (a string "false" is true).
-    shared_expert_sink: Annotated[bool, Strict()] = False
+    shared_expert_sink: Annotated[bool, STRICT] = False
     shared_experts_size: Annotated[int, _SMALL_COUNT] = 1
-    inference_moe_w13_interleaved: Annotated[bool, Strict()] = True
-    use_sconv: Annotated[bool, Strict()] = False
+    inference_moe_w13_interleaved: Annotated[bool, STRICT] = True
+    use_sconv: Annotated[bool, STRICT] = False
     # Layers below this index use a dense MLP; the rest are MoE (configs/inkling.py default 0).
     dense_mlp_idx: Annotated[int, _bounded(0, 4096, "a layer index is never negative", "past every real model's layer count")] = 0
     torch_dtype: str | None = "bfloat16"
@@ -442,25 +512,6 @@ class Platform(_Strict):
     # CUDA runtime of the torch build (0.5.23 pins torch 2.14.1 + cu13 wheels); the
     # is_blackwell/is_sm100 probes require >= 12.8, is_sm90 >= 12.3.
     cuda_version: tuple[int, int] = (13, 0)
-
-    @field_validator("compute_capability", mode="before")
-    @classmethod
-    def _parse_capability(cls, value: Any) -> Any:
-        if isinstance(value, (int, float)) or (isinstance(value, str) and "." in value):
-            major, _, minor = str(value).partition(".")
-            return (int(major), int(minor or 0))
-        if isinstance(value, str) and value.startswith("sm_") and value[3:].isdigit():
-            digits = value[3:]
-            return (int(digits[:-1]), int(digits[-1]))
-        return value
-
-    @field_validator("cuda_version", mode="before")
-    @classmethod
-    def _parse_cuda_version(cls, value: Any) -> Any:
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-            major, _, minor = str(value).partition(".")
-            return (int(major), int(minor or 0))
-        return value
 
 
 PLATFORM_PRESETS: dict[str, dict[str, Any]] = {
@@ -516,11 +567,20 @@ class PoolManifest(_Strict):
     updated_slots: list[int] | None = None
 
 
-class TensorTable(RootModel[dict[str, TensorSpec]]):
-    """Tensor name -> TensorSpec. A root model so that tensor names are never mistaken
-    for misspelt keys of TensorSpec by the unknown-key scan (they are free-form)."""
+class TensorTable:
+    """Tensor name -> TensorSpec. A table of its own (pydantic's root model in the schema) so
+    that tensor names are never mistaken for misspelt keys of TensorSpec by the unknown-key
+    scan (they are free-form). Never changed once built."""
 
-    model_config = ConfigDict(defer_build=True)
+    __slots__ = ("root", "_content", "__weakref__")
+
+    def __init__(self, root: dict[str, TensorSpec] | None = None):
+        self.root: dict[str, TensorSpec] = {} if root is None else root
+        self._content: tuple[tuple[str, tuple[int, ...], str], ...] | None = None
+
+    @classmethod
+    def model_construct(cls, root: dict[str, TensorSpec] | None = None) -> "TensorTable":
+        return cls(root)
 
     def items(self) -> Any:
         return self.root.items()
@@ -531,15 +591,31 @@ class TensorTable(RootModel[dict[str, TensorSpec]]):
     def __getitem__(self, name: str) -> TensorSpec:
         return self.root[name]
 
-    def __iter__(self) -> Any:  # type: ignore[override]
+    def __iter__(self) -> Any:
         return iter(self.root)
 
-    @functools.cached_property
+    def __eq__(self, other: object) -> bool:
+        return self.root == other.root if type(other) is TensorTable else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TensorTable(root={self.root!r})"
+
+    def __reduce__(self) -> Any:
+        return (TensorTable, (self.root,))
+
+    def model_dump(self, *, mode: str = "python", **_: Any) -> dict[str, Any]:
+        return {name: spec.model_dump(mode=mode) for name, spec in self.root.items()}
+
+    @property
     def content(self) -> tuple[tuple[str, tuple[int, ...], str], ...]:
         """(name, shape, dtype) of every tensor, hashable: what facts derived from the table
-        depend on (a memo key). A table is never changed once built; the adapter reader interns
-        alike tables, so this is built once per distinct table."""
-        return tuple((name, tuple(spec.shape), spec.dtype) for name, spec in self.root.items())
+        depend on (a memo key). The adapter reader interns alike tables, so this is built once
+        per distinct table."""
+        if self._content is None:
+            self._content = tuple((name, tuple(spec.shape), spec.dtype) for name, spec in self.root.items())
+        return self._content
 
 
 class AdapterSource(_Strict):
@@ -550,7 +626,7 @@ class AdapterSource(_Strict):
     # What sglang's loader would read: "safetensors" (headers read), "pickle" (*.bin / *.pt,
     # never unpickled: tensors unknown) or "none" (no weights file at all).
     weights_format: Literal["safetensors", "pickle", "none"] = "safetensors"
-    weights_files: list[str] = Field(default_factory=list)
+    weights_files: list[str] = field(default_factory=list)
     # sglang's warning text when added_tokens.json is not valid JSON (the file is then ignored).
     added_tokens_error: str | None = None
     # Why the adapter could not be read (then nothing else of it is checked), and which file.
@@ -572,7 +648,7 @@ class PeftManifest(_Strict):
     adapter_config: dict[str, Any]
     # Every tensor of adapter_model.safetensors (name -> shape, dtype). Empty means an
     # adapter without weights; tensor-based checks then find nothing.
-    tensors: TensorTable = Field(default_factory=lambda: TensorTable({}))
+    tensors: TensorTable = field(default_factory=lambda: TensorTable({}))
     # Contents of added_tokens.json (token -> id), if the adapter ships one.
     added_tokens: dict[str, int] | None = None
     # Loaded as a pinned adapter (/load_lora_adapter `pinned`); for --lora-paths adapters
@@ -583,3 +659,207 @@ class PeftManifest(_Strict):
 
 
 AdapterManifest = PoolManifest | PeftManifest
+
+
+# --- The plain reader -------------------------------------------------------------------------
+
+_NO: Any = type("_No", (), {"__repr__": lambda self: "<not as it is>"})()
+# The strings pydantic reads as a bool (lax mode, any case).
+_BOOL_TEXT = {"0": False, "off": False, "f": False, "false": False, "n": False, "no": False, "1": True, "on": True, "t": True, "true": True, "y": True, "yes": True}
+
+
+def read(cls: type, data: Any) -> Any:
+    """`cls` (an input record class) built from `data` where every value is already of its
+    field's type and within its bounds, exactly as validating it with the pydantic model of
+    the same name would build it (tests/test_input_records.py); None for anything else (the
+    caller validates it with pydantic, for its conversions and its error message)."""
+    out = _record(cls, data)
+    return None if out is _NO else out
+
+
+def _record(cls: type, data: Any) -> Any:
+    if type(data) is not dict:
+        return _NO
+    readers = _READERS.get(cls) or _readers(cls)
+    policy = cls._extra
+    values: dict[str, Any] = {}
+    extra: dict[str, Any] | None = {} if policy == "allow" else None
+    for key, value in data.items():
+        reader = readers.get(key)
+        if reader is None:
+            if policy == "forbid" or type(key) is not str:
+                return _NO
+            if extra is not None:
+                extra[key] = value
+            continue
+        value = reader(value)
+        if value is _NO:
+            return _NO
+        values[key] = value
+    defaults, factories, required = cls.__dict__.get("_construction") or _construction(cls)
+    for name in required:  # a required field missing: pydantic's error
+        if name not in values:
+            return _NO
+    record = object.__new__(cls)
+    own = record.__dict__
+    own.update(defaults)
+    for name, factory in factories:
+        if name not in values:
+            own[name] = factory()
+    own.update(values)
+    object.__setattr__(record, "model_fields_set", frozenset(values) if not extra else frozenset(values) | frozenset(extra))
+    object.__setattr__(record, "model_extra", extra)
+    return record
+
+
+_READERS: dict[type, dict[str, Any]] = {}
+
+
+def _readers(cls: type) -> dict[str, Any]:
+    readers = _READERS.get(cls)
+    if readers is None:
+        readers = {name: _reader(spec.annotation, spec.metadata) for name, spec in cls.model_fields.items()}  # type: ignore[attr-defined]
+        for name in _ARGPARSE_INTS if cls is ServerConfig else ():
+            readers[name] = _argparse(readers[name], int)
+        if cls is ServerConfig:
+            for name in _ARGPARSE_FLOATS:
+                readers[name] = _argparse(readers[name], float)
+            inner = readers["lora_target_modules"]
+            readers["lora_target_modules"] = lambda v: inner([v] if isinstance(v, str) else v)  # `--lora-target-modules all`
+        if cls is Platform:
+            for name in ("compute_capability", "cuda_version"):
+                inner_tuple = readers[name]
+                readers[name] = lambda v, inner_tuple=inner_tuple: inner_tuple(v) if type(v) is tuple else _NO
+        _READERS[cls] = readers
+    return readers
+
+
+def _argparse(inner: Any, kind: type) -> Any:
+    """A typed server argument: only a value argparse's `type` converts (an int for an int)."""
+    if kind is int:
+        return lambda v: inner(v) if v is None or type(v) is int else _NO
+    return lambda v: inner(v) if v is None or type(v) is float else _NO
+
+
+def _reader(annotation: Any, metadata: list[Any]) -> Any:
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _reader(annotation.__origin__, list(annotation.__metadata__))
+    bounded = next((m for m in metadata if isinstance(m, _Bounded)), None)
+    strict = any(isinstance(m, _StrictBool) for m in metadata)
+    if origin in (typing.Union, types.UnionType):
+        options = [o for o in typing.get_args(annotation) if o is not type(None)]
+        nullable = len(options) < len(typing.get_args(annotation))
+        if len(options) != 1:
+            return lambda v: _NO
+        inner = _reader(options[0], metadata)
+        return (lambda v: None if v is None else inner(v)) if nullable else inner
+    if annotation is Any:
+        return lambda v: v
+    if annotation is int:
+        if bounded is not None:
+            return lambda v: v if type(v) is int and bounded.holds(v) else _NO
+        return lambda v: v if type(v) is int else _NO
+    if annotation is bool:
+        if strict:
+            return lambda v: v if type(v) is bool else _NO
+        return lambda v: v if type(v) is bool else _BOOL_TEXT.get(v.lower(), _NO) if type(v) is str and v.isascii() else _NO
+    if annotation is str:
+        return lambda v: v if type(v) is str else _NO
+    if annotation is float:
+        return lambda v: v if type(v) is float else _NO
+    if origin is Literal:
+        allowed = frozenset(typing.get_args(annotation))
+        return lambda v: v if type(v) is str and v in allowed else _NO
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        read_item = _reader(item, [])
+        return lambda v: _items(v, read_item) if type(v) is list else _NO
+    if origin is tuple:
+        read_items = [_reader(a, []) for a in typing.get_args(annotation)]
+        return lambda v: _tuple(v, read_items)
+    if origin is dict:
+        _, value_type = typing.get_args(annotation)
+        read_value = _reader(value_type, [])
+        return lambda v: _mapping(v, read_value) if type(v) is dict else _NO
+    if annotation is TensorTable:
+        return lambda v: v if type(v) is TensorTable else _table(v)
+    if isinstance(annotation, type) and issubclass(annotation, _Input):
+        return lambda v: v if type(v) is annotation else _record(annotation, v)  # (a record: as it is, as pydantic keeps a model)
+    return lambda v: _NO
+
+
+def _items(values: list[Any], read_item: Any, read_each: list[Any] | None = None) -> Any:
+    out = []
+    for i, v in enumerate(values):
+        v = (read_each[i] if read_each is not None else read_item)(v)
+        if v is _NO:
+            return _NO
+        out.append(v)
+    return out
+
+
+def _tuple(value: Any, read_items: list[Any]) -> Any:
+    if type(value) is not tuple or len(value) != len(read_items):
+        return _NO
+    out = _items(list(value), None, read_items)
+    return _NO if out is _NO else tuple(out)
+
+
+def _mapping(values: dict[Any, Any], read_value: Any) -> Any:
+    out = {}
+    for k, v in values.items():
+        if type(k) is not str:
+            return _NO
+        v = read_value(v)
+        if v is _NO:
+            return _NO
+        out[k] = v
+    return out
+
+
+def _table(value: Any) -> Any:
+    root = _mapping(value, lambda v: _record(TensorSpec, v)) if type(value) is dict else _NO
+    return _NO if root is _NO else TensorTable(root)
+
+
+def _as_data(value: Any) -> Any:
+    """`value` with the records in it as the mappings pydantic validates."""
+    if isinstance(value, _Input):
+        return {k: _as_data(v) for k, v in value.model_dump().items()}
+    if type(value) is TensorTable:
+        return {k: _as_data(v) for k, v in value.root.items()}
+    if type(value) is dict:
+        return {k: _as_data(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_as_data(v) for v in value]
+    return value
+
+
+def from_validated(model: Any) -> Any:
+    """The record of a model validated by pydantic (inputs/input_schema.py): the same class
+    name, values, stated fields and extra keys."""
+    cls = RECORDS[type(model).__name__]
+    if cls is TensorTable:
+        return TensorTable({name: from_validated(spec) for name, spec in model.root.items()})
+    values = {name: _from_value(getattr(model, name)) for name in cls.__fact_fields__}
+    record = cls.model_construct(**values, **(model.__pydantic_extra__ or {}))  # type: ignore[attr-defined]
+    object.__setattr__(record, "model_fields_set", frozenset(model.model_fields_set))
+    return record
+
+
+def _from_value(value: Any) -> Any:
+    if type(value).__name__ in RECORDS and hasattr(value, "__pydantic_fields__"):
+        return from_validated(value)
+    if type(value) is list:
+        return [_from_value(v) for v in value]
+    return value
+
+
+RECORDS: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (EnvSwitches, StatedSink, DraftFacts, ServerConfig, QuantizationConfig, QuantMethodWiring, StatedAttnPrologue, AudioConfig, VisionConfig, MtpConfig, ModelConfig, Platform, TensorSpec, PoolBuffers, PoolManifest, TensorTable, AdapterSource, PeftManifest)
+}

@@ -18,6 +18,7 @@ Deprecation warnings the parser logs (`'--disable-cuda-graph' is deprecated ...`
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -33,7 +34,12 @@ KINDS = (
     "config-file",
 )
 
-_ARGUMENT = re.compile(r"^argument (?P<option>[^:]+): (?P<rest>.*)$", re.S)
+
+@functools.cache
+def _argument() -> re.Pattern[str]:
+    return re.compile(r"^argument (?P<option>[^:]+): (?P<rest>.*)$", re.S)
+
+
 _TYPE_WORDS = {
     "int": "an integer",
     "float": "a number",
@@ -56,7 +62,7 @@ def argparse_refusal(message: str) -> dict[str, str]:
     if message.startswith("the following arguments are required: "):
         names = message.split(": ", 1)[1]
         return {"kind": "required-arguments", "fix": f"Add {names.split(',')[0].split('/')[0].strip()} (the model's folder or its hub id)" if "--model-path" in names else f"Add {names}"}
-    match = _ARGUMENT.match(message)
+    match = _argument().match(message)
     if match is None:
         return {"kind": "argparse-error", "fix": ""}
     option, rest = match.group("option").split("/")[0], match.group("rest")

@@ -24,7 +24,7 @@ token shapes still are.
 
 from __future__ import annotations
 
-import html
+import functools
 import json
 import re
 from typing import Iterable
@@ -43,11 +43,20 @@ _VALUE = r"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s"',}\]#]+))"""
 # NAME=VALUE, NAME: VALUE, "NAME": "VALUE" (the name quoted or not)
 # (a name starts only where no name character precedes it, and is taken whole: one attempt per
 # name, so a long run of letters costs linear time, not one attempt per position)
-_ASSIGNED = re.compile(rf"""(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \t]*(?:=|:[ \t])[ \t]*{_VALUE}""")
+_ASSIGNED = rf"""(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \t]*(?:=|:[ \t])[ \t]*{_VALUE}"""
 # --flag VALUE / --flag=VALUE
-_FLAG = re.compile(rf"""(?<!-)--(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*+)(?:=|[ \t]+\\?\n?[ \t]*){_VALUE}""")
+_FLAG = rf"""(?<!-)--(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*+)(?:=|[ \t]+\\?\n?[ \t]*){_VALUE}"""
 # name: NAME followed by value: VALUE (a Kubernetes env entry), or the other order
-_PAIR = re.compile(rf"""\bname["']?:[ \t]*["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \t]*[,\n][ \t-]*["']?value["']?:[ \t]*{_VALUE}""")
+_PAIR = rf"""\bname["']?:[ \t]*["']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)["']?[ \t]*[,\n][ \t-]*["']?value["']?:[ \t]*{_VALUE}"""
+
+
+@functools.cache
+def _assignments() -> tuple[re.Pattern[str], ...]:
+    """The three patterns above, compiled on first use: only a line that hints at a secret's
+
+
+    name is searched with them, and most checks have none."""
+    return tuple(re.compile(pattern) for pattern in (_ASSIGNED, _FLAG, _PAIR))
 
 
 def secret_name(name: str) -> bool:
@@ -56,12 +65,14 @@ def secret_name(name: str) -> bool:
     return bool(words) and (words[-1].endswith(_ENDINGS) or any(w.startswith(_STRONG) for w in words))
 
 
-_NOT_SECRET = re.compile(r"(?i)(true|false|yes|no|on|off|null|none|~|[-+]?[0-9][0-9_.eE+\-]*)")
+@functools.cache
+def _not_secret() -> re.Pattern[str]:
+    return re.compile(r"(?i)(true|false|yes|no|on|off|null|none|~|[-+]?[0-9][0-9_.eE+\-]*)")
 
 
 def _kept(values: Iterable[str]) -> set[str]:
     """The values that can be masked without blanking ordinary words of a report."""
-    return {v for v in values if len(v) >= MIN_LENGTH and not _NOT_SECRET.fullmatch(v)}
+    return {v for v in values if len(v) >= MIN_LENGTH and not _not_secret().fullmatch(v)}
 
 
 def _value(match: re.Match[str]) -> str:
@@ -81,7 +92,7 @@ def in_text(text: str) -> set[str]:
         if not _HINT.search(line):
             continue
         window = line + "\n" + lines[i + 1] if i + 1 < len(lines) else line
-        for pattern in (_ASSIGNED, _FLAG, _PAIR):
+        for pattern in _assignments():
             for match in pattern.finditer(window):
                 if secret_name(match.group("name")):
                     found.add(_value(match))
@@ -110,6 +121,8 @@ def in_mapping(values: dict[str, str]) -> set[str]:
 
 def _forms(secret: str) -> set[str]:
     """The secret as the formats write it: itself, in JSON, in XML, in repr()."""
+    import html  # (only where a secret was found)
+
     return {secret, json.dumps(secret)[1:-1], html.escape(secret), html.escape(secret, quote=False), repr(secret)[1:-1]}
 
 

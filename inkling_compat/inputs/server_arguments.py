@@ -86,7 +86,7 @@ def _check_choice(row: dict[str, Any], value: Any, key: str, file: str) -> None:
 
 
 def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    fields = ServerConfig.model_fields
+    fields = ServerConfig.__fact_fields__
     out: dict[str, Any] = {}
     arguments: dict[str, Any] = dict(data.get("arguments") or {}) if isinstance(data.get("arguments"), dict) else {}
     unknown: list[dict[str, Any]] = []

@@ -21,6 +21,7 @@ What a rule's `field_paths` entry points at:
 from __future__ import annotations
 
 import os
+import functools
 import re
 import stat
 from dataclasses import field
@@ -308,10 +309,15 @@ def _tensor_place(adapter: Any, source: Any, directory: str, message: str) -> Lo
     else:
         # Each name searched in the message is quadratic in the two sizes (docs/performance.md):
         # the message's words looked up among the names instead (a name quoted or between spaces).
-        words = set(_WORDS.split(message))
+        words = set(_words().split(message))
         named = [name for name in tensors if name in words]  # (in the tensors' order, as above)
     return Location(file, tensor=max(named, key=len) if named else None)
 
 
 _MAX_SCAN = 50_000_000  # names x message characters searched the plain way (a bounded cost)
-_WORDS = re.compile(r"[\s'\",()\[\]{}]+")
+
+
+@functools.cache
+def _words() -> re.Pattern[str]:
+    return re.compile(r"[\s'\",()\[\]{}]+")
+

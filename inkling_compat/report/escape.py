@@ -10,11 +10,16 @@ are kept. JSON and SARIF are written by `json.dumps`, which escapes all of these
 
 from __future__ import annotations
 
+import functools
 import re
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
 # The text renderer's colours (report/text.py _COLORS, _RESET): the only sequences let through.
-_OWN_COLOR = re.compile("(\x1b\\[(?:0|2|3[1-5])m)")
+@functools.cache
+def _own_color() -> re.Pattern[str]:
+    return re.compile("(\x1b\\[(?:0|2|3[1-5])m)")
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -31,5 +36,5 @@ def shown(text: str, keep_colors: bool = False) -> str:
         return text
     if not keep_colors:
         return _UNSAFE.sub(_escaped, text)
-    parts = _OWN_COLOR.split(text)
+    parts = _own_color().split(text)
     return "".join(part if index % 2 else _UNSAFE.sub(_escaped, part) for index, part in enumerate(parts))

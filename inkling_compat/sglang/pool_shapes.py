@@ -9,8 +9,9 @@ adapters (`startup_pool`); allocating the buffers can fail (`allocation_failure`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
+
+from inkling_compat.inputs.lazy_dataclass import dataclass
 
 Shape = tuple[int, ...]
 

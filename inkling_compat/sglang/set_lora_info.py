@@ -25,8 +25,9 @@ Nothing here raises. `derive` gives the facts the rules read (`adapter_facts.bin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
+
+from inkling_compat.inputs.lazy_dataclass import dataclass
 
 Shape = Sequence[int]
 Step = Literal["set_lora_info", "rebind", "slots"]

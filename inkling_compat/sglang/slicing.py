@@ -52,9 +52,9 @@ The cut bounds in a plan are already clamped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Sequence
 
+from inkling_compat.inputs.lazy_dataclass import dataclass
 from inkling_compat.sglang.plan import Reshape, Step, Take, clamp
 
 GATE_UP = "gate_up_proj_moe"

@@ -1,6 +1,7 @@
-"""Plain frozen slotted records for the facts: the class bodies of facts/types.py declared once,
-built by the derive step without validation, with the field metadata (description, sglang
-lines, `From`) that publish/facts_schema.py turns into the JSON schema.
+"""Plain frozen records, built without validation: the facts (the class bodies of facts/types.py
+declared once, with the field metadata (description, sglang lines, `From`) that
+publish/facts_schema.py turns into the JSON schema) and the input records of inputs/models.py
+(whose fields live in the instance's dict: `_fields_in_dict`).
 
 A check never imports pydantic for its facts: building a pydantic model class costs about a
 millisecond at import and validating every fact costs microseconds per check; the values come
@@ -68,7 +69,10 @@ class _RecordType(type):
         for fname in namespace.get("__annotations__", {}):
             value = namespace.pop(fname, _MISSING)
             own[fname] = value if isinstance(value, FieldSpec) else FieldSpec(default=value)
-        namespace["__slots__"] = tuple(f for f in own if f not in inherited)
+        if namespace.get("_fields_in_dict", any(getattr(b, "_fields_in_dict", False) for b in bases)):
+            pass  # the fields live in the instance's __dict__ (a subclass declaring no slots has one)
+        else:  # (slots a class declares itself are kept: state beside the fields)
+            namespace["__slots__"] = tuple(namespace.get("__slots__", ())) + tuple(f for f in own if f not in inherited)
         namespace["__fact_fields__"] = {**inherited, **own}
         namespace.setdefault("__doc__", None)
         return super().__new__(mcls, name, bases, namespace, **kwargs)
@@ -193,7 +197,13 @@ def dump(value: Any, json: bool = True) -> Any:
         items = [dump(v, json) for v in value]
         return items if json or isinstance(value, list) else tuple(items)
     if isinstance(value, dict):
+        if json and not all(type(k) is str for k in value):  # (keys as JSON writes them: rare, hostile input)
+            from pydantic_core import to_jsonable_python
+
+            return to_jsonable_python(value, inf_nan_mode="null")
         return {k: dump(v, json) for k, v in value.items()}
+    if type(value).__name__ == "TensorTable":  # (inputs/models.py: a table of tensor specs)
+        return value.model_dump(mode="json" if json else "python")
     return value
 
 
