@@ -102,6 +102,8 @@ class EnvSwitches(_Strict):
     SGLANG_EXPERIMENTAL_LORA_OPTI: bool = False
     SGLANG_ENABLE_OVERLAP_PLAN_STREAM: bool = False
     SGLANG_RAGGED_VERIFY_MODE: str = "static"
+    # sglang 0.5.16-0.5.17 only: the deprecated --moe-runner-backend cutlass (arg_groups/overrides.py)
+    SGLANG_CUTLASS_MOE: bool = False
 
 
 class StatedSink(_Strict):

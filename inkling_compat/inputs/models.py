@@ -258,6 +258,7 @@ def _rebuild_input(cls: type, values: dict[str, Any], stated: frozenset[str], ex
 class _Strict(_Input):
     """Our own file formats: unknown keys are reported (with a suggestion) by the loader."""
 
+
 class EnvSwitches(_Strict):
     """Environment variables that change sglang's behaviour for Inkling serving."""
 
