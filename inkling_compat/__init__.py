@@ -12,7 +12,7 @@ from os.path import dirname
 from typing import TYPE_CHECKING, Any
 
 from inkling_compat.inputs.versions import PACKAGE_VERSION as __version__
-from inkling_compat.source_tree import install as _install_checkout_folders
+from inkling_compat.inputs.package_files import install as _install_checkout_folders
 
 _install_checkout_folders(dirname(__file__))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from inkling_compat.engine import compiled_rules, coverage, definitions, paths
-from inkling_compat.engine.plan import reads_lora_paths_by_name
+from inkling_compat.engine.rule_compile import reads_lora_paths_by_name
 from inkling_compat.engine.rule_load import compile_folder, load_rules, rules_dir
 from inkling_compat.engine.rule_order import check_order
 from inkling_compat.errors import RuleFileError

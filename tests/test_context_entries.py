@@ -1,6 +1,6 @@
 """An adapter's CEL context holds only the --lora-paths entries of its own name when the
 adapter rules read the list only as `facts.lora_paths.exists(p, p.name == adapter.name ...)`
-(engine/plan.py `reads_lora_paths_by_name`): every report is the one the whole list gives."""
+(engine/rule_compile.py `reads_lora_paths_by_name`): every report is the one the whole list gives."""
 
 from __future__ import annotations
 

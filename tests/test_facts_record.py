@@ -1,4 +1,4 @@
-"""The facts are plain records built without validation (record.py): every rule
+"""The facts are plain records built without validation (inputs/record.py): every rule
 example's derived facts hold the types their fields declare (what pydantic would have
 checked), the published schema comes from the same class bodies, and a check imports no
 pydantic model of the facts."""
@@ -14,7 +14,7 @@ import pytest
 from inkling_compat import api
 from inkling_compat.engine.rule_load import load_rules
 from inkling_compat.facts import types as ft
-from inkling_compat.record import mismatches
+from inkling_compat.inputs.record import mismatches
 from inkling_compat.testing.scenarios import example_arguments
 
 EXAMPLES = [ex for c in load_rules() for ex in (*c.rule.examples.fire, *c.rule.examples.pass_)]

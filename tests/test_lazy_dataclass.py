@@ -1,4 +1,4 @@
-"""inkling_compat.inputs.lazy_dataclass makes the class `dataclasses.dataclass` makes, once first used:
+"""inkling_compat.sglang.lazy_dataclass makes the class `dataclasses.dataclass` makes, once first used:
 the same methods and behaviour (construction, defaults, equality, hash, repr, order, frozen,
 replace, asdict, pickle, copy, subclasses), compared with the standard decorator on the same
 class bodies."""
@@ -16,7 +16,7 @@ from dataclasses import FrozenInstanceError, field
 import pytest
 
 from inkling_compat.inputs import lazy_dataclass
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 
 def _pair(options: dict, body: dict) -> tuple[type, type]:
@@ -108,7 +108,7 @@ def test_copy_and_pickle(tmp_path):
     assert copy.copy(Local(1)) == Local(1) and copy.deepcopy(Local(2)) == Local(2)
     # An instance unpickled where its class was never used: the class is made then.
     module = tmp_path / "lazy_pickled.py"
-    module.write_text("from inkling_compat.inputs.lazy_dataclass import dataclass\n\n@dataclass(frozen=True)\nclass P:\n    a: int\n    b: str = 'x'\n")
+    module.write_text("from inkling_compat.sglang.lazy_dataclass import dataclass\n\n@dataclass(frozen=True)\nclass P:\n    a: int\n    b: str = 'x'\n")
     dump = "import pickle, sys; import lazy_pickled; sys.stdout.buffer.write(pickle.dumps(lazy_pickled.P(1)))"
     data = subprocess.run([sys.executable, "-c", dump], capture_output=True, check=True, cwd=tmp_path).stdout
     load = (

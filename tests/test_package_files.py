@@ -1,4 +1,4 @@
-"""The package's folders found by the import system (inkling_compat/package_files.py) are those
+"""The package's folders found by the import system (inkling_compat/inputs/package_files.py) are those
 `importlib.resources.files` finds, for the package and the folders mapped into it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inkling_compat.package_files import package_folder
+from inkling_compat.inputs.package_files import package_folder
 
 
 @pytest.mark.parametrize("name", ["inkling_compat", "inkling_compat.rules", "inkling_compat.schemas"])

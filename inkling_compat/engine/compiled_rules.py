@@ -43,12 +43,12 @@ MAX_ARTIFACT_BYTES = 32 * 1024 * 1024  # the shipped file is well under 1 MB
 VALIDITY_CODE = (
     "engine/rule_schema.py", "engine/rule_record.py", "engine/rule_compile.py", "engine/rule_order.py", "engine/rule_load.py",
     "engine/definitions.py", "engine/paths.py", "engine/compiled_rules.py", "engine/cel_tree.py",
-    "engine/coverage.py", "engine/plan.py", "facts/types.py", "inputs/models.py", "inputs/input_schema.py", "inputs/versions.py",
+    "engine/coverage.py", "engine/plan.py", "facts/types.py", "inputs/models.py", "inputs/field_bounds.py", "inputs/input_schema.py", "inputs/versions.py",
 )  # fmt: skip
 
 
 def artifact_path() -> Path:
-    from inkling_compat.package_files import package_folder
+    from inkling_compat.inputs.package_files import package_folder
 
     return package_folder() / "data" / ARTIFACT
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from inkling_compat.engine import cel
 from inkling_compat.engine.plan import Plan
-from inkling_compat.record import Record, dump
+from inkling_compat.inputs.record import Record, dump
 from inkling_compat.inputs.models import TensorTable
 
 _LISTS = ("adapters", "adapter_facts_list")

@@ -18,7 +18,7 @@ from inkling_compat.engine.context import adapter_document, cel_context, pick, p
 from inkling_compat.engine.plan import path_tree
 from inkling_compat.engine import cel
 from inkling_compat.engine.paths import referenced_paths
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 _HOLE = re.compile(r"\{(item(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 

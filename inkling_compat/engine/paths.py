@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from inkling_compat.engine import cel, cel_tree
 from inkling_compat.errors import RuleFileError
-from inkling_compat.package_files import package_folder
+from inkling_compat.inputs.package_files import package_folder
 
 # Variables an expression may read (see docs/writing-rules.md).
 VARIABLES = ("config", "env", "model", "platform", "facts", "input", "adapter", "adapter_facts", "adapters", "adapter_facts_list")

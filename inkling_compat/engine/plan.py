@@ -5,42 +5,13 @@ context holds only those: converting values into CEL costs more than evaluating 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from inkling_compat.engine import coverage, sites
-from inkling_compat.engine.rule_compile import CompiledRule
+from inkling_compat.engine.rule_compile import CompiledRule, reads_lora_paths_by_name
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
 _ADAPTER_VARS = ("adapter", "adapter_facts")
-# How adapter rules ask whether their adapter is a --lora-paths entry (and a pinned one).
-_NAMED_ENTRY = re.compile(r"facts\.lora_paths\.exists\((\w+), \1\.name == adapter\.name(?: && \1\.pinned)?\)")
-_LORA_PATHS = re.compile(r"facts\.lora_paths\b")
-
-
-def reads_lora_paths_by_name(rules: tuple[CompiledRule, ...]) -> bool:
-    """Every `facts.lora_paths` in the adapter rules' text (every string of each rule and its
-    variants) is `facts.lora_paths.exists(p, p.name == adapter.name)`, optionally `&& p.pinned`:
-    then an adapter's rules read the entries of its own name only, and its context may hold just
-    those (engine/context.py) with every result the same: an entry of another name makes the
-    macro's body false, and `exists` of false bodies adds nothing. Checked on the text, so any
-    other use (or another spelling) keeps the whole list."""
-    for c in rules:
-        for text in _strings(c.rule.model_dump(exclude={"examples"})):
-            if "facts.lora_paths" in text and len(_LORA_PATHS.findall(text)) != len(_NAMED_ENTRY.findall(text)):
-                return False
-    return True
-
-
-def _strings(value: Any) -> Any:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
 
 
 def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:

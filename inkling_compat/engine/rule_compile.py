@@ -130,7 +130,6 @@ class CompiledRule:
         its paths, fields and `when` operands, the inputs coverage names, whether it reads
         `facts.lora_paths` by name, its rank, and the same of each variant."""
         from inkling_compat.engine import coverage
-        from inkling_compat.engine.plan import reads_lora_paths_by_name
 
         def paths(found: Any) -> list[list[str]]:
             return sorted(list(p) for p in found)
@@ -226,3 +225,33 @@ class CompiledRule:
 @lru_cache(maxsize=512)
 def _pattern(text: str) -> "re.Pattern[str]":
     return re.compile(text)
+
+
+# How adapter rules ask whether their adapter is a --lora-paths entry (and a pinned one).
+_NAMED_ENTRY = re.compile(r"facts\.lora_paths\.exists\((\w+), \1\.name == adapter\.name(?: && \1\.pinned)?\)")
+_LORA_PATHS = re.compile(r"facts\.lora_paths\b")
+
+
+def reads_lora_paths_by_name(rules: tuple[CompiledRule, ...]) -> bool:
+    """Every `facts.lora_paths` in the adapter rules' text (every string of each rule and its
+    variants) is `facts.lora_paths.exists(p, p.name == adapter.name)`, optionally `&& p.pinned`:
+    then an adapter's rules read the entries of its own name only, and its context may hold just
+    those (engine/context.py) with every result the same: an entry of another name makes the
+    macro's body false, and `exists` of false bodies adds nothing. Checked on the text, so any
+    other use (or another spelling) keeps the whole list."""
+    for c in rules:
+        for text in _strings(c.rule.model_dump(exclude={"examples"})):
+            if "facts.lora_paths" in text and len(_LORA_PATHS.findall(text)) != len(_NAMED_ENTRY.findall(text)):
+                return False
+    return True
+
+
+def _strings(value: Any) -> Any:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)

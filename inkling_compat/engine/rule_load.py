@@ -15,7 +15,7 @@ from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
-from inkling_compat.package_files import package_folder
+from inkling_compat.inputs.package_files import package_folder
 
 if TYPE_CHECKING:
     from inkling_compat.engine import compiled_rules, definitions  # imported where used: a start from the compiled artifact needs none of it

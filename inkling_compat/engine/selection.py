@@ -35,7 +35,7 @@ from typing import Any, Iterable, Literal
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 from inkling_compat.report.model import Report
 
 SETTINGS_YAML = ".inkling-compat.yaml"

@@ -16,7 +16,7 @@ import functools
 import json
 from typing import Any
 
-from inkling_compat.package_files import package_folder
+from inkling_compat.inputs.package_files import package_folder
 
 SITES_FILE = "sglang-sites.json"
 

@@ -18,7 +18,7 @@ import re
 from typing import Any, Iterable
 
 from inkling_compat.engine.selection import ignored_entry, matches
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 from inkling_compat.report.model import Coverage, Report
 
 

@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Hashable, Union
 
 # The sglang replays these facts read (one implementation, shared with the runtime).
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 from inkling_compat.sglang.adapter_loader import CatRefusal, NormalizeFailure, ReshapeRefusal
 from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base

@@ -1,4 +1,4 @@
-"""The facts rules read, as plain frozen records (record.py): the contract between Python and rules/.
+"""The facts rules read, as plain frozen records (inputs/record.py): the contract between Python and rules/.
 
 `Facts` is the CEL variable `facts`; `AdapterFacts` (one model per adapter form) is
 `adapter_facts`. Each field says what it means, which sglang 0.5.23 lines it models
@@ -14,8 +14,8 @@ from __future__ import annotations
 import typing
 from typing import Annotated, Any, Literal, Sequence, Union
 
-from inkling_compat.record import Record
-from inkling_compat.record import field as fact
+from inkling_compat.inputs.record import Record
+from inkling_compat.inputs.record import field as fact
 
 
 # The inputs a fact can be derived from: "config" (server config), "model" (config.json),

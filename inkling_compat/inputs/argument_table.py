@@ -30,7 +30,7 @@ import re
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
-from inkling_compat.package_files import package_folder
+from inkling_compat.inputs.package_files import package_folder
 
 PROG = "sglang serve"
 

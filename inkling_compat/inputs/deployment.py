@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
 

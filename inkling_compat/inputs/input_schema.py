@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel, Strict, field_validator
 from pydantic_core import PydanticCustomError
 
-from inkling_compat.inputs.models import (
+from inkling_compat.inputs.field_bounds import (
     _ARGPARSE_FLOATS,
     _ARGPARSE_INTS,
     _DIM,

@@ -35,7 +35,7 @@ from typing import Any
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import argument_table, refusals
 from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 COMMAND = "<command>"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 MAX_WORDS = 100_000  # words of one command, and elements of one array
 MAX_VALUE = 16 * 1024 * 1024  # characters of one expanded word (the file cap)

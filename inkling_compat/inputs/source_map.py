@@ -27,7 +27,7 @@ import stat
 from dataclasses import field
 from typing import Any
 
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 Position = tuple[int, int]  # (line, column), 1-based
 

@@ -12,7 +12,7 @@ import typing
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from inkling_compat.record import Record
+from inkling_compat.inputs.record import Record
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "facts.md"
 

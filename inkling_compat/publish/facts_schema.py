@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from inkling_compat.facts import types as ft
-from inkling_compat.record import Record
+from inkling_compat.inputs.record import Record
 
 
 class _Published(BaseModel):

@@ -12,7 +12,7 @@ import builtins
 from dataclasses import asdict, field
 from typing import Any, Callable
 
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 
 SGLANG_EXCEPTIONS = {
     "ValueError": ValueError,

@@ -34,7 +34,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Literal, Mapping, Sequence
 
-from inkling_compat.inputs.lazy_dataclass import dataclass
+from inkling_compat.sglang.lazy_dataclass import dataclass
 from inkling_compat.sglang import slicing
 from inkling_compat.sglang.adapter_loader import layer_name, layer_template
 from inkling_compat.sglang.pool_shapes import BufferShapes, StartupPool

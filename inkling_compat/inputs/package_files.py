@@ -1,19 +1,33 @@
-"""The package imported straight from its source checkout (`python -m inkling_compat` in the
-repository root puts the checkout first on `sys.path`, ahead of any installed copy).
+"""Where the package's own files are: its folder and the folders shipped inside it (`rules/` and
+`schemas/`, mapped into the package by pyproject's package-dir), found by the import system as
+`importlib.resources.files` finds them, without importing `importlib.resources` (it and what it
+imports, `tempfile` and `random` among them, cost about 5 ms of every start: docs/performance.md).
 
-`kernels/`, `rules/` and `schemas/` live beside `inkling_compat/` there and install as
-`inkling_compat.kernels`, `.rules` and `.schemas` (pyproject's package-dir); an editable
-install maps them with its own finder, a plain `sys.path` entry does not. `install()` adds a
-finder for exactly those three names, pointing at the checkout's folders, so the checkout is
-complete by itself: the command runs the code it was run beside, installed or not.
-Only `os` and `sys` at import: every command imports this module.
+Run from its source checkout (`python -m inkling_compat` in the repository root puts the checkout
+first on `sys.path`, ahead of any installed copy), the package finds `kernels/`, `rules/` and
+`schemas/` beside `inkling_compat/`, where they install as `inkling_compat.kernels`, `.rules` and
+`.schemas`: an editable install maps them with its own finder, a plain `sys.path` entry does
+not, so `install()` adds a finder for exactly those three names (the checkout is complete by
+itself: the command runs the code it was run beside, installed or not).
+Only `os`, `sys` and `importlib.util` at import: every command imports this module.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+from pathlib import Path
 from typing import Any
+
+
+def package_folder(name: str = "inkling_compat") -> Path:
+    """The folder of the package `name` (`inkling_compat`, `inkling_compat.rules`, ...)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"no package {name}", name=name)
+    return Path(next(iter(spec.submodule_search_locations)))
+
 
 # Installed subpackage -> the checkout's folder of the same name (pyproject's package-dir).
 MAPPED = ("kernels", "rules", "schemas")
