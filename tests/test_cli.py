@@ -212,7 +212,7 @@ BILLION_LAUGHS_CLASSIC = "\n".join(
 BAD_INPUTS = {
     # case: (which file, its content (str or bytes), expected field text in the error)
     "malformed-yaml": ("config", "enable_lora: [true\nlora_backend: triton\n", "line"),
-    "wrong-type": ("config", "enable_lora: true\nmax_loras_per_batch: eight\n", "max_loras_per_batch"),
+    "wrong-type": ("config", "enable_lora: true\nmax_loras_per_batch: [eight]\n", "max_loras_per_batch"),
     "nested-wrong-type": ("config", "env:\n  SGLANG_OPT_LINEARIZED_SHARED_SINK: maybe\n", "env.SGLANG_OPT_LINEARIZED_SHARED_SINK"),
     "non-mapping": ("config", "- enable_lora\n- lora_backend\n", "(root)"),
     "scalar-document": ("config", "just a string\n", "(root)"),
@@ -308,9 +308,20 @@ def test_unknown_platform_preset_exits_2(tmp_path, run_cli):
     assert_one_line_error(result, "tpu-v9", "(file)")
 
 
+def test_a_value_sglang_refuses_in_a_config_exits_1_in_its_words(tmp_path, capsys):
+    """sglang's argparse would refuse the deployment: its problem (exit 1, argparse's words, the
+    key's line, a fix), not input the checker cannot use (exit 2)."""
+    paths = write_setup(tmp_path)
+    paths["config"].write_text("enable_lora: true\nmax_loras_per_batch: eight\n", encoding="utf-8")
+    assert cli.main(["check", "--config", str(paths["config"])]) == 1
+    out = capsys.readouterr().out
+    assert "error argparse-invalid-value" in out and "SystemExit: argument --max-loras-per-batch: invalid int value: 'eight'" in out
+    assert f"at {paths['config']}:2:1 (max_loras_per_batch)" in out and "fix: Give --max-loras-per-batch an integer" in out
+
+
 def test_input_error_in_process(tmp_path, capsys):
     paths = write_setup(tmp_path)
-    paths["config"].write_text("max_loras_per_batch: eight\n", encoding="utf-8")
+    paths["config"].write_text("max_loras_per_batch: [eight]\n", encoding="utf-8")
     assert cli.main(["check", "--config", str(paths["config"])]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""

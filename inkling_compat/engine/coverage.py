@@ -249,11 +249,12 @@ def notes(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), launch: 
 
 
 def refused_notes(facts: Any) -> tuple[str, ...]:
-    """The notes of a launch sglang refuses while parsing it: it stops before it reads the
-    model, so a model config the check was not given is not reached (never "not given")."""
+    """The notes of arguments sglang refuses while parsing them (a launch command, a server
+    config): it stops before it reads the model, so a model config the check was not given is
+    not reached (never "not given")."""
     if facts.inputs_given.model:
         return ()
-    return ("sglang refused the launch command before it read the model config: the checks that read it were not reached",)
+    return ("sglang refused its arguments before it read the model config: the checks that read it were not reached",)
 
 
 def _typed_fields() -> frozenset[str]:

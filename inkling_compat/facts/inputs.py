@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, load_server_config
+from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, server_config_or_refusal
 from inkling_compat.inputs.models import PLATFORM_PRESETS, LoraRef, ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
 from inkling_compat.inputs.source_map import Sources, model_file, path_of
 from inkling_compat.sglang.lazy_dataclass import dataclass
@@ -112,7 +112,7 @@ def _adapter_items(adapter: Any) -> list[Any]:
 def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, platform: Any = None) -> Inputs:
     """Each input from a path (YAML/JSON), a dict or the typed model; `adapter` may be a list.
     Unusable input raises `InputError`; unknown keys are collected, not errors."""
-    server, unknown = load_server_config(config)
+    server, unknown, refused = server_config_or_refusal(config)
     launch = callable(getattr(config, "server_config_data", None))  # a parsed launch command (inputs/launch.py)
     not_read: tuple[str, ...] = ()
     from_cache: tuple[str, ...] = ()
@@ -143,7 +143,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         unknown_values=tuple(getattr(config, "unknown_values", ())),
         launch_notes=tuple(getattr(config, "notes", ())),
         from_cache=from_cache,
-        refusals=tuple(config.refusals) if launch else (),
+        refusals=tuple(config.refusals) if launch else refused,
         parse_warnings=tuple(config.warnings) if launch else (),
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(

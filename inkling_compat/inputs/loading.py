@@ -367,6 +367,28 @@ def _validated(source: Any, *classes: type) -> Any:
     return None
 
 
+ARGPARSE_REFUSES = "sglang's argparse refuses it: "
+
+
+def server_config_or_refusal(source: Any) -> tuple[ServerConfig, list[dict[str, str]], tuple[dict[str, Any], ...]]:
+    """`load_server_config`, where a value of the server config that sglang's own argparse
+    refuses (a choice it lacks, a text its `type` cannot convert) is sglang's refusal, as in a
+    launch command: a problem of the deployment (`input.refusals`, exit 1), and sglang parses
+    nothing further, so the config is sglang's defaults. Other unusable input still raises."""
+    try:
+        server, found = load_server_config(source)
+    except InputError as exc:
+        if not exc.reason.startswith(ARGPARSE_REFUSES):
+            raise
+        from inkling_compat.inputs import refusals
+
+        message = exc.reason[len(ARGPARSE_REFUSES):]
+        refusal = refusals.item("", message, "SystemExit", exc.file, exc.field)
+        refusal.update(refusals.argparse_refusal(message))
+        return ServerConfig(), [], (refusal,)
+    return server, found, ()
+
+
 def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]:
     given = _validated(source, ServerConfig)
     if given is not None:

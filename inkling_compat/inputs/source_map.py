@@ -251,8 +251,9 @@ def locate(
                 file, key = str(item.get("file", "")), str(item.get("key", ""))
                 if key.startswith("argument ") or not key:
                     found.append(Location(file, argument=key or None))
-                else:
-                    found.append(maps.place(file, key))
+                else:  # (a check --config field is named as sglang names it; the file may dash it)
+                    at = maps.place(file, key)
+                    found.append(at if at.line is not None or "_" not in key else maps.place(file, key.replace("_", "-")))
     unique: dict[tuple[Any, ...], Location] = {}
     for loc in found:
         unique.setdefault((loc.file, loc.line, loc.column, loc.tensor, loc.field if loc.line is None else ""), loc)
