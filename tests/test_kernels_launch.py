@@ -114,3 +114,25 @@ def test_a_hit_launches_with_the_constexprs_of_its_key(monkeypatch):
     assert jit.binds == 2
     with_tensor = args[:10] + (torch.tensor(8),)
     assert launch.key(with_tensor, meta)[0] == ((torch.int64, True),)  # T is do_not_specialize: not keyed
+
+
+@pytest.mark.skipif(not _triton.INTERPRET, reason="Triton's interpreter only")
+def test_an_interpreted_launch_patches_the_language_once_per_module(monkeypatch):
+    """The routing kernel calls triton's helpers (tl.sum, tl.cumsum, ...) in every program
+    instance: the language is patched for the launch and once more for the module those helpers
+    see (triton.language.core), not at every call; after the launch tl is triton's own again."""
+    from triton.runtime import interpreter
+
+    from inkling_compat.kernels.routing import build_routing, build_routing_torch
+
+    if not getattr(interpreter._patch_lang, "_once_per_launch", False):
+        pytest.skip("this triton's interpreter has no restorable patch scope")
+    patched = []
+    original = interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda pkg, *rest: (patched.append(pkg), original(pkg, *rest))[1])
+    load = _triton.tl.load
+    ids = torch.tensor([2, 0, -1, 2, 1, 0, 2] * 9)
+    routed = build_routing(ids, 3, None)
+    assert torch.equal(routed.group_start, build_routing_torch(ids, 3, None).group_start)
+    assert 0 < len(patched) <= 2 * 4, [getattr(p, "__name__", p) for p in patched]  # (tl, its tensor, math, descriptors) x 2
+    assert _triton.tl.load is load
