@@ -286,7 +286,9 @@ def _read_sites(wheel: Path, scope: Mapping[str, frozenset[str]] | None) -> Scan
             source = archive.read(name).decode("utf-8")
             path = "python/" + name
             tree = ast.parse(source)
-            for site in sites_of(source, path, tree):
+            if (name, source) not in _PARSED_SITES:  # (kept: find_elsewhere may search this file)
+                _PARSED_SITES[name, source] = sites_of(source, path, tree)
+            for site in _PARSED_SITES[name, source]:
                 if functions is not None and not any(_within(site.function, f) for f in functions):
                     continue
                 if not words or any(w in site.template.lower() for w in words):
