@@ -72,8 +72,53 @@ def _fix_interpreter_index() -> None:
     interpreter._patch_lang_tensor = patch_lang_tensor
 
 
+def _patch_language_once_per_launch() -> None:
+    """Triton's interpreter patches ``triton.language`` (``inspect.getmembers`` over its modules)
+    at each launch, and again at each call of a ``@triton.jit`` helper from inside the kernel,
+    once per program instance, while the launch's patch is still in place: the same members get
+    the same stand-ins (an already patched member is no builtin any more, the rest are set anew;
+    a helper's patch is never undone), and that repeated patch is much of the time of a kernel
+    that calls helpers (``tl.sum``, ``tl.cdiv``, ...). Here a helper's call during a launch
+    patches only when it sees a language module not patched yet in this launch. Triton's with a
+    restorable patch scope (3.7 on) only; interpreter only."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - no interpreter in this triton
+        return
+    original = getattr(interpreter, "_patch_lang", None)
+    scope_class = getattr(interpreter, "_LangPatchScope", None)
+    if original is None or scope_class is None or getattr(original, "_once_per_launch", False):
+        return
+    launch: list[set[int]] = []  # the language modules the running launch patched (empty: none runs)
+
+    def languages(fn) -> set[int]:
+        return {id(value) for value in fn.__globals__.values() if value is tl or value is tl.core}
+
+    def patch_lang(fn):
+        if launch:  # a helper called from the running kernel
+            seen = languages(fn)
+            if seen <= launch[0]:
+                return scope_class()
+            launch[0] |= seen  # (triton's own helpers see triton.language.core: patched from here on)
+            return original(fn)
+        scope = original(fn)
+        launch.append(languages(fn))
+        restore = scope.restore
+
+        def end_launch() -> None:
+            launch.clear()
+            restore()
+
+        scope.restore = end_launch
+        return scope
+
+    patch_lang._once_per_launch = True
+    interpreter._patch_lang = patch_lang
+
+
 if INTERPRET:
     _fix_interpreter_index()
+    _patch_language_once_per_launch()
 # Opt-in autotuning over a few configs per kernel (GPU only; the benchmark turns it on).
 AUTOTUNE: bool = os.environ.get("INKLING_AUTOTUNE", "0") == "1" and not INTERPRET
 

@@ -114,3 +114,32 @@ def test_a_hit_launches_with_the_constexprs_of_its_key(monkeypatch):
     assert jit.binds == 2
     with_tensor = args[:10] + (torch.tensor(8),)
     assert launch.key(with_tensor, meta)[0] == ((torch.int64, True),)  # T is do_not_specialize: not keyed
+
+
+@pytest.mark.skipif(not _triton.INTERPRET, reason="Triton's interpreter only")
+def test_an_interpreted_launch_patches_the_language_once_per_module(monkeypatch):
+    """The routing kernel calls triton's helpers (tl.sum, tl.cumsum, ...) in every program
+    instance: the language is patched for the launch, and once more for the module those helpers
+    see (triton.language.core), however many program instances run (triton alone patches at every
+    helper call: 81 rounds for 63 tokens); after the launch tl is triton's own again."""
+    from triton.runtime import interpreter
+
+    from inkling_compat.kernels.routing import build_routing, build_routing_torch
+
+    if not getattr(interpreter._patch_lang, "_once_per_launch", False):
+        pytest.skip("this triton's interpreter has no restorable patch scope")
+    patched = []
+    original = interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda pkg, *rest: (patched.append(pkg), original(pkg, *rest))[1])
+    load = _triton.tl.load
+    build_routing(torch.tensor([0, 1]), 3, None)  # (a helper's module gains tl at its first call)
+    counts = []
+    for repeat in (9, 90):
+        patched.clear()
+        ids = torch.tensor([2, 0, -1, 2, 1, 0, 2] * repeat)
+        routed = build_routing(ids, 3, None)
+        assert torch.equal(routed.group_start, build_routing_torch(ids, 3, None).group_start)
+        counts.append(len(patched))
+    # the launch: tl, its tensor, tl.math, descriptors; the helpers: tl and triton.language.core
+    assert counts[0] == counts[1] and 0 < counts[0] <= 4 + 6, counts
+    assert _triton.tl.load is load

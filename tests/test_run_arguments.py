@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from in_process import Ran, run_main
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 BASE = ["run", "--config", str(EXAMPLES / "serve.yaml"), "--model", str(EXAMPLES / "config.json"), "--device", "cpu"]
@@ -21,7 +23,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     return subprocess.run([sys.executable, "-m", "inkling_compat", *BASE, *args], capture_output=True, text=True, timeout=120, env=full)
 
 
-def _one_line_exit_2(done: subprocess.CompletedProcess[str], *words: str) -> None:
+def _one_line_exit_2(done: subprocess.CompletedProcess[str] | Ran, *words: str) -> None:
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("inkling-compat: error: "), done.stderr
@@ -60,9 +62,11 @@ def test_torchrun_variables_that_name_no_rank(env, words):
     _one_line_exit_2(_run(env={"TORCHELASTIC_RUN_ID": "test", **env}), *words)
 
 
-def test_a_pickle_only_adapter_is_refused_in_the_checkers_words(tmp_path):
+def test_a_pickle_only_adapter_is_refused_in_the_checkers_words(tmp_path, capsys, monkeypatch):
+    """(In this process: `run --device cpu` may set TRITON_INTERPRET, put back after the test.)"""
     adapter = tmp_path / "pickled"
     adapter.mkdir()
     shutil.copy(EXAMPLES / "adapter" / "adapter_config.json", adapter)
     (adapter / "adapter_model.bin").write_bytes(b"\x80\x04" + os.urandom(1000))  # never unpickled
-    _one_line_exit_2(_run("--adapter", str(adapter)), "adapter_model.bin: a pickle, which inkling-compat never unpickles")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    _one_line_exit_2(run_main(capsys, *BASE, "--adapter", adapter), "adapter_model.bin: a pickle, which inkling-compat never unpickles")

@@ -27,6 +27,7 @@ from inkling_compat.report.values import json_text
 from oracle import sglang_server_args
 from oracle.require import load_or_skip
 from adapter_fixtures import SERVE
+from in_process import run_main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -170,13 +171,12 @@ def test_json_text_is_short_and_never_walks_a_large_value() -> None:
     assert len(json_text("x" * 1000)) == 40
 
 
-def test_run_refuses_a_word_rank_with_exit_1(tmp_path: Path) -> None:
-    """runtime/pool_builder.py read r with int() and exited 3; check() now refuses first."""
+def test_run_refuses_a_word_rank_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """runtime/pool_builder.py read r with int() and exited 3; check() now refuses first. (In
+    this process: `run --device cpu` may set TRITON_INTERPRET, put back after the test.)"""
     directory = adapter_dir(tmp_path, r="sixteen")
-    result = subprocess.run(
-        [sys.executable, "-m", "inkling_compat.cli", "run", "--config", str(EXAMPLES / "serve.yaml"), "--model", MODEL, "--adapter", str(directory), "--device", "cpu"],
-        capture_output=True, text=True, timeout=300,
-    )
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    result = run_main(capsys, "run", "--config", EXAMPLES / "serve.yaml", "--model", MODEL, "--adapter", directory, "--device", "cpu")
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     assert "TypeError: '>' not supported between instances of 'str' and 'int'" in result.stdout + result.stderr

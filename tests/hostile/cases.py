@@ -120,6 +120,11 @@ def pick_value(rng: random.Random) -> Any:
 # ---------------------------------------------------------------- writers
 
 
+# json.dumps of a str is one of these two (JSONEncoder.encode), without building an encoder per
+# call: the headers of the size cases hold tens of thousands of strings.
+_ENCODE_STR = (json.encoder.encode_basestring, json.encoder.encode_basestring_ascii)
+
+
 def _scalar_json(value: Any, ascii_only: bool) -> str:
     if value is None:
         return "null"
@@ -141,18 +146,56 @@ def _scalar_json(value: Any, ascii_only: bool) -> str:
                 value.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate can only be written as a \u escape
                 ascii_only = True
-        return json.dumps(value, ensure_ascii=ascii_only)
+        return _ENCODE_STR[ascii_only](value)
     raise TypeError(type(value))
 
 
+_END = object()
+
+
+def _members(v: dict | list, ascii_only: bool, indent: str | None, level: int) -> Any:
+    """(the text before each member, the member) of a dict or list, then (the closing text, _END)."""
+    if isinstance(v, dict):
+        for n, (k, x) in enumerate(v.items()):
+            yield ("," if n else "") + (f"\n{indent * (level + 1)}" if indent else "") + _scalar_json(str(k), ascii_only) + ": ", x
+        yield (f"\n{indent * level}" if indent and v else "") + "}", _END
+    else:
+        for n, x in enumerate(v):
+            yield (", " if n else ""), x
+        yield "]", _END
+
+
+def _inline(v: dict | list, ascii_only: bool, indent: str | None, level: int, depth: int) -> str | None:
+    """The text of a container with no sentinel and no container more than `depth` levels
+    down (a header's tensor entry, a list of numbers), else None (written by write_json's stack)."""
+    if v.__class__ is list and all(x.__class__ is int for x in v):  # a shape, data offsets
+        return "[" + ", ".join(map(str, v)) + "]"
+    if isinstance(v, dict) and ("$digits" in v or "$yaml" in v or "$nest" in v):
+        return None
+    text = ["{" if isinstance(v, dict) else "["]
+    for before, x in _members(v, ascii_only, indent, level):
+        text.append(before)
+        if isinstance(x, (dict, list)):
+            inner = _inline(x, ascii_only, indent, level + 1, depth - 1) if depth else None
+            if inner is None:
+                return None
+            text.append(inner)
+        elif x is not _END:
+            text.append(_scalar_json(x, ascii_only))
+    return "".join(text)
+
+
 def write_json(value: Any, ascii_only: bool = True, indent: str | None = None, raw_yaml: bool = False) -> str:
-    """JSON text of `value`, sentinels included; iterative, so any nesting depth is written."""
+    """JSON text of `value`, sentinels included; iterative, so any nesting depth is written.
+
+    The stack holds text (a str) and values still to write (("v", value, level)); a container's
+    keys, separators, scalars and small containers become one text at once."""
     out: list[str] = []
     stack: list[Any] = [("v", value, 0)]
     while stack:
         item = stack.pop()
-        if item[0] == "s":
-            out.append(item[1])
+        if item.__class__ is str:
+            out.append(item)
             continue
         _, v, level = item
         if isinstance(v, dict) and "$digits" in v:
@@ -162,22 +205,24 @@ def write_json(value: Any, ascii_only: bool = True, indent: str | None = None, r
         elif isinstance(v, dict) and "$nest" in v:
             opener, closer = ("[", "]") if v["$nest"] == "list" else ('{"a":', "}")
             out.append(opener * v["depth"])
-            stack.append(("s", closer * v["depth"]))
+            stack.append(closer * v["depth"])
             stack.append(("v", v["leaf"], level))
-        elif isinstance(v, dict):
-            parts: list[Any] = [("s", "{")]
-            for n, (k, x) in enumerate(v.items()):
-                parts.append(("s", ("," if n else "") + (f"\n{indent * (level + 1)}" if indent else "") + _scalar_json(str(k), ascii_only) + ": "))
-                parts.append(("v", x, level + 1))
-            parts.append(("s", (f"\n{indent * level}" if indent and v else "") + "}"))
-            stack.extend(reversed(parts))
-        elif isinstance(v, list):
-            parts = [("s", "[")]
-            for n, x in enumerate(v):
-                if n:
-                    parts.append(("s", ", "))
-                parts.append(("v", x, level + 1))
-            parts.append(("s", "]"))
+        elif isinstance(v, (dict, list)):
+            parts: list[Any] = []
+            text = ["{" if isinstance(v, dict) else "["]
+            for before, x in _members(v, ascii_only, indent, level):
+                text.append(before)
+                if isinstance(x, (dict, list)):
+                    inner = _inline(x, ascii_only, indent, level + 1, 2)
+                    if inner is None:
+                        parts.append("".join(text))
+                        parts.append(("v", x, level + 1))
+                        text = []
+                    else:
+                        text.append(inner)
+                elif x is not _END:
+                    text.append(_scalar_json(x, ascii_only))
+            parts.append("".join(text))
             stack.extend(reversed(parts))
         else:
             out.append(_scalar_json(v, ascii_only))

@@ -286,7 +286,9 @@ def _read_sites(wheel: Path, scope: Mapping[str, frozenset[str]] | None) -> Scan
             source = archive.read(name).decode("utf-8")
             path = "python/" + name
             tree = ast.parse(source)
-            for site in sites_of(source, path, tree):
+            if (name, source) not in _PARSED_SITES:  # (kept: find_elsewhere may search this file)
+                _PARSED_SITES[name, source] = sites_of(source, path, tree)
+            for site in _PARSED_SITES[name, source]:
                 if functions is not None and not any(_within(site.function, f) for f in functions):
                     continue
                 if not words or any(w in site.template.lower() for w in words):
@@ -798,29 +800,33 @@ def _find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | N
     return other, tuple(_wheel_sources(wheel)[file].splitlines())
 
 
-_PARSED_SITES: dict[tuple[Path, str], list[Site]] = {}
-_PARSED_ANCHORS: dict[tuple[Path, str], list[Anchor]] = {}
+# Kept by file name and text: a file of one release is searched for many rules, and the audits
+# of several releases in one process parse each file they share once.
+_PARSED_SITES: dict[tuple[str, str], list[Site]] = {}
+_PARSED_ANCHORS: dict[tuple[str, str], list[Anchor]] = {}
 
 
 def _parsed_sites(wheel: Path, file: str) -> list[Site]:
-    """A file of the wheel's sites (kept: one file is searched for many rules)."""
-    if (wheel, file) not in _PARSED_SITES:
+    """A file of the wheel's sites."""
+    key = (file, _wheel_sources(wheel)[file])
+    if key not in _PARSED_SITES:
         try:
-            _PARSED_SITES[wheel, file] = sites_of(_wheel_sources(wheel)[file], "python/" + file)
+            _PARSED_SITES[key] = sites_of(key[1], "python/" + file)
         except SyntaxError:
-            _PARSED_SITES[wheel, file] = []
-    return _PARSED_SITES[wheel, file]
+            _PARSED_SITES[key] = []
+    return _PARSED_SITES[key]
 
 
 def _parsed_anchors(wheel: Path, file: str) -> list[Anchor]:
     """A file of the wheel's anchors (read apart from its sites: a few files are searched for a
     logged warning, many for a raise)."""
-    if (wheel, file) not in _PARSED_ANCHORS:
+    key = (file, _wheel_sources(wheel)[file])
+    if key not in _PARSED_ANCHORS:
         try:
-            _PARSED_ANCHORS[wheel, file] = anchors_of(_wheel_sources(wheel)[file], "python/" + file)
+            _PARSED_ANCHORS[key] = anchors_of(key[1], "python/" + file)
         except SyntaxError:
-            _PARSED_ANCHORS[wheel, file] = []
-    return _PARSED_ANCHORS[wheel, file]
+            _PARSED_ANCHORS[key] = []
+    return _PARSED_ANCHORS[key]
 
 
 def find_log_elsewhere(wheel: Path, log: Anchor) -> Anchor | None:

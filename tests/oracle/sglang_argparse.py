@@ -381,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     cli = argparse.ArgumentParser(prog="python -m oracle.sglang_argparse", description="Write sglang's argument tables from its wheels.")
     cli.add_argument("--wheel", type=Path, action="append", default=[], help="an sglang wheel (repeatable; default: every supported release's wheel in the tests' cache)")
     cli.add_argument("--out", type=Path, default=None, help="with one --wheel: write here instead of the package's data")
+    cli.add_argument("--out-dir", type=Path, default=None, help="write each table here as RELEASE.json instead of the package's data")
     args = cli.parse_args(argv)
     if not args.wheel:
         from oracle.sglang_sink import find_wheel
@@ -388,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
         args.wheel = [Path(find_wheel(version=version)) for version in SGLANG_RELEASES]
     for wheel in args.wheel:
         data = table(load(wheel))
-        out = args.out if args.out and len(args.wheel) == 1 else table_path(data["sglang"])
+        if args.out_dir:
+            out = args.out_dir / f"{data['sglang']}.json"
+        else:
+            out = args.out if args.out and len(args.wheel) == 1 else table_path(data["sglang"])
         text = write(data, out)
         print(f"{out}: sglang {data['sglang']}, {text.count(chr(10)) - 2} arguments")
     return 0
