@@ -15,7 +15,7 @@ from dataclasses import FrozenInstanceError, field
 
 import pytest
 
-from inkling_compat.inputs import lazy_dataclass
+from inkling_compat.sglang import lazy_dataclass
 from inkling_compat.sglang.lazy_dataclass import dataclass
 
 

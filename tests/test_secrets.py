@@ -75,10 +75,22 @@ def test_a_launch_files_secrets_are_not_in_diff_or_fix(tmp_path: Path, capsys: p
 
 def test_an_unusable_input_line_does_not_echo_a_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "serve.yaml"
-    config.write_text(f"api_key: {API_KEY}\nport: {API_KEY}\n")
+    config.write_text(f"api_key: {API_KEY}\nmax_loras_per_batch: [{API_KEY}]\n")
     assert main(["check", "--config", str(config)]) == 2
     out, err = capsys.readouterr()
-    assert "port" in err
+    assert "max_loras_per_batch" in err
+    _clean(out + err)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sglangs_refusal_of_a_secret_value_does_not_echo_it(tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    """argparse quotes the value it refuses (`invalid int value: '<the key>'`): a problem of the
+    deployment (exit 1), and the secret masked in every format."""
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"api_key: {API_KEY}\nport: {API_KEY}\n")
+    assert main(["check", "--config", str(config), "--format", fmt]) == 1
+    out, err = capsys.readouterr()
+    assert "port" in out
     _clean(out + err)
 
 
