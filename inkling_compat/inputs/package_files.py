@@ -17,8 +17,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def package_folder(name: str = "inkling_compat") -> Path:
@@ -26,6 +28,8 @@ def package_folder(name: str = "inkling_compat") -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(f"no package {name}", name=name)
+    from pathlib import Path  # (every check imports it; `--help` and `--version` need not)
+
     return Path(next(iter(spec.submodule_search_locations)))
 
 
