@@ -212,7 +212,7 @@ BILLION_LAUGHS_CLASSIC = "\n".join(
 BAD_INPUTS = {
     # case: (which file, its content (str or bytes), expected field text in the error)
     "malformed-yaml": ("config", "enable_lora: [true\nlora_backend: triton\n", "line"),
-    "wrong-type": ("config", "enable_lora: true\nmax_loras_per_batch: [eight]\n", "max_loras_per_batch"),
+    "wrong-type": ("config", "enable_lora: true\nsink:\n  sink_class: 7\n", "sink.sink_class"),  # (a server argument's list is sglang's words: test_validated_input)
     "nested-wrong-type": ("config", "env:\n  SGLANG_OPT_LINEARIZED_SHARED_SINK: maybe\n", "env.SGLANG_OPT_LINEARIZED_SHARED_SINK"),
     "non-mapping": ("config", "- enable_lora\n- lora_backend\n", "(root)"),
     "scalar-document": ("config", "just a string\n", "(root)"),
@@ -321,12 +321,12 @@ def test_a_value_sglang_refuses_in_a_config_exits_1_in_its_words(tmp_path, capsy
 
 def test_input_error_in_process(tmp_path, capsys):
     paths = write_setup(tmp_path)
-    paths["config"].write_text("max_loras_per_batch: [eight]\n", encoding="utf-8")
+    paths["config"].write_text("sink:\n  sink_class: [eight]\n", encoding="utf-8")
     assert cli.main(["check", "--config", str(paths["config"])]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1
-    assert "serve.yaml" in captured.err and "max_loras_per_batch" in captured.err
+    assert "serve.yaml" in captured.err and "sink.sink_class" in captured.err
 
 
 # --- rules and explain -----------------------------------------------------------------

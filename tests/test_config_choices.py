@@ -125,3 +125,33 @@ def test_an_empty_value_and_a_choice_are_not_refused() -> None:
     with argument_table.using("0.5.16"):
         out, unknown = sort_arguments({"moe_a2a_backend": "deepep", "quantization": None, "dtype": "bfloat16"}, "serve.yaml")
     assert out == {"moe_a2a_backend": "deepep", "quantization": None, "dtype": "bfloat16"} and unknown == []
+
+
+# A list or a mapping given to a typed field that takes no list, as sglang's merger passes it
+# (`--flag a b`, `--flag '{json}'`, nothing for `[]`), then its argparse.
+CONTAINERS = ([], ["8"], [8, 9], {"a": 1}, [True])
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_container_value_of_a_typed_field_is_what_the_releases_merger_makes_of_it(release: str, tmp_path: Path) -> None:
+    oracle = _oracle(release)
+    rows = [argument_table.lookup(dest) for dest in sorted(ServerConfig.model_fields)]
+    rows = [r for r in rows if r is not None and r["nargs"] not in ("*", "+") and r["dest"] != "model_path"]
+    assert len(rows) > 20
+    compared = 0
+    for row in rows:
+        key = argument_table.flag(row)[2:]
+        for value in CONTAINERS:
+            path = tmp_path / "serve.yaml"
+            path.write_text(yaml.safe_dump({"model-path": "/m", key: value}), encoding="utf-8")
+            said, text = sglang_argparse.parse(oracle, ["--config", str(path)])
+            if said == "refused" and text.startswith("Unsupported config option"):
+                continue  # (the checker's format takes a typed field whatever the merger says: above)
+            report = check(str(path), None, sglang_version=release)  # never an InputError (exit 2)
+            messages = [p.message for p in report.problems if p.rule_id.startswith("argparse-") or p.rule_id == "unknown-config-key"]
+            if said == "refused":
+                assert any(_in_order(text, row) in _in_order(m, row) for m in messages), (release, key, value, text, messages)
+            else:
+                assert messages == [], (release, key, value, messages)
+            compared += 1
+    assert compared > 5 * 20

@@ -211,9 +211,18 @@ def test_a_value_argparse_refuses_is_argparses_message(tmp_path: Path, field: st
     assert not report.ok and all(not reason.startswith("not reached") or "argparse-invalid-value" in reason for reason in report.coverage.reasons)
 
 
-def test_a_container_is_no_flag_value() -> None:
-    with pytest.raises(InputError, match=r"<config>: max_lora_rank: a list is not a value of --max-lora-rank, which takes one int"):
-        check({"enable_lora": True, "max_lora_rank": [16]}, None)
+def test_a_container_is_what_sglangs_merger_makes_of_it() -> None:
+    """`[16]` is `--max-lora-rank 16`; `[16, 32]` leaves `32` unrecognized; a mapping is its JSON
+    text, which `int` refuses: sglang's refusals (exit 1), never unusable input (exit 2)
+    (tests/test_config_choices.py compares every typed field with each release's wheel)."""
+    from inkling_compat.inputs.loading import load_server_config
+
+    assert load_server_config({"enable_lora": True, "max_lora_rank": [16]})[0].max_lora_rank == 16
+    assert load_server_config({"enable_lora": True, "max_lora_rank": []})[0].max_lora_rank is None
+    report = check({"enable_lora": True, "max_lora_rank": [16, 32]}, None)
+    assert (report.problems[0].rule_id, report.problems[0].message) == ("unknown-config-key", "<config>: unrecognized arguments: 32")
+    report = check({"enable_lora": True, "max_lora_rank": {"a": 1}}, None)
+    assert [(p.rule_id, p.message) for p in report.problems] == [("argparse-invalid-value", """argument --max-lora-rank: invalid int value: '{"a": 1}'""")]
 
 
 def test_a_numeric_string_is_what_argparse_converts() -> None:

@@ -91,15 +91,15 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
     arguments: dict[str, Any] = dict(data.get("arguments") or {}) if isinstance(data.get("arguments"), dict) else {}
     unknown: list[dict[str, Any]] = []
     for key, value in data.items():
-        if key in fields:
-            if key != "arguments":
-                row = _row(key)
-                if row is not None:
-                    _check_choice(row, value, key, file)
-                out[key] = value
+        if key == "arguments":
             continue
         row = _row(str(key))
-        if row is not None and row["dest"] in fields:
+        if key in fields and not _as_words(row, value):
+            if row is not None:
+                _check_choice(row, value, key, file)
+            out[key] = value
+            continue
+        if row is not None and row["dest"] in fields and not _as_words(row, value):
             _check_choice(row, value, str(key), file)
             out[row["dest"]] = value
             continue
@@ -127,6 +127,13 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
     return out, unknown
 
 
+def _as_words(row: dict[str, Any] | None, value: Any) -> bool:
+    """Whether a typed field's value is read as sglang's merger passes it: a list or a mapping
+    given to an argument that takes no list (a switch, one value) becomes words (`--flag a b`,
+    `--flag '{json}'`, nothing for `[]`) that argparse reads or refuses, as for any other key."""
+    return row is not None and row["nargs"] not in ("*", "+") and isinstance(value, (list, dict))
+
+
 _PARSED: dict[tuple[str, ...], dict[str, Any]] = {}  # (release, *one key's words) -> argparse's values
 
 
@@ -143,7 +150,10 @@ def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]
         parsed = argument_table.parse(words, require_model_path=False)
     except argument_table.ArgumentsRefused as exc:
         if exc.message.startswith("unrecognized arguments:") or exc.message.startswith("ambiguous option:"):
-            unknown.append(unknown_item(key, words, file, exc.message, suggest=len(unknown) < MAX_SUGGESTIONS))
+            # (a known flag given more values than it takes: the extra values are what argparse
+            # did not recognise, not a misspelt key to suggest a name for)
+            extra_values = exc.message.startswith("unrecognized arguments:") and exc.message != "unrecognized arguments: " + " ".join(words)
+            unknown.append(unknown_item(key, words, file, exc.message, suggest=len(unknown) < MAX_SUGGESTIONS and not extra_values))
             return {}
         raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
     if len(_PARSED) >= 4096:

@@ -909,6 +909,12 @@ def silent_ok_fields(r: dict[str, Any]) -> list[str]:
         if kind == "model" and r["setup"] == "no_model":
             continue
         field, value = path[0], m["value"]
+        if kind == "config" and isinstance(value, list) and len(value) <= 1:
+            # sglang's merger passes a list as words: `[]` leaves the flag out (its default is
+            # used), `[x]` is `--flag x`
+            if not value:
+                continue
+            value = str(value[0])
         if kind == "config" and isinstance(value, str):  # a server argument is argparse's text: int("16") is 16
             try:
                 value = int(value)
