@@ -264,3 +264,40 @@ def test_a_check_of_the_default_release_does_not_read_the_site_data():
     sites.absent.cache_clear()
     check(argv=["--model-path", "m", "--enable-lora", "--lora-paths", "a=/x"])
     assert sites.data.cache_info().currsize == 0
+
+
+def test_the_site_data_is_made_from_the_rules_as_they_are():
+    """The site data records the digest of what it is made from besides the wheels (the rules'
+    sources and messages in each release, the exclusions, the audit's code): a rule pinned
+    elsewhere, reworded or given a variant makes it stale here, without the wheels."""
+    data = audit.load_data()
+    assert data.get("inputs") == audit.data_inputs(), (
+        "inkling_compat/data/sglang-sites.json is stale: run `make generate` with the wheels of every supported "
+        "release cached (or python tests/oracle/audit.py --write-data)")
+    assert data["releases"] == sorted((r for r in SGLANG_RELEASES if r != audit.DEFAULT_RELEASE), key=lambda r: tuple(map(int, r.split("."))))
+
+
+def test_the_digest_follows_what_the_audit_reads_of_a_rule(monkeypatch):
+    from inkling_compat.engine import rule_load
+
+    rules = rule_load.load_rules()
+    before = audit.data_inputs()
+    pinned = next(c for c in rules if c.rule.source is not None and c.rule.source.line is not None)
+    # The same rule pinned one line further down.
+    rule = pinned.rule.model_copy(update={"source": pinned.rule.source.model_copy(update={"line": pinned.rule.source.line + 1})})
+    moved = types.SimpleNamespace(rule=rule, for_version=lambda v: pinned.for_version(v) and types.SimpleNamespace(rule=rule))
+    monkeypatch.setattr(rule_load, "load_rules", lambda *a, **k: [moved if c is pinned else c for c in rules])
+    assert audit.data_inputs() != before
+
+
+def test_the_site_data_is_written_only_from_every_supported_release_s_wheel(tmp_path, monkeypatch, capsys):
+    wheels = [tmp_path / f"sglang-{r}-cp311-cp311-manylinux_2_34_x86_64.whl" for r in ("0.5.22", "0.5.20", "0.5.24")]
+    found, missing = audit.release_wheels(wheels)
+    assert [audit.wheel_release(w) for w in found] == ["0.5.22", "0.5.20"]  # (0.5.24 is no supported release)
+    assert missing == ["0.5.21", "0.5.19", "0.5.18", "0.5.17", "0.5.16"]
+    # With a cache that lacks them, nothing is written (a partial file would drop releases).
+    monkeypatch.setenv("INKLING_COMPAT_CACHE", str(tmp_path))
+    monkeypatch.delenv("INKLING_COMPAT_SGLANG_WHEEL", raising=False)
+    monkeypatch.setattr(audit, "write_data", lambda *a, **k: pytest.fail("written without the wheels"))
+    assert audit.main(["--write-data"]) == 1
+    assert "not written: no wheel of sglang 0.5.23, 0.5.22," in capsys.readouterr().err

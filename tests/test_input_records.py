@@ -1,5 +1,5 @@
 """The plain input records (inputs/models.py) against the pydantic models of the same names
-(inputs/input_schema.py): the same declarations, and the plain reader `read` agreeing with
+(inputs/input_schema.py, built from the records): the same declarations, and the plain reader `read` agreeing with
 pydantic's validation wherever it takes a mapping (same values, same stated fields, same extra
 keys, same dump), and never taking one pydantic refuses (the loader then validates it with
 pydantic: the same error message by construction). Over every rule example's inputs, the
@@ -41,8 +41,20 @@ def test_the_record_declares_what_the_pydantic_model_declares(cls: type) -> None
             assert declared.default_factory is not None and _same(spec.default_factory(), declared.default_factory()), name
         elif not spec.is_required():
             assert spec.default == declared.default and type(spec.default) is type(declared.default), name
-        # The annotation as written (the pydantic model says `Strict()` where the record says STRICT).
-        assert cls.__annotations__[name].replace("STRICT", "Strict()") == model.__annotations__[name], name
+        # The record's annotation and its bounds, a record it names as the model of that name.
+        resolved = cls.model_fields[name]
+        assert "inputs.models." not in repr(declared.annotation), name
+        assert _named(declared.annotation) == _named(resolved.annotation), name
+        assert [_bound(b) for b in declared.metadata] == [_bound(b) for b in resolved.metadata], name
+
+
+def _named(annotation: Any) -> str:
+    return repr(annotation).replace("inkling_compat.inputs.input_schema.", "inkling_compat.inputs.models.")
+
+
+def _bound(marker: Any) -> tuple[Any, ...]:
+    """A bound (or the strict-bool marker) by its values: its range, whys and strictness."""
+    return (type(marker), *(getattr(marker, slot) for slot in type(marker).__slots__))
 
 
 def _same(record_value: Any, model_value: Any) -> bool:

@@ -22,7 +22,7 @@ checker itself never needs, and the package must not depend on a wheel being pre
 
     python tests/oracle/audit.py WHEEL [--against WHEEL] [--as-new]   # the to-do list (make audit)
     python tests/oracle/audit.py --all                                # each cached release's count
-    python tests/oracle/audit.py --write-data                         # the site data
+    python tests/oracle/audit.py --write-data [--if-stale]            # the site data (make generate: --if-stale)
     python tests/oracle/audit.py --table                              # docs/fidelity.md's table
 """
 
@@ -969,9 +969,45 @@ def _with_older_rules(scope: Mapping[str, frozenset[str]]) -> dict[str, frozense
     return out
 
 
+def data_inputs() -> str:
+    """A digest of what the site data is made from besides the wheels (a release's wheel never
+    changes): the audit's code (this file), the exclusions, the supported releases and, per rule
+    and release, what the audit reads of the rule (its source, message, error class, origin).
+    The data records it (`inputs`), so a stale file is found without the wheels."""
+    import hashlib
+
+    from inkling_compat.engine.rule_load import load_rules
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    read: dict[str, Any] = {}
+    for compiled in load_rules():
+        for release in SGLANG_RELEASES:
+            found = compiled.for_version(release)
+            rule = found.rule if found is not None else None
+            source = rule.source if rule is not None else None
+            read.setdefault(compiled.rule.id, {})[release] = None if rule is None else [
+                source and [source.path, source.line, source.function], rule.join and rule.join.prefix, rule.message,
+                rule.error_class, rule.origin]
+    h = hashlib.blake2b(digest_size=16)
+    for part in (Path(__file__).read_bytes(), EXCLUSIONS.read_bytes(), json.dumps([SGLANG_RELEASES, read], sort_keys=True).encode()):
+        h.update(part + b"\0")
+    return h.hexdigest()
+
+
+def release_wheels(wheels: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """One wheel of each supported release other than the default among `wheels`, and the
+    releases none of them is (the site data of a release is written only from its own wheel)."""
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    by_release = {wheel_release(w): w for w in sorted(wheels, reverse=True)}
+    wanted = [r for r in SGLANG_RELEASES if r != DEFAULT_RELEASE]
+    return [by_release[r] for r in wanted if r in by_release], [r for r in wanted if r not in by_release]
+
+
 def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> dict[str, Any]:
     """The site data of each release (inkling_compat/data/sglang-sites.json): per rule and
-    release, its site's line, changed message or condition, or null where the release lacks it."""
+    release, its site's line, changed message or condition, or null where the release lacks it;
+    and the digest of its inputs (`data_inputs`)."""
     base_pins = pins(DEFAULT_RELEASE)
     scope = pinned_scope(base_wheel, base_pins)
     base = read_sites(base_wheel, scope)
@@ -984,8 +1020,9 @@ def write_data(wheels: Sequence[Path], base_wheel: Path, path: Path = DATA) -> d
     releases = sorted(by_release, key=lambda r: tuple(int(x) if x.isdigit() else x for x in r.split(".")))
     ids = sorted({p.rule_id for p in data_pins(base_pins)} | set(older_rule_sites(base)))
     rules = {i: {r: by_release[r][i] for r in releases} for i in ids}
-    data = {"baseline": DEFAULT_RELEASE, "releases": releases, "rules": rules}
-    text = "{\n" + f'"baseline": {json.dumps(DEFAULT_RELEASE)},\n"releases": {json.dumps(releases)},\n"rules": {{\n'
+    inputs = data_inputs()
+    data = {"baseline": DEFAULT_RELEASE, "releases": releases, "inputs": inputs, "rules": rules}
+    text = "{\n" + f'"baseline": {json.dumps(DEFAULT_RELEASE)},\n"releases": {json.dumps(releases)},\n"inputs": {json.dumps(inputs)},\n"rules": {{\n'
     text += ",\n".join(f"{json.dumps(r)}: {json.dumps(v, separators=(',', ':'))}" for r, v in rules.items()) + "\n}\n}\n"
     path.write_text(text, encoding="utf-8")
     return data
@@ -1073,14 +1110,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, help="the release to compare with (default: the 0.5.23 wheel)")
     parser.add_argument("--as-new", action="store_true", help="treat the wheel's release as new: rules and exclusions as of --against's")
     parser.add_argument("--write-data", action="store_true", help="regenerate inkling_compat/data/sglang-sites.json from the cached wheels")
+    parser.add_argument("--if-stale", action="store_true", help="with --write-data: only where its inputs changed (make generate)")
     parser.add_argument("--all", action="store_true", help="audit every cached release; print the problem count of each")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    baseline = find_default_wheel()
     if args.write_data:
-        data = write_data(cached_wheels(), baseline)
-        print(f"{DATA.relative_to(ROOT)}: {len(data['rules'])} rules in {', '.join(data['releases'])}")
+        name = DATA.relative_to(ROOT)
+        if args.if_stale and load_data().get("inputs") == data_inputs():
+            print(f"{name} already current")
+            return 0
+        wheels, missing = release_wheels(cached_wheels())
+        try:
+            baseline = find_default_wheel()
+        except RuntimeError:  # sglang_sink.WheelUnavailable: no 0.5.23 wheel in the cache
+            missing = [DEFAULT_RELEASE, *missing]
+        if missing:
+            print(f"{name} not written: no wheel of sglang {', '.join(missing)} in the cache (tests/oracle/sglang_sink.py "
+                  "cache_dir; docs/fidelity.md says how to fetch them)", file=sys.stderr)
+            return 1
+        data = write_data(wheels, baseline)
+        print(f"{name}: {len(data['rules'])} rules in {', '.join(data['releases'])}")
         return 0
+    try:
+        baseline = find_default_wheel()
+    except RuntimeError as exc:  # sglang_sink.WheelUnavailable
+        print(f"no sglang {DEFAULT_RELEASE} wheel: {exc}", file=sys.stderr)
+        return 1
     if args.all:
         failed = 0
         for wheel in cached_wheels():
