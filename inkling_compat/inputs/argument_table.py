@@ -297,6 +297,12 @@ class _SglangArgParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # type: ignore[override]
         raise ArgumentsRefused(message)
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # Argparse tries the help argument's metavar with a formatter while the parser is built;
+        # given a width, the formatter does not ask the terminal for one (which imports shutil,
+        # and with it bz2 and lzma, into every check). This parser's help is never printed.
+        return self.formatter_class(prog=self.prog, width=80)
+
 
 def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> argparse.Action:
     """The row's action added to `parser` as `add_argument(*options, **kwargs)` adds it, without
@@ -345,9 +351,6 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    # The formatter only tries each argument's metavar here: given a width, it does not ask the
-    # terminal for one (which imports shutil, and with it bz2 and lzma, into every check).
-    built._shared_formatter = built.formatter_class(prog=built.prog, width=80)
     for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue
