@@ -30,11 +30,11 @@ import math
 import functools
 import re
 import struct
-from dataclasses import replace
 from typing import Any, ClassVar, Hashable, Union
 
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
+
 # The sglang replays these facts read (one implementation, shared with the runtime).
-from inkling_compat.sglang.lazy_dataclass import dataclass
 from inkling_compat.sglang.adapter_loader import CatRefusal, NormalizeFailure, ReshapeRefusal
 from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base

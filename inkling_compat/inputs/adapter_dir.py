@@ -36,7 +36,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 from inkling_compat.inputs.limits import JsonScan, LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
 from inkling_compat.inputs.models import AdapterSource, LoraRef, PeftManifest, TensorSpec, TensorTable
 

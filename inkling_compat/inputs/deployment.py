@@ -31,14 +31,13 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, field
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
 

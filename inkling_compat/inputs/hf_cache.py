@@ -27,7 +27,7 @@ import re
 import stat
 from typing import Mapping
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
 # huggingface_hub/utils/_validators.py REPO_ID_REGEX (re.VERBOSE there; the same pattern, ASCII).
 _REPO_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)

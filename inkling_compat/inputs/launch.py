@@ -27,7 +27,6 @@ the launch's `refusals` (inputs/refusals.py), placed at their argument ("argumen
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import re
 from typing import Any
@@ -35,7 +34,7 @@ from typing import Any
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import argument_table, refusals
 from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 COMMAND = "<command>"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -531,7 +530,7 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
         if len(found) > 1:
             lines = ", ".join(str(f.line) for f in found[1:6]) + (", ..." if len(found) > 6 else "")
             said = f"{len(found) - 1} more sglang command(s) in {label} (line {lines}) not checked: this report is the command at line {first.line}"
-            parsed = dataclasses.replace(parsed, notes=(*parsed.notes, said))
+            parsed = replace(parsed, notes=(*parsed.notes, said))
         return parsed
     return parse_launch(list(words or []), env=env, unknown=unknown_by_text(list(words or []), unknown_text or {}))
 

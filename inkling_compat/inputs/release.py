@@ -32,7 +32,7 @@ from inkling_compat.inputs.versions import (
     SGLANG_VERSIONS,
     supported_text,
 )
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
 # A pinned requirement: PEP 508 name `sglang`, optional extras, `==` (or `===`) and a version.
 _PIN = re.compile(r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""", re.IGNORECASE)

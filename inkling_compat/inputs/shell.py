@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import re
 from collections import ChainMap
-from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, field
 
 MAX_WORDS = 100_000  # words of one command, and elements of one array
 MAX_VALUE = 16 * 1024 * 1024  # characters of one expanded word (the file cap)
