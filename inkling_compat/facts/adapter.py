@@ -29,7 +29,6 @@ import json
 import math
 import functools
 import re
-import struct
 from typing import Any, ClassVar, Hashable, Union
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
@@ -126,6 +125,8 @@ def past_float32(value: float | None) -> bool:
     """A finite float that float32 rounds to an infinity (above about 3.4e38)."""
     if value is None or not math.isfinite(value):
         return False
+    import struct  # (here: only an adapter's alpha and rank are tested)
+
     try:
         struct.pack("<f", value)  # OverflowError exactly when float32 rounding gives an infinity
     except OverflowError:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import re
-import shlex
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
@@ -399,6 +398,8 @@ def _compose(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> tup
         line = _line(root, "services", service, key)
         where = f"service {service}"
         origin = f"{name}:{line} ({where})"
+        import shlex  # (compose's string form only)
+
         try:
             words = [w for p in (entrypoint, command) if p for w in (shlex.split(p) if isinstance(p, str) else [str(x) for x in p])]
         except ValueError as exc:  # an unclosed quote: compose refuses the file

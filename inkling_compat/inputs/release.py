@@ -34,10 +34,30 @@ from inkling_compat.inputs.versions import (
 )
 from inkling_compat.sglang.plain_dataclass import dataclass
 
+
+class _Pattern:
+    """A case-insensitive pattern searched only in a line that holds its literal part (`needle`,
+    compared case-folded: every line the pattern matches holds it), and compiled when a line
+    first does: most deployment files hold neither a pin nor an image tag."""
+
+    def __init__(self, needle: str, pattern: str) -> None:
+        self.needle, self.pattern = needle, pattern
+
+    def search(self, line: str) -> re.Match[str] | None:
+        if self.needle not in line.casefold():
+            return None
+        return _compiled(self.pattern).search(line)
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
 # A pinned requirement: PEP 508 name `sglang`, optional extras, `==` (or `===`) and a version.
-_PIN = re.compile(r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""", re.IGNORECASE)
+_PIN = _Pattern("sglang", r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""")
 # An sglang image: `lmsysorg/sglang:v0.5.22` (optionally a registry in front, a suffix after).
-_IMAGE = re.compile(r"""(?<![\w.-])(?:[\w.-]+(?::\d+)?/)?lmsysorg/sglang:v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)""", re.IGNORECASE)
+_IMAGE = _Pattern("lmsysorg/sglang:", r"""(?<![\w.-])(?:[\w.-]+(?::\d+)?/)?lmsysorg/sglang:v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)""")
 
 MAX_READ = 1 << 20  # a requirements file or deployment file read for a pin or a tag (bytes)
 MAX_LEVELS = 16  # folders above the deployment file looked in
@@ -189,7 +209,7 @@ def _remember(memo: dict, key: object, value: object) -> None:  # type: ignore[t
     memo[key] = value
 
 
-def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+def _search(path: str, pattern: _Pattern, what: str) -> Release | None:
     """The first uncommented line of the file `pattern` matches (remembered per file version:
     path, modification time and size)."""
     try:
@@ -206,7 +226,7 @@ def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
     return found
 
 
-def _search_text(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+def _search_text(path: str, pattern: _Pattern, what: str) -> Release | None:
     try:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")
