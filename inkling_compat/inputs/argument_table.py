@@ -26,11 +26,12 @@ import contextlib
 import contextvars
 import functools
 import json
+import os
 import re
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
-from inkling_compat.inputs.package_files import package_folder
+from inkling_compat.inputs.package_files import package_dir
 
 PROG = "sglang serve"
 
@@ -72,7 +73,8 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
-    raw = (package_folder() / "data" / table_file(release)).read_bytes()
+    with open(os.path.join(package_dir(), "data", table_file(release)), "rb") as handle:
+        raw = handle.read()
     if table_file(release).endswith(".gz"):
         import gzip
 

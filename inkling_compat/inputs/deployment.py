@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs import path_text
 from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
 from inkling_compat.sglang.plain_dataclass import dataclass, field
 
@@ -467,7 +467,7 @@ def _skypilot(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> li
 # ---------------------------------------------------------------------------- Dockerfile
 
 def _is_dockerfile(text: str, name: str) -> bool:
-    base = Path(name).name.lower()
+    base = path_text.name(name).lower()
     if base == "dockerfile" or base.startswith("dockerfile.") or base.endswith(".dockerfile") or base == "containerfile":
         return True
     for line in text.splitlines():
