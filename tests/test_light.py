@@ -130,17 +130,22 @@ def test_a_launch_check_imports_only_what_it_uses():
 
 
 # The records of inputs/, facts/ and sglang/ are made without the dataclasses module
-# (sglang/plain_dataclass.py): reading a launch file, parsing its command, loading the inputs and
-# deriving the facts import none of it, nor what it imports (inspect, ast, dis, tokenize).
-WITHOUT_DATACLASSES = ("dataclasses", "inspect", "ast", "dis", "tokenize")
+# (sglang/plain_dataclass.py) and their paths read without pathlib (inputs/path_text.py):
+# reading a launch file, parsing its command, loading the inputs and deriving the facts import
+# neither, nor what they import. (Run without `site`, whose .pth files import pathlib in a
+# development venv, the site-packages folders added as plain folders.)
+NOT_ON_THE_INPUTS_PATH = ("dataclasses", "inspect", "ast", "dis", "tokenize", "pathlib", "urllib.parse", "ipaddress", "shutil", "bz2", "lzma")
 
 
-def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses():
+def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib():
+    import site
+
     import inkling_compat
 
     root = Path(inkling_compat.__file__).resolve().parent.parent
     probe = (
         "import json, sys\n"
+        f"sys.path.extend({site.getsitepackages()!r})\n"
         "from inkling_compat.inputs import argument_table\n"
         "from inkling_compat.inputs.deployment import read_deployment\n"
         "from inkling_compat.inputs.launch import parse_launch\n"
@@ -154,9 +159,9 @@ def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses():
         "    facts = derive(load_inputs(launch))\n"
         "print(json.dumps({'adapters': len(facts.adapters), 'modules': sorted(sys.modules)}))\n"
     )
-    result = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
+    result = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["adapters"] == 1  # (examples/adapter read: the adapter's records made too)
-    assert [m for m in WITHOUT_DATACLASSES if m in data["modules"]] == []
+    assert [m for m in NOT_ON_THE_INPUTS_PATH if m in data["modules"]] == []
     assert not any(m.startswith(("inkling_compat.engine", "inkling_compat.report")) for m in data["modules"])
