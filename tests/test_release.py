@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inkling_compat import api
 from inkling_compat.inputs.argument_history import (
@@ -106,6 +108,14 @@ def test_image_tags_as_public_launch_scripts_write_them(tmp_path: Path) -> None:
     (root / "old.sh").write_text("docker run lmsysorg/sglang:v0.5.3.post3-rocm700-mi30x\n")
     with pytest.raises(InputError, match=r"sglang '0.5.3.post3' is not supported"):
         find_release(None, root / "old.sh")
+
+
+@given(st.text(alphabet="aZ-_.é1", max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_distribution_names_compare_as_pep_503_normalizes_them(name: str) -> None:
+    import re
+
+    assert release.normalized_name(name) == re.sub(r"[-_.]+", "_", name).lower()
 
 
 def test_a_line_is_searched_as_the_whole_case_insensitive_pattern_searches_it() -> None:
