@@ -367,10 +367,11 @@ _WORDS = st.text(alphabet="aZ_9=.\n *?[\u0663py\u00e9thon3", max_size=12) | st.s
 def test_word_tests_read_words_as_their_patterns(word: str) -> None:
     import re
 
-    from inkling_compat.inputs import shell
+    from inkling_compat.inputs import launch, shell
 
     assert shell._is_name(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", word) is not None)
     assert shell._is_python(word) == (re.match(r"^python(\d+(\.\d+)?)?$", word) is not None)
     assert shell._has_glob(word) == (re.search(r"[*?\[]", word) is not None)
     m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)
     assert shell._assignment(word) == (None if m is None else (m.group(1), m.group(2)))
+    assert launch._assigns(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word) is not None)

@@ -116,12 +116,15 @@ def flag(row: dict[str, Any]) -> str:
 # --- sglang's type functions (same names: argparse's message names them) ------------------
 
 
+_SUFFIXES = ("i", "k", "M", "G", "T")  # (the last character of every suffix: a plain number compiles no pattern)
+
+
 def human_readable_int(value: str) -> int:
     """sglang/srt/utils/common.py `human_readable_int`: SI (k, M, G, T) and IEC (Ki..Ti) suffixes."""
     value = value.strip()
     si = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
     iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value) if value.endswith(_SUFFIXES) else None
     if match:
         from decimal import Decimal  # (only for a value with a suffix)
 

@@ -172,7 +172,7 @@ def _may_be_yaml(text: str) -> bool:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        return bool(stripped.startswith(("---", "[", "{", "- ", "%YAML")) or re.match(r"^[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(\s|$)", stripped))
+        return bool(stripped.startswith(("---", "[", "{", "- ", "%YAML")) or ":" in stripped and re.match(r"^[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(\s|$)", stripped))
     return False
 
 
@@ -474,7 +474,7 @@ def _is_dockerfile(text: str, name: str) -> bool:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        return bool(re.match(r"^(FROM|ARG)\s+\S", stripped))
+        return stripped.startswith(("FROM", "ARG")) and re.match(r"^(FROM|ARG)\s+\S", stripped) is not None
     return False
 
 
