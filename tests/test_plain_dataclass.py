@@ -241,3 +241,38 @@ def test_records_are_made_used_and_compared_without_the_dataclasses_module():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_asdict_and_field_names_as_the_standard_functions():
+    from collections import namedtuple
+
+    from inkling_compat.sglang.plain_dataclass import asdict, field_names
+
+    Pair = namedtuple("Pair", "x y")
+
+    @dataclasses.dataclass(frozen=True)
+    class Standard:
+        a: int
+        inner: object = None
+
+    @dataclass(frozen=True)
+    class Inner:
+        b: str
+        items: list = field(default_factory=list)
+
+    @dataclass(frozen=True)
+    class Outer:
+        inner: Inner
+        standard: Standard
+        mapping: dict
+        pair: Pair
+        kind: type = int
+        values: tuple = ()
+
+    record = Outer(Inner("x", [Inner("y"), {"k": Inner("z")}]), Standard(1, Inner("w")), {"m": [Standard(2)], 3: (Inner("v"),)}, Pair(Inner("p"), 1.5), values=(1, "s", None, b"b"))
+    assert asdict(record) == dataclasses.asdict(record)
+    assert asdict(Standard(1, Inner("w"))) == dataclasses.asdict(Standard(1, Inner("w")))
+    copied = asdict(record)["inner"]["items"]
+    assert copied is not record.inner.items and copied[1]["k"] == {"b": "z", "items": []}
+    assert field_names(record) == field_names(Outer) == tuple(f.name for f in dataclasses.fields(Outer))
+    assert field_names(Standard(1)) is None and field_names(3) is None

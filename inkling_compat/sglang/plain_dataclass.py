@@ -1,4 +1,4 @@
-"""`dataclass`, `field` and `replace` for the checker's records, without the dataclasses module.
+"""`dataclass`, `field`, `replace` and `asdict` for the checker's records, without the dataclasses module.
 
 A launch check builds about a dozen records (the release, the command found, the launch, the
 inputs, ...). `dataclasses.dataclass` would cost it the import of dataclasses (with inspect, ast,
@@ -11,7 +11,8 @@ The records stay dataclasses to everyone who asks with the dataclasses module:
 `__dataclass_fields__` is computed on first access (the asker has imported dataclasses, so it
 costs nothing more), so `dataclasses.fields`, `is_dataclass`, `replace` and `asdict` give what they
 give for the standard decorator (tests/test_plain_dataclass.py compares the two on the same class
-bodies). The options the package's records use are implemented (`frozen`, `eq`, `repr`; `field`'s
+bodies); `replace`, `asdict` and `field_names` answer without importing it (and for a standard
+dataclass, ask it). The options the package's records use are implemented (`frozen`, `eq`, `repr`; `field`'s
 `default`, `default_factory`, `repr`, `compare`); any other option, or a base made by
 the standard decorator, gets the standard decorator.
 """
@@ -90,6 +91,47 @@ def replace(obj: Any, /, **changes: Any) -> Any:
         if spec.name not in changes:
             changes[spec.name] = getattr(obj, spec.name)
     return type(obj)(**changes)
+
+
+def field_names(obj: Any) -> tuple[str, ...] | None:
+    """The field names of a plain record (an instance or its class), in order; None for
+    anything else (a standard dataclass is asked of `dataclasses.fields`)."""
+    specs = getattr(obj if isinstance(obj, type) else type(obj), _SPECS, None)
+    return None if specs is None else tuple(spec.name for spec in specs)
+
+
+def asdict(obj: Any) -> dict[str, Any]:
+    """As `dataclasses.asdict`: the fields as a dict, records inside (plain or standard), lists,
+    tuples and dicts made again all the way down, anything else deep-copied."""
+    if field_names(obj) is None:
+        import dataclasses
+
+        return dataclasses.asdict(obj)
+    return _asdict(obj)  # type: ignore[no-any-return]
+
+
+def _asdict(value: Any) -> Any:
+    names = field_names(value) if not isinstance(value, type) else None
+    if names is not None:
+        return {name: _asdict(getattr(value, name)) for name in names}
+    if hasattr(type(value), "__dataclass_fields__"):  # (a standard dataclass: what dataclasses asks)
+        import dataclasses
+
+        return {f.name: _asdict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[_asdict(v) for v in value])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_asdict(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((_asdict(k), _asdict(v)) for k, v in value.items())
+    if type(value) in _ATOMS:
+        return value
+    import copy
+
+    return copy.deepcopy(value)
+
+
+_ATOMS = frozenset({type(None), bool, int, float, str, complex, bytes})
 
 
 def _is_standard_dataclass(cls: type) -> bool:
