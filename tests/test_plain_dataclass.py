@@ -113,6 +113,11 @@ def test_construction_and_its_refusals_are_the_standard_ones():
     assert plain(b="z", a=1).__dict__ == standard(b="z", a=1).__dict__ == {"a": 1, "b": "z"}
     with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
         _pair({}, {"a": "int", "b": "int"}, {"a": ("=", 0)})
+    for decorate in (dataclasses.dataclass, dataclass):
+        with pytest.raises(ValueError, match="mutable default <class 'list'> for field a is not allowed: use default_factory"):
+            decorate(type("Record", (), {"__annotations__": {"a": "list"}, "a": []}))
+    with pytest.raises(TypeError):
+        plain_dataclass.asdict(plain)  # (a class: as dataclasses.asdict refuses it)
 
 
 def test_each_instance_gets_its_own_default_factory_value():

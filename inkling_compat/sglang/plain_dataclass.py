@@ -1,20 +1,21 @@
-"""`dataclass`, `field`, `replace` and `asdict` for the checker's records, without the dataclasses module.
+"""`dataclass`, `field`, `replace`, `asdict` for the checker's records, without dataclasses.
 
 A launch check builds about a dozen records (the release, the command found, the launch, the
 inputs, ...). `dataclasses.dataclass` would cost it the import of dataclasses (with inspect, ast,
-dis and tokenize: some 15 ms) and, per class, the source of six methods compiled (about a
-millisecond each). Here a class gets the same behaviour from shared methods (repr, equality,
-hash, the frozen refusal: each reads the class's field names), and only `__init__`, whose
-signature is the class's own, is compiled, once, when the first instance is made.
+dis and tokenize: some 15 ms) and, per class, the source of six methods compiled (0.5 to 1 ms
+each). Here a class gets the same behaviour from shared methods (repr, equality, hash, the
+frozen refusal: each reads the class's field names), and only `__init__`, whose signature is
+the class's own, is compiled, once, when the first instance is made.
 
 The records stay dataclasses to everyone who asks with the dataclasses module:
 `__dataclass_fields__` is computed on first access (the asker has imported dataclasses, so it
-costs nothing more), so `dataclasses.fields`, `is_dataclass`, `replace` and `asdict` give what they
-give for the standard decorator (tests/test_plain_dataclass.py compares the two on the same class
-bodies); `replace`, `asdict` and `field_names` answer without importing it (and for a standard
-dataclass, ask it). The options the package's records use are implemented (`frozen`, `eq`, `repr`; `field`'s
-`default`, `default_factory`, `repr`, `compare`); any other option, or a base made by
-the standard decorator, gets the standard decorator.
+costs nothing more), so `dataclasses.fields`, `is_dataclass`, `replace` and `asdict` give what
+they give for the standard decorator (tests/test_plain_dataclass.py compares the two on the same
+class bodies); this module's `replace`, `asdict` and `field_names` answer without importing it
+(and ask it of a standard dataclass). The options the package's records use are implemented
+(`frozen`, `eq`, `repr`; `field`'s `default`, `default_factory`, `repr`, `compare`); any other
+option, a `dataclasses.field`, or a base made by the standard decorator gets the standard
+decorator.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def field_names(obj: Any) -> tuple[str, ...] | None:
 def asdict(obj: Any) -> dict[str, Any]:
     """As `dataclasses.asdict`: the fields as a dict, records inside (plain or standard), lists,
     tuples and dicts made again all the way down, anything else deep-copied."""
-    if field_names(obj) is None:
+    if isinstance(obj, type) or field_names(obj) is None:
         import dataclasses
 
         return dataclasses.asdict(obj)
@@ -162,6 +163,8 @@ def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
         value = cls.__dict__.get(name, MISSING)
         spec = value if isinstance(value, Field) else Field(default=value)
         spec.name, spec.annotation = name, annotation
+        if spec.default is not MISSING and type(spec.default).__hash__ is None:  # (dataclasses' guard)
+            raise ValueError(f"mutable default {type(spec.default)} for field {name} is not allowed: use default_factory")
         if spec.default is MISSING:
             if name in cls.__dict__:
                 delattr(cls, name)  # (a default_factory: no class attribute, as dataclasses leaves it)
