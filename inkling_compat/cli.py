@@ -19,6 +19,7 @@ from inkling_compat.report import formats  # names only: each renderer is import
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 FAIL_ON = ("error", "warning", "not-checked")  # levels of the gate (report/gate.py)
+COMMANDS = ("check", "rules", "explain", "run")
 
 
 class UsageError(Exception):
@@ -41,8 +42,9 @@ class _CliParser(argparse.ArgumentParser):
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; for `command` check, rules or explain without `run` (the
-    runtime's module is imported only to parse `run` or to list every command)."""
+    """The command line's parser; for a known `command`, with that command's parser only (each
+    parser costs a millisecond at a check's start; the runtime's module is imported only to
+    parse `run`); for any other first word (none, a typo, `--help`), with every command's."""
     _CliParser.building = True
     try:
         return _build_parser(command)
@@ -54,6 +56,25 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     parser = _CliParser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
     parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")
+    every = command not in COMMANDS
+    if every or command == "check":
+        _add_check(sub)
+    if every or command == "rules":
+        rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
+        rules.add_argument("id", nargs="?", help="a rule id: print its page (docs/rules/<id>.md)")
+        rules.add_argument("--format", choices=("text", "json"), default="text")
+    if every or command == "explain":
+        explain = sub.add_parser("explain", help="explain an error message copied from a log")
+        explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
+        explain.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json (each error found and the rules matching it)")
+    if every or command == "run":
+        from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
+
+        add_run_parser(sub)
+    return parser
+
+
+def _add_check(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
     chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
     chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command: a shell script (read as bash reads it; wrappers such as nohup, env, timeout, srun, docker run and bash -c unwrapped), or a YAML/JSON list of words; - reads standard input. Or give the command after --")
@@ -77,17 +98,6 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
     chk.add_argument("--fix", action="store_true", help="apply the safe machine-applicable fixes to the server config in place, re-check, repeat; report what was fixed and what remains")
     chk.add_argument("--diff", action="store_true", help="print the unified diff of what --fix would change; write nothing")
     chk.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: also the fixes that change capacity or behaviour (TP size, pool rank, slots, dtype)")
-    rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
-    rules.add_argument("id", nargs="?", help="a rule id: print its page (docs/rules/<id>.md)")
-    rules.add_argument("--format", choices=("text", "json"), default="text")
-    explain = sub.add_parser("explain", help="explain an error message copied from a log")
-    explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
-    explain.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json (each error found and the rules matching it)")
-    if command not in ("check", "rules", "explain"):
-        from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
-
-        add_run_parser(sub)
-    return parser
 
 
 def _run_check(args: argparse.Namespace) -> int:

@@ -70,7 +70,7 @@ _VALUES: dict[str | None, list[str]] = {
     "float": ["0.5", "y"],
     "str": ["abc"],
     None: ["abc"],
-    "human_readable_int": ["4k", "2Ki", "1.5Ki", "z"],
+    "human_readable_int": ["4k", "2Ki", "1.5Ki", "z", "64", "1.5", " 8k "],
     "json_list_type": ["[1, 2]", "["],
     "loads": ['{"a": 1}', "{"],
     "nullable_str": ["None", "abc"],

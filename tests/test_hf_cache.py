@@ -95,6 +95,19 @@ def test_repo_ids_are_huggingface_hubs(value: str) -> None:
     assert is_repo_id(value) == accepted
 
 
+@pytest.mark.parametrize("value", [
+    "a" * 96, "a" * 97, "o" * 96 + "/" + "n" * 96, "o" * 97 + "/n", "o/" + "n" * 97, "-a", "a-", ".a", "a.", "_a_", "a/_", "a_/b",
+    "a/-b", "a-/b", "/a", "a/", "/", "", "a//b", "a.b-c_d/E.F-9", "ab\n", "a\u0131b", "a\u212ab", "\uff41", "a b", "a@b", "1", "a/b/c",
+])  # fmt: skip
+def test_repo_id_lengths_and_edges_are_huggingface_hubs(value: str) -> None:
+    try:
+        validate_repo_id(value)
+        accepted = True
+    except HFValidationError:
+        accepted = False
+    assert is_repo_id(value) == accepted
+
+
 # --- the lookup, differential on generated caches ---------------------------------------------
 
 REVISIONS = [None, "main", "v1.0", HASH, "b" * 40, "../x", "", "refs/pr/1"]

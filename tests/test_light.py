@@ -64,8 +64,10 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # are read into plain records: inputs/models.py `read`; its validation is for input typed
 # otherwise), the rules' sources and their schema (the compiled artifact is read), the fixers,
 # explain, publishing, the runtime, the other output formats, modules whose one use has a
-# lighter way (uuid: lora_id's uuid5; html: escaping a secret found). Each is imported only where
-# it is used; the start-up figure is benchmarks/bench_check.py's.
+# lighter way (uuid: lora_id's uuid5; html: escaping a secret found), the terminal's size (shutil,
+# and with it bz2 and lzma: no parser built for a check asks it), shlex (compose's string
+# commands only). Each is imported only where it is used; the start-up figure is
+# benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
     "pydantic",
@@ -76,6 +78,10 @@ NOT_ON_THE_LAUNCH_PATH = (
     "email",
     "uuid",
     "platform",
+    "shutil",
+    "bz2",
+    "lzma",
+    "shlex",
     "html",
     "huggingface_hub",
     "safetensors",
@@ -121,3 +127,41 @@ def test_a_launch_check_imports_only_what_it_uses():
     assert data["code"] == 0, data["code"]
     found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
     assert found == [], f"a check of examples/launch.sh imported {found}"
+
+
+# The records of inputs/, facts/ and sglang/ are made without the dataclasses module
+# (sglang/plain_dataclass.py) and their paths read without pathlib (inputs/path_text.py):
+# reading a launch file, parsing its command, loading the inputs and deriving the facts import
+# neither, nor what they import. (Run without `site`, whose .pth files import pathlib in a
+# development venv, the site-packages folders added as plain folders.)
+NOT_ON_THE_INPUTS_PATH = ("dataclasses", "inspect", "ast", "dis", "tokenize", "pathlib", "urllib.parse", "ipaddress", "shutil", "bz2", "lzma")
+
+
+def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib():
+    import site
+
+    import inkling_compat
+
+    root = Path(inkling_compat.__file__).resolve().parent.parent
+    probe = (
+        "import json, sys\n"
+        f"sys.path.extend({site.getsitepackages()!r})\n"
+        "from inkling_compat.inputs import argument_table\n"
+        "from inkling_compat.inputs.deployment import read_deployment\n"
+        "from inkling_compat.inputs.launch import parse_launch\n"
+        "from inkling_compat.inputs.release import find_release\n"
+        "from inkling_compat.facts.derive import derive\n"
+        "from inkling_compat.facts.inputs import load_inputs\n"
+        "release = find_release(None, 'examples/launch.sh')\n"
+        "with argument_table.using(release.version):\n"
+        "    command = read_deployment('examples/launch.sh').commands[0]\n"
+        "    launch = parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))\n"
+        "    facts = derive(load_inputs(launch))\n"
+        "print(json.dumps({'adapters': len(facts.adapters), 'modules': sorted(sys.modules)}))\n"
+    )
+    result = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["adapters"] == 1  # (examples/adapter read: the adapter's records made too)
+    assert [m for m in NOT_ON_THE_INPUTS_PATH if m in data["modules"]] == []
+    assert not any(m.startswith(("inkling_compat.engine", "inkling_compat.report")) for m in data["modules"])

@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inkling_compat import api
 from inkling_compat.inputs.argument_history import (
@@ -106,6 +108,32 @@ def test_image_tags_as_public_launch_scripts_write_them(tmp_path: Path) -> None:
     (root / "old.sh").write_text("docker run lmsysorg/sglang:v0.5.3.post3-rocm700-mi30x\n")
     with pytest.raises(InputError, match=r"sglang '0.5.3.post3' is not supported"):
         find_release(None, root / "old.sh")
+
+
+@given(st.text(alphabet="aZ-_.é1", max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_distribution_names_compare_as_pep_503_normalizes_them(name: str) -> None:
+    import re
+
+    assert release.normalized_name(name) == re.sub(r"[-_.]+", "_", name).lower()
+
+
+def test_a_line_is_searched_as_the_whole_case_insensitive_pattern_searches_it() -> None:
+    """The literal part a line is tested for first (case-folded) never hides a match: the
+    same answers as the compiled pattern on case variants, Unicode case folds and near misses."""
+    import re
+
+    lines = [
+        "image: lmsysorg/sglang:v0.5.22", "FROM LMSYSORG/SGLANG:V0.5.21.post1", "x docker.io/LmSysOrg/SGlang:0.5.20-cu129",
+        "image: lmsyſorg/ſglang:v0.5.22", "image: lmsysorg/sglang-router:v0.5.22", "lmsysorg/sglang:latest", "lmsysorg /sglang:v0.5.22",
+        "sglang==0.5.22", "SGLANG[all] === v0.5.21", "ſglang==0.5.20", "xsglang==0.5.22", "sglang>=0.5.22", "sglang = = 0.5", "K\u212a sglang==0.5.19",
+        "İ sglang[srt]==0.5.18  # pinned", "",
+    ]
+    for wrapped in (release._IMAGE, release._PIN):
+        plain = re.compile(wrapped.pattern, re.IGNORECASE)
+        for line in lines:
+            ours, theirs = wrapped.search(line), plain.search(line)
+            assert (ours and ours.group(1)) == (theirs and theirs.group(1)), (wrapped.pattern[:30], line)
 
 
 def test_a_pin_beside_or_above_wins_over_the_image_tag(tmp_path: Path) -> None:

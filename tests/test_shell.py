@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.launch import cli_config, env_values, parse_launch
@@ -354,3 +356,22 @@ def test_check_on_an_array_script_names_what_it_could_not_read(tmp_path: Path, c
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "no sglang launch command" not in ran.stdout + ran.stderr
     assert f"--lora-paths comes from $LORA_ROOT, not set in {script} (default /root/loras)" in ran.stdout + ran.stderr
+
+
+# The word tests made with string methods read a word as the patterns they stand for read it.
+_WORDS = st.text(alphabet="aZ_9=.\n *?[\u0663py\u00e9thon3", max_size=12) | st.sampled_from(["python", "python3", "python3.11", "python\n", "python3.", "python.1", "python\u0663", "x=1", "=1", "_=\n", "a b=c", "A1=", "1A=x"])
+
+
+@given(_WORDS)
+@settings(max_examples=500, deadline=None)
+def test_word_tests_read_words_as_their_patterns(word: str) -> None:
+    import re
+
+    from inkling_compat.inputs import launch, shell
+
+    assert shell._is_name(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", word) is not None)
+    assert shell._is_python(word) == (re.match(r"^python(\d+(\.\d+)?)?$", word) is not None)
+    assert shell._has_glob(word) == (re.search(r"[*?\[]", word) is not None)
+    m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)
+    assert shell._assignment(word) == (None if m is None else (m.group(1), m.group(2)))
+    assert launch._assigns(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word) is not None)

@@ -29,12 +29,11 @@ import json
 import math
 import functools
 import re
-import struct
-from dataclasses import replace
 from typing import Any, ClassVar, Hashable, Union
 
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
+
 # The sglang replays these facts read (one implementation, shared with the runtime).
-from inkling_compat.sglang.lazy_dataclass import dataclass
 from inkling_compat.sglang.adapter_loader import CatRefusal, NormalizeFailure, ReshapeRefusal
 from inkling_compat.sglang.adapter_loader import LAYER_MEMO as _LAYER_MEMO  # noqa: F401 (benchmarks clear it)
 from inkling_compat.sglang.adapter_loader import is_inkling_base as _is_inkling_base
@@ -126,6 +125,8 @@ def past_float32(value: float | None) -> bool:
     """A finite float that float32 rounds to an infinity (above about 3.4e38)."""
     if value is None or not math.isfinite(value):
         return False
+    import struct  # (here: only an adapter's alpha and rank are tested)
+
     try:
         struct.pack("<f", value)  # OverflowError exactly when float32 rounding gives an infinity
     except OverflowError:

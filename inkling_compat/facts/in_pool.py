@@ -17,9 +17,9 @@ results).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any, Hashable, Sequence
 
+from inkling_compat.sglang.plain_dataclass import replace
 from inkling_compat.facts import adapter as adapter_mod
 from inkling_compat.facts.adapter import OwnFacts, PeftOwn, PoolOwn
 from inkling_compat.facts.types import (

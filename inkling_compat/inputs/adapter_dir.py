@@ -30,13 +30,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-import struct
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 from inkling_compat.inputs.limits import JsonScan, LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
 from inkling_compat.inputs.models import AdapterSource, LoraRef, PeftManifest, TensorSpec, TensorTable
 
@@ -343,7 +342,7 @@ def _header(path: str, root_real: str) -> _Header:
             head = handle.read(8)
             if len(head) != 8:
                 raise AdapterFileError(label, "file shrank while reading")
-            (length,) = struct.unpack("<Q", head)
+            length = int.from_bytes(head, "little")  # (safetensors: a little-endian u64)
             if length > MAX_HEADER_BYTES:
                 raise AdapterFileError(label, f"header length {length} is more than safetensors' {MAX_HEADER_BYTES}-byte limit")
             if length + 8 > size:

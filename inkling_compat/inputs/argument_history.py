@@ -16,7 +16,7 @@ from typing import Any
 
 from inkling_compat.inputs import argument_table
 from inkling_compat.inputs.versions import SGLANG_RELEASES
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
 # sglang's argparse words (Python's own messages): one search per line, no backtracking over
 # a long line (each pattern is a literal followed by a bounded or a negated class).

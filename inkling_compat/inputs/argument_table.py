@@ -26,11 +26,12 @@ import contextlib
 import contextvars
 import functools
 import json
+import os
 import re
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
-from inkling_compat.inputs.package_files import package_folder
+from inkling_compat.inputs.package_files import package_dir
 
 PROG = "sglang serve"
 
@@ -72,7 +73,8 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
-    raw = (package_folder() / "data" / table_file(release)).read_bytes()
+    with open(os.path.join(package_dir(), "data", table_file(release)), "rb") as handle:
+        raw = handle.read()
     if table_file(release).endswith(".gz"):
         import gzip
 
@@ -114,12 +116,15 @@ def flag(row: dict[str, Any]) -> str:
 # --- sglang's type functions (same names: argparse's message names them) ------------------
 
 
+_SUFFIXES = ("i", "k", "M", "G", "T")  # (the last character of every suffix: a plain number compiles no pattern)
+
+
 def human_readable_int(value: str) -> int:
     """sglang/srt/utils/common.py `human_readable_int`: SI (k, M, G, T) and IEC (Ki..Ti) suffixes."""
     value = value.strip()
     si = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
     iec = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value) if value.endswith(_SUFFIXES) else None
     if match:
         from decimal import Decimal  # (only for a value with a suffix)
 
@@ -297,6 +302,12 @@ class _SglangArgParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # type: ignore[override]
         raise ArgumentsRefused(message)
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # Argparse tries the help argument's metavar with a formatter while the parser is built;
+        # given a width, the formatter does not ask the terminal for one (which imports shutil,
+        # and with it bz2 and lzma, into every check). This parser's help is never printed.
+        return self.formatter_class(prog=self.prog, width=80)
+
 
 def _add(parser: argparse.ArgumentParser, row: dict[str, Any]) -> argparse.Action:
     """The row's action added to `parser` as `add_argument(*options, **kwargs)` adds it, without
@@ -345,9 +356,6 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    # The formatter only tries each argument's metavar here: given a width, it does not ask the
-    # terminal for one (which imports shutil, and with it bz2 and lzma, into every check).
-    built._shared_formatter = built.formatter_class(prog=built.prog, width=80)
     for row in _table(release)["arguments"]:
         if row["action"] == "help":
             continue

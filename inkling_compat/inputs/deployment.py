@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import functools
 import re
-import shlex
-from dataclasses import field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs import path_text
 from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, field
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
 
@@ -174,7 +172,7 @@ def _may_be_yaml(text: str) -> bool:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        return bool(stripped.startswith(("---", "[", "{", "- ", "%YAML")) or re.match(r"^[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(\s|$)", stripped))
+        return bool(stripped.startswith(("---", "[", "{", "- ", "%YAML")) or ":" in stripped and re.match(r"^[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(\s|$)", stripped))
     return False
 
 
@@ -400,6 +398,8 @@ def _compose(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> tup
         line = _line(root, "services", service, key)
         where = f"service {service}"
         origin = f"{name}:{line} ({where})"
+        import shlex  # (compose's string form only)
+
         try:
             words = [w for p in (entrypoint, command) if p for w in (shlex.split(p) if isinstance(p, str) else [str(x) for x in p])]
         except ValueError as exc:  # an unclosed quote: compose refuses the file
@@ -467,14 +467,14 @@ def _skypilot(document: tuple[Any, Any], name: str, extra: dict[str, str]) -> li
 # ---------------------------------------------------------------------------- Dockerfile
 
 def _is_dockerfile(text: str, name: str) -> bool:
-    base = Path(name).name.lower()
+    base = path_text.name(name).lower()
     if base == "dockerfile" or base.startswith("dockerfile.") or base.endswith(".dockerfile") or base == "containerfile":
         return True
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        return bool(re.match(r"^(FROM|ARG)\s+\S", stripped))
+        return stripped.startswith(("FROM", "ARG")) and re.match(r"^(FROM|ARG)\s+\S", stripped) is not None
     return False
 
 

@@ -23,14 +23,17 @@ found").
 from __future__ import annotations
 
 import os
-import re
 import stat
 from typing import Mapping
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
-# huggingface_hub/utils/_validators.py REPO_ID_REGEX (re.VERBOSE there; the same pattern, ASCII).
-_REPO_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)
+# huggingface_hub/utils/_validators.py REPO_ID_REGEX, `(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b`
+# (ASCII), fully matched, read as what it says of each part: 1 to 96 of these characters,
+# the first and the last a word character (plain string tests: no pattern compiled per check).
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_NAME_CHARS = _WORD_CHARS | {"-", "."}
+_NAME_MAX = 96
 _REF_LIMIT = 256  # a snapshot folder's name is at most 255 bytes: a longer ref names none
 
 
@@ -61,11 +64,15 @@ def is_repo_id(value: str) -> bool:
     """Whether huggingface_hub's `validate_repo_id` accepts `value` ("name" or "org/name")."""
     return (
         value.count("/") <= 1
-        and _REPO_ID.fullmatch(value) is not None
+        and all(_is_name_part(part) for part in value.split("/"))
         and "--" not in value
         and ".." not in value
         and not value.endswith(".git")
     )
+
+
+def _is_name_part(part: str) -> bool:
+    return 0 < len(part) <= _NAME_MAX and part[0] in _WORD_CHARS and part[-1] in _WORD_CHARS and _NAME_CHARS.issuperset(part)
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> str:

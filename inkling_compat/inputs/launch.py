@@ -27,7 +27,6 @@ the launch's `refusals` (inputs/refusals.py), placed at their argument ("argumen
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import re
 from typing import Any
@@ -35,10 +34,16 @@ from typing import Any
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import argument_table, refusals
 from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 COMMAND = "<command>"
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _assigns(word: str) -> bool:
+    """A `NAME=value` word (`^[A-Za-z_][A-Za-z0-9_]*=`), told with string methods."""
+    name, equals, _ = word.partition("=")
+    return bool(equals) and name.isascii() and name.isidentifier()
+
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def read_words_unknown(path: str, env: dict[str, str] | None = None) -> tuple[li
     """`read_words`, and each word whose value the file does not define (its text as written,
     `$PORT`) with where it comes from: `--fix` edits the words, so they are known by text."""
     found = read_commands(path, env)[0]
-    prefix = [f"{k}={v}" for k, v in found.env.items() if _ASSIGNMENT.match(f"{k}=")]
+    prefix = [f"{k}={v}" for k, v in found.env.items() if _assigns(f"{k}=")]
     return prefix + list(found.words), {found.words[i]: why for i, why in found.unknown.items()}
 
 
@@ -162,7 +167,7 @@ def _entry(words: list[str]) -> tuple[int, str] | None:
     from inkling_compat.inputs.shell import _entry_at
 
     i = 0
-    while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in ("env", "exec")):
+    while i < len(words) and (_assigns(words[i]) or words[i] in ("env", "exec")):
         i += 1
     if i < len(words) and words[i].startswith("-"):
         return i, "arguments"
@@ -220,7 +225,7 @@ def parse_launch(words: list[str], label: str = COMMAND, *, env: dict[str, str] 
 def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None = None, unknown: dict[int, str] | None = None, more: int = 0) -> Launch:
     words, given_env, unknown = _command_words(words, label, dict(given_env or {}), dict(unknown or {}))
     start, entry = _entry(words)  # type: ignore[misc]  # (_command_words found it)
-    env = {**given_env, **dict(w.split("=", 1) for w in words[:start] if _ASSIGNMENT.match(w))}
+    env = {**given_env, **dict(w.split("=", 1) for w in words[:start] if _assigns(w))}
     # Each word with where it is: ("command", its index in sglang's sys.argv, 1 = the first
     # server argument) or ("config", key); and the reason its value is not known, if so.
     unknown_values: tuple[tuple[str, str], ...] = ()
@@ -531,7 +536,7 @@ def cli_config(config: str | None, launch: str | None, words: list[str] | None, 
         if len(found) > 1:
             lines = ", ".join(str(f.line) for f in found[1:6]) + (", ..." if len(found) > 6 else "")
             said = f"{len(found) - 1} more sglang command(s) in {label} (line {lines}) not checked: this report is the command at line {first.line}"
-            parsed = dataclasses.replace(parsed, notes=(*parsed.notes, said))
+            parsed = replace(parsed, notes=(*parsed.notes, said))
         return parsed
     return parse_launch(list(words or []), env=env, unknown=unknown_by_text(list(words or []), unknown_text or {}))
 
@@ -568,7 +573,7 @@ def env_values(pairs: list[str], files: list[str]) -> dict[str, str]:
             env[m.group(1)] = value
     for pair in pairs:
         name, eq, value = pair.partition("=")
-        if not eq or not _ASSIGNMENT.match(name + "="):
+        if not eq or not _assigns(name + "="):
             raise InputError("(command line)", "--env", f"expected NAME=VALUE, got {pair[:60]!r}")
         env[name] = value
     return env

@@ -13,11 +13,10 @@ import os
 import stat
 import types
 import typing
-from pathlib import Path
 from typing import Any, TypeVar
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import stdin
+from inkling_compat.inputs import path_text, stdin
 from inkling_compat.inputs.limits import (
     MAX_DEPTH,
     MAX_EXPANDED_NODES,
@@ -99,20 +98,19 @@ def _cached(text: str, is_json: bool, parse: Any) -> Any:
     return data
 
 
-def read_document(path: str | Path) -> dict[str, Any]:
+def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A YAML or JSON file as a mapping, or an InputError naming the file."""
     if stdin.is_stdin(path):  # `--config -`: the same parsing and limits, YAML (JSON is YAML)
         return parse_document(stdin.read_bytes(MAX_INPUT_BYTES), stdin.NAME, is_json=False)
-    path = Path(path)
-    return parse_document(read_capped(path), str(path), is_json=path.suffix == ".json")
+    name = path_text.shown(path)  # (as `str(Path(path))` names it)
+    return parse_document(read_capped(name), name, is_json=path_text.suffix(name) == ".json")
 
 
-def read_capped(path: str | Path, expected: str = "a YAML or JSON file") -> bytes:
+def read_capped(path: str | os.PathLike[str], expected: str = "a YAML or JSON file") -> bytes:
     """A file's bytes, at most MAX_INPUT_BYTES: a FIFO or socket is refused unopened for
     reading, a device or a growing file is read to one byte past the cap and refused; every
     failure an InputError naming the file."""
-    path = Path(path)
-    name = str(path)
+    name = path = path_text.shown(path)
     try:  # one open and one fstat: a check reads three of these
         # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (it is
         # refused below, once fstat says what it is); regular files ignore the flag. The
@@ -345,7 +343,7 @@ def validate(model: type[M], data: dict[str, Any], file: str) -> M:
 
 
 def _as_mapping(source: Any, label: str) -> tuple[dict[str, Any], str]:
-    if isinstance(source, (str, Path)):
+    if isinstance(source, (str, os.PathLike)):
         return read_document(source), str(source)
     if isinstance(source, dict):
         try:  # a caller's dict gets the limits a file gets (inputs/limits.py); the count cap
@@ -416,7 +414,7 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     except InputError as exc:
         _refuse_deployment_stream(source, exc)
         raise
-    if isinstance(source, (str, Path)):
+    if isinstance(source, (str, os.PathLike)):
         from inkling_compat.inputs.deployment_kind import foreign_kind
 
         kind = foreign_kind(data)
@@ -482,7 +480,7 @@ def yaml_documents(text: str, name: str) -> list[tuple[Any, Any]] | None:
 
 def _refuse_deployment_stream(source: Any, exc: InputError) -> None:
     """A multi-document Kubernetes stream given as a server config: named (as `--launch` input)."""
-    if not isinstance(source, (str, Path)) or "another document" not in exc.reason:
+    if not isinstance(source, (str, os.PathLike)) or "another document" not in exc.reason:
         return
     from inkling_compat.inputs.deployment_kind import KUBERNETES, kubernetes_object
     from inkling_compat.inputs.limits import read_bounded
@@ -502,10 +500,10 @@ def load_model_config(source: Any) -> ModelConfig:
         return given  # type: ignore[no-any-return]
     if source is None:
         return ModelConfig()
-    if isinstance(source, (str, Path)) and os.path.isdir(source):  # a Hugging Face model folder (os.path: no Path object per check)
-        if not (Path(source) / "config.json").is_file():
-            raise InputError(str(source), "(file)", "is a directory without config.json (expected the model's config.json or its folder)")
-        source = Path(source) / "config.json"
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):  # a Hugging Face model folder (os.path: no Path object per check)
+        folder, source = source, path_text.shown(os.path.join(path_text.shown(source), "config.json"))  # (`Path(source) / "config.json"`)
+        if not path_text.is_file(source):
+            raise InputError(str(folder), "(file)", "is a directory without config.json (expected the model's config.json or its folder)")
     data, file = _as_mapping(source, "<model>")
     # Multimodal Inkling configs nest the text model; quantization may sit at either level, and
     # the MTP block and the audio/vision towers sit at the top.
@@ -540,7 +538,7 @@ def load_adapter(
     given = _validated(source, PoolManifest, PeftManifest)
     if given is not None:
         return given, []
-    if isinstance(source, (str, Path)) and os.path.isdir(source):
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
         from inkling_compat.inputs.adapter_dir import read_fleet
 
         return read_fleet([source], lora_paths=lora_paths)[0], []

@@ -25,12 +25,17 @@ if TYPE_CHECKING:
 
 def package_folder(name: str = "inkling_compat") -> Path:
     """The folder of the package `name` (`inkling_compat`, `inkling_compat.rules`, ...)."""
+    from pathlib import Path
+
+    return Path(package_dir(name))
+
+
+def package_dir(name: str = "inkling_compat") -> str:
+    """`package_folder(name)` as a string (a check's own data files are opened without pathlib)."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(f"no package {name}", name=name)
-    from pathlib import Path  # (every check imports it; `--help` and `--version` need not)
-
-    return Path(next(iter(spec.submodule_search_locations)))
+    return str(next(iter(spec.submodule_search_locations)))
 
 
 # Installed subpackage -> the checkout's folder of the same name (pyproject's package-dir).

@@ -19,7 +19,7 @@ import os
 from typing import Any, Mapping
 
 from inkling_compat.inputs.models import LoraRef, ServerConfig
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
 MODEL_FILE, ADAPTER_FILE = "config.json", "adapter_config.json"
 

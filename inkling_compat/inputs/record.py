@@ -16,7 +16,6 @@ import math
 import sys
 import types
 import typing
-from dataclasses import FrozenInstanceError
 from typing import Any, Callable
 
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<required>"})()
@@ -120,9 +119,13 @@ class Record(metaclass=_RecordType):
             raise TypeError(f"{type(self).__name__}: unknown fields {sorted(values)}")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        from dataclasses import FrozenInstanceError  # (a refusal: the one use of the module here)
+
         raise FrozenInstanceError(f"cannot assign to field {name!r}: {type(self).__name__} is frozen")
 
     def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
         raise FrozenInstanceError(f"cannot delete field {name!r}: {type(self).__name__} is frozen")
 
     def _values(self) -> tuple[Any, ...]:

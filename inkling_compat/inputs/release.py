@@ -32,12 +32,33 @@ from inkling_compat.inputs.versions import (
     SGLANG_VERSIONS,
     supported_text,
 )
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
+
+
+class _Pattern:
+    """A case-insensitive pattern searched only in a line that holds its literal parts
+    (`needles`, compared case-folded: every line the pattern matches holds them), and compiled
+    when a line first does: most deployment files hold neither a pin nor an image tag."""
+
+    def __init__(self, needles: tuple[str, ...], pattern: str) -> None:
+        self.needles, self.pattern = needles, pattern
+
+    def search(self, line: str) -> re.Match[str] | None:
+        folded = line.casefold()
+        if not all(needle in folded for needle in self.needles):
+            return None
+        return _compiled(self.pattern).search(line)
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
 
 # A pinned requirement: PEP 508 name `sglang`, optional extras, `==` (or `===`) and a version.
-_PIN = re.compile(r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""", re.IGNORECASE)
+_PIN = _Pattern(("sglang", "=="), r"""(?<![\w.-])sglang\s*(?:\[[^\]\n]{0,200}\])?\s*===?\s*v?([0-9][0-9A-Za-z.+!-]{0,40})""")
 # An sglang image: `lmsysorg/sglang:v0.5.22` (optionally a registry in front, a suffix after).
-_IMAGE = re.compile(r"""(?<![\w.-])(?:[\w.-]+(?::\d+)?/)?lmsysorg/sglang:v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)""", re.IGNORECASE)
+_IMAGE = _Pattern(("lmsysorg/sglang:",), r"""(?<![\w.-])(?:[\w.-]+(?::\d+)?/)?lmsysorg/sglang:v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)""")
 
 MAX_READ = 1 << 20  # a requirements file or deployment file read for a pin or a tag (bytes)
 MAX_LEVELS = 16  # folders above the deployment file looked in
@@ -100,7 +121,7 @@ def _installed() -> Release | None:
 def _distribution_version(name: str) -> str | None:
     """The Version of the first distribution `name` on sys.path (names compared as PEP 503
     normalizes them, as importlib.metadata compares them)."""
-    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    wanted = normalized_name(name)
     for folder in sys.path:
         try:
             entries = os.listdir(folder or ".")
@@ -110,7 +131,7 @@ def _distribution_version(name: str) -> str | None:
             stem, dot, suffix = entry.rpartition(".")
             if not dot or suffix not in ("dist-info", "egg-info"):
                 continue
-            if re.sub(r"[-_.]+", "_", stem.partition("-")[0]).lower() != wanted:
+            if normalized_name(stem.partition("-")[0]) != wanted:
                 continue
             path = os.path.join(folder or ".", entry)
             meta = os.path.join(path, "METADATA" if suffix == "dist-info" else "PKG-INFO") if os.path.isdir(path) else path
@@ -124,6 +145,15 @@ def _distribution_version(name: str) -> str | None:
             except OSError:
                 continue
     return None
+
+
+def normalized_name(name: str) -> str:
+    """A distribution name as PEP 503 compares it (`re.sub(r"[-_.]+", "_", name).lower()`: each
+    run of `-`, `_` and `.` one `_`), with string methods: no pattern compiled for every check."""
+    text = name.replace("-", "_").replace(".", "_")
+    while "__" in text:
+        text = text.replace("__", "_")
+    return text.lower()
 
 
 def _from_files(deployment: Any) -> list[Release | None]:
@@ -189,7 +219,7 @@ def _remember(memo: dict, key: object, value: object) -> None:  # type: ignore[t
     memo[key] = value
 
 
-def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+def _search(path: str, pattern: _Pattern, what: str) -> Release | None:
     """The first uncommented line of the file `pattern` matches (remembered per file version:
     path, modification time and size)."""
     try:
@@ -206,7 +236,7 @@ def _search(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
     return found
 
 
-def _search_text(path: str, pattern: re.Pattern[str], what: str) -> Release | None:
+def _search_text(path: str, pattern: _Pattern, what: str) -> Release | None:
     try:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")

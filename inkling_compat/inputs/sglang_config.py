@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
-from inkling_compat.inputs import argument_table
+from inkling_compat.inputs import argument_table, path_text
 
 
 class ConfigRefused(ValueError):
@@ -141,10 +140,10 @@ def config_file_path(argv: list[str]) -> str | None:
 
 def check_yaml_path(file_path: str) -> None:
     """`_validate_yaml_file`."""
-    path = Path(file_path)
-    if path.suffix.lower() not in [".yaml", ".yml"]:
-        raise ConfigRefused(f"Config file must be YAML format, got: {path.suffix}")
-    if not path.exists():
+    suffix = path_text.suffix(file_path)  # (sglang reads `Path(file_path)`)
+    if suffix.lower() not in [".yaml", ".yml"]:
+        raise ConfigRefused(f"Config file must be YAML format, got: {suffix}")
+    if not path_text.exists(file_path):
         raise ConfigRefused(f"Config file not found: {file_path}")
 
 

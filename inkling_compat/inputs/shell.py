@@ -25,14 +25,14 @@ real bash by tests/test_shell_bash.py.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import ChainMap
-from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, field
 
 MAX_WORDS = 100_000  # words of one command, and elements of one array
 MAX_VALUE = 16 * 1024 * 1024  # characters of one expanded word (the file cap)
@@ -42,13 +42,41 @@ MAX_STEPS = 1_000_000  # statements walked (functions called many times)
 # the 16 MiB file cap would be ~15 s and a gigabyte in the grammar's tree.
 MAX_SCRIPT = 1024 * 1024
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
-_IFS = re.compile(r"[ \t\n]+")
-_GLOB = re.compile(r"[*?\[]")
-_GLOB_SOURCE = re.compile(r"(?<!\\)[*?\[]")  # unescaped, in an unquoted word's source
-_TAIL = re.compile(rb"(?:[ \t]|\\[^\n]|\\\n)*")  # blanks and escapes after a command's last word
+
+def _is_name(text: str) -> bool:
+    """A shell variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (string tests: no pattern compiled at import)."""
+    text = text[:-1] if text.endswith("\n") else text  # (`$` also matches before a last newline)
+    return text.isascii() and text.isidentifier()
+
+
+def _assignment(word: str) -> tuple[str, str] | None:
+    """(name, value) of a `NAME=value` word, as `^([A-Za-z_][A-Za-z0-9_]*)=(.*)$` (re.S) reads it."""
+    name, equals, value = word.partition("=")
+    return (name, value) if equals and name.isascii() and name.isidentifier() else None
+
+
+def _is_python(name: str) -> bool:
+    r"""`python`, `python3`, `python3.11`: `^python(\d+(\.\d+)?)?$`, `\d` any decimal digit."""
+    name = name[:-1] if name.endswith("\n") else name
+    if not name.startswith("python"):
+        return False
+    major, dot, minor = name[6:].partition(".")
+    return (not major and not dot) or (major.isdecimal() and (not dot or minor.isdecimal()))
+
+
+def _has_glob(text: str) -> bool:
+    return "*" in text or "?" in text or "[" in text
+
+
+@functools.cache
+def _pattern(source: str | bytes) -> re.Pattern:  # type: ignore[type-arg]
+    """A pattern compiled on first use (most scripts need few of them)."""
+    return re.compile(source)
+
+
+_IFS = r"[ \t\n]+"
+_GLOB_SOURCE = r"(?<!\\)[*?\[]"  # unescaped, in an unquoted word's source
+_TAIL = rb"(?:[ \t]|\\[^\n]|\\\n)*"  # blanks and escapes after a command's last word
 
 
 @dataclass(frozen=True)
@@ -160,7 +188,7 @@ class _Scope:
             return _Unknown(unknown) if unknown else [w.text for w in self.positional]
         if name in self.variables:
             return self.variables[name]
-        if not _NAME.match(name):
+        if not _is_name(name):
             return _Unknown(f"${name}, set when {self.origin} runs")
         if self.sourced:
             return _Unknown(f"${name}, not set in {self.origin} (it sources {self.sourced}, not read)")
@@ -224,14 +252,14 @@ class _Pieces:
             self.text.append(text)
             self.present = True
             return
-        parts = _IFS.split(text)
+        parts = _pattern(_IFS).split(text)
         for i, part in enumerate(parts):
             if i:
                 self.end()
             if part:
                 self.text.append(part)
                 self.present = True
-                self.pattern = self.pattern or _GLOB.search(part) is not None
+                self.pattern = self.pattern or _has_glob(part)
 
     def mark(self, reason: str, source: str) -> None:
         """A value not known: the word keeps its source text and the reason."""
@@ -344,7 +372,7 @@ class _Walker:
                     continue
                 return
             name = head.text.rsplit("/", 1)[-1]
-            if _PYTHON.match(name) or name == "sglang":
+            if _is_python(name) or name == "sglang":
                 if _entry_at([w.text for w in words]) is not None:
                     self._found(words, env, line)
                 return
@@ -544,7 +572,7 @@ class _Run:
             return
         head = words[0]
         name = head.text.rsplit("/", 1)[-1]
-        if head.unknown is None and not (name in _WRAPPERS or name == "sglang" or _PYTHON.match(name) or head.text in scope.functions or head.text in ("shift", "eval", "source", ".")):
+        if head.unknown is None and not (name in _WRAPPERS or name == "sglang" or _is_python(name) or head.text in scope.functions or head.text in ("shift", "eval", "source", ".")):
             return  # (any other program: nothing to find in it)
         env = _Env(scope.environment)
         local = scope.copy()
@@ -586,7 +614,7 @@ class _Run:
             else:
                 groups.append([node])
         if groups:
-            tail = _TAIL.match(self.source, groups[-1][-1].end_byte).group(0)  # type: ignore[union-attr]
+            tail = _pattern(_TAIL).match(self.source, groups[-1][-1].end_byte).group(0)  # type: ignore[union-attr]
             if b"\\" in tail:
                 self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
@@ -594,7 +622,7 @@ class _Run:
             node = group[0]
             if len(group) == 1 and not isinstance(node, _Stray) and node.type == "word" and not node.children:  # (the common case)
                 text = self.text(node.start_byte, node.end_byte)
-                if "\\" not in text and not text.startswith("~") and _GLOB.search(text) is None:
+                if "\\" not in text and not text.startswith("~") and not _has_glob(text):
                     words.append(_Word(text))
                     continue
             pieces = _Pieces()
@@ -689,7 +717,7 @@ class _Run:
                 else:
                     pieces.mark(f"~ (the home folder), not set in {self.walker.origin}", text)
                     return
-            if not quoted and _GLOB_SOURCE.search(text):
+            if not quoted and _pattern(_GLOB_SOURCE).search(text):
                 pieces.pattern = True
             pieces.add(_unescape(text) if not quoted else re.sub(r"\\\r?\n", "", text), quoted=True)
         elif kind == "raw_string":
@@ -889,7 +917,7 @@ def _entry_at(words: Sequence[str]) -> tuple[int, str] | None:
     if not words:
         return None
     name = words[0].rsplit("/", 1)[-1]
-    if _PYTHON.match(name):
+    if _is_python(name):
         j = 1
         module = None
         while j < len(words):
@@ -961,7 +989,7 @@ def _env_wrapper(words: list[_Word], env: _Env) -> list[_Word] | None:
         elif w.startswith("-") and w not in ("-S", "--split-string") and not w.startswith("--split-string="):
             pass
         elif w in ("-S", "--split-string") and i + 1 < len(words):
-            split = [_Word(t, words[i + 1].unknown) for t in _IFS.split(words[i + 1].text.strip())]
+            split = [_Word(t, words[i + 1].unknown) for t in _pattern(_IFS).split(words[i + 1].text.strip())]
             return _assignments(split + words[i + 2 :], env)
         else:
             break
@@ -972,13 +1000,13 @@ def _env_wrapper(words: list[_Word], env: _Env) -> list[_Word] | None:
 def _assignments(words: list[_Word], env: _Env) -> list[_Word]:
     i = 0
     while i < len(words):
-        m = _ASSIGNMENT.match(words[i].text)
-        if m is None:
+        assigned = _assignment(words[i].text)
+        if assigned is None:
             break
         if words[i].unknown is None:
-            env[m.group(1)] = m.group(2)
+            env[assigned[0]] = assigned[1]
         else:
-            env.pop(m.group(1), None)
+            env.pop(assigned[0], None)
         i += 1
     return words[i:]
 

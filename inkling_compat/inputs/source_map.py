@@ -24,10 +24,9 @@ import os
 import functools
 import re
 import stat
-from dataclasses import field
 from typing import Any
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, field
 
 Position = tuple[int, int]  # (line, column), 1-based
 

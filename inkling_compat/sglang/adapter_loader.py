@@ -21,11 +21,10 @@ is returned as `failure`.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any, NamedTuple, Union
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
 
 NUMBERED_SHARED = re.compile(r"shared_experts\.(\d+)\.")

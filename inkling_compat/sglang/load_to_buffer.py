@@ -30,11 +30,10 @@ with no result: sglang raises something else there first.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Literal, Mapping, Sequence
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 from inkling_compat.sglang import slicing
 from inkling_compat.sglang.adapter_loader import layer_name, layer_template
 from inkling_compat.sglang.pool_shapes import BufferShapes, StartupPool

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
 Shape = tuple[int, ...]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Literal, Sequence
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 
 Shape = Sequence[int]
 Step = Literal["set_lora_info", "rebind", "slots"]

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass
 from inkling_compat.sglang.plan import Reshape, Step, Take, clamp
 
 GATE_UP = "gate_up_proj_moe"

@@ -1,0 +1,322 @@
+"""`dataclass`, `field`, `replace`, `asdict` for the checker's records, without dataclasses.
+
+A launch check builds about a dozen records (the release, the command found, the launch, the
+inputs, ...). `dataclasses.dataclass` would cost it the import of dataclasses (with inspect, ast,
+dis and tokenize: some 15 ms) and, per class, the source of six methods compiled (0.5 to 1 ms
+each). Here a class gets the same behaviour from shared methods (repr, equality, hash, the
+frozen refusal: each reads the class's field names), and only `__init__`, whose signature is
+the class's own, is compiled, once, when the first instance is made.
+
+The records stay dataclasses to everyone who asks with the dataclasses module:
+`__dataclass_fields__` is computed on first access (the asker has imported dataclasses, so it
+costs nothing more), so `dataclasses.fields`, `is_dataclass`, `replace` and `asdict` give what
+they give for the standard decorator (tests/test_plain_dataclass.py compares the two on the same
+class bodies); this module's `replace`, `asdict` and `field_names` answer without importing it
+(and ask it of a standard dataclass). The options the package's records use are implemented
+(`frozen`, `eq`, `repr`; `field`'s `default`, `default_factory`, `repr`, `compare`); any other
+option, a `dataclasses.field`, or a base made by the standard decorator gets the standard
+decorator.
+"""
+
+from __future__ import annotations
+
+import _thread
+import sys
+from operator import attrgetter
+from typing import Any, Callable
+
+_LOCK = _thread.allocate_lock()
+_SPECS = "__plain_dataclass_fields__"
+_FROZEN = "__plain_dataclass_frozen__"
+_OWN = frozenset({"frozen", "eq", "repr", "init"})
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+class Field:
+    """One field as declared: `field(...)`, a plain default, or none."""
+
+    __slots__ = ("name", "annotation", "default", "default_factory", "repr", "compare")
+
+    def __init__(self, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING, repr: bool = True, compare: bool = True) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name: str = ""
+        self.annotation: Any = None
+        self.default, self.default_factory, self.repr, self.compare = default, default_factory, repr, compare
+
+    def standard(self) -> Any:
+        """This field as `dataclasses.field` makes it (named, typed: what `fields()` returns)."""
+        import dataclasses
+
+        made = dataclasses.field(default=self.default if self.default is not MISSING else dataclasses.MISSING, default_factory=self.default_factory if self.default_factory is not MISSING else dataclasses.MISSING, repr=self.repr, compare=self.compare)
+        made.name, made.type = self.name, self.annotation
+        made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # (what `fields()` selects)
+        return made
+
+
+def field(*, default: Any = MISSING, default_factory: Any = MISSING, repr: bool = True, compare: bool = True) -> Any:
+    """As `dataclasses.field`, for the options the package uses."""
+    return Field(default, default_factory, repr, compare)
+
+
+def dataclass(cls: Any = None, /, **options: Any) -> Any:
+    """As `dataclasses.dataclass(**options)` (module docstring)."""
+
+    def wrap(cls: type) -> type:
+        if set(options) - _OWN or not options.get("init", True) or any(_is_standard_dataclass(base) for base in cls.__mro__[1:]) or any(_is_standard_field(value) for value in vars(cls).values()):
+            import dataclasses
+
+            return dataclasses.dataclass(cls, **options)
+        return _make(cls, frozen=bool(options.get("frozen", False)), eq=bool(options.get("eq", True)), with_repr=bool(options.get("repr", True)))
+
+    return wrap if cls is None else wrap(cls)
+
+
+def replace(obj: Any, /, **changes: Any) -> Any:
+    """As `dataclasses.replace`: a new instance, `changes` over `obj`'s fields."""
+    specs = getattr(type(obj), _SPECS, None)
+    if specs is None:
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)
+    for spec in specs:
+        if spec.name not in changes:
+            changes[spec.name] = getattr(obj, spec.name)
+    return type(obj)(**changes)
+
+
+def field_names(obj: Any) -> tuple[str, ...] | None:
+    """The field names of a plain record (an instance or its class), in order; None for
+    anything else (a standard dataclass is asked of `dataclasses.fields`)."""
+    specs = getattr(obj if isinstance(obj, type) else type(obj), _SPECS, None)
+    return None if specs is None else tuple(spec.name for spec in specs)
+
+
+def asdict(obj: Any) -> dict[str, Any]:
+    """As `dataclasses.asdict`: the fields as a dict, records inside (plain or standard), lists,
+    tuples and dicts made again all the way down, anything else deep-copied."""
+    if isinstance(obj, type) or field_names(obj) is None:
+        import dataclasses
+
+        return dataclasses.asdict(obj)
+    return _asdict(obj)  # type: ignore[no-any-return]
+
+
+def _asdict(value: Any) -> Any:
+    names = field_names(value) if not isinstance(value, type) else None
+    if names is not None:
+        return {name: _asdict(getattr(value, name)) for name in names}
+    if hasattr(type(value), "__dataclass_fields__"):  # (a standard dataclass: what dataclasses asks)
+        import dataclasses
+
+        return {f.name: _asdict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[_asdict(v) for v in value])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_asdict(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((_asdict(k), _asdict(v)) for k, v in value.items())
+    if type(value) in _ATOMS:
+        return value
+    import copy
+
+    return copy.deepcopy(value)
+
+
+_ATOMS = frozenset({type(None), bool, int, float, str, complex, bytes})
+
+
+def _is_standard_dataclass(cls: type) -> bool:
+    return "__dataclass_fields__" in cls.__dict__ and _SPECS not in cls.__dict__
+
+
+def _is_standard_field(value: Any) -> bool:
+    kind = type(value)
+    return kind.__name__ == "Field" and kind.__module__ == "dataclasses"
+
+
+def _is_classvar(annotation: Any) -> bool:
+    # (what dataclasses tells from an annotation's text under `from __future__ import annotations`)
+    if isinstance(annotation, str):
+        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+    typing = sys.modules.get("typing")
+    return typing is not None and (annotation is typing.ClassVar or getattr(annotation, "__origin__", None) is typing.ClassVar)
+
+
+def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
+    specs: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for spec in base.__dict__.get(_SPECS, ()):
+            specs[spec.name] = spec
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        if _is_classvar(annotation):
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        spec = value if isinstance(value, Field) else Field(default=value)
+        spec.name, spec.annotation = name, annotation
+        if spec.default is not MISSING and type(spec.default).__hash__ is None:  # (dataclasses' guard)
+            raise ValueError(f"mutable default {type(spec.default)} for field {name} is not allowed: use default_factory")
+        if spec.default is MISSING:
+            if name in cls.__dict__:
+                delattr(cls, name)  # (a default_factory: no class attribute, as dataclasses leaves it)
+        else:
+            setattr(cls, name, spec.default)
+        specs[name] = spec  # (a redeclared field keeps its base's place, as in dataclasses)
+    ordered = tuple(specs.values())
+    seen_default = False
+    for spec in ordered:
+        if spec.default is not MISSING or spec.default_factory is not MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {spec.name!r} follows default argument")
+    own = cls.__dict__
+    setattr(cls, _SPECS, ordered)
+    setattr(cls, _FROZEN, frozen)
+    cls.__dataclass_fields__ = _StandardFields()  # type: ignore[attr-defined]
+    cls.__match_args__ = tuple(spec.name for spec in ordered)  # type: ignore[attr-defined]
+    if "__init__" not in own:
+        cls.__init__ = _first_init  # type: ignore[misc]
+    if with_repr and "__repr__" not in own:
+        cls.__repr__ = _repr_of(tuple(spec.name for spec in ordered if spec.repr))  # type: ignore[method-assign]
+    compared = tuple(spec.name for spec in ordered if spec.compare)
+    if eq and "__eq__" not in own:
+        cls.__eq__ = _eq_of(compared)  # type: ignore[method-assign]
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    if eq and not explicit_hash:
+        cls.__hash__ = _hash_of(compared) if frozen else None  # type: ignore[method-assign,assignment]
+    if frozen:
+        for name in ("__setattr__", "__delattr__"):
+            if name in own:
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+        names = frozenset(specs)
+        cls.__setattr__ = _frozen_setattr(cls, names)  # type: ignore[method-assign]
+        cls.__delattr__ = _frozen_delattr(cls, names)  # type: ignore[method-assign]
+    return cls
+
+
+class _StandardFields:
+    """`__dataclass_fields__`: the fields as `dataclasses.Field`s, made when first asked for."""
+
+    def __get__(self, obj: Any, owner: type) -> dict[str, Any]:
+        made = owner.__dict__.get("_standard_fields")
+        if made is None:
+            made = {spec.name: spec.standard() for spec in owner.__dict__[_SPECS]} if _SPECS in owner.__dict__ else _inherited(owner)
+            type.__setattr__(owner, "_standard_fields", made)
+        return made
+
+
+def _inherited(owner: type) -> dict[str, Any]:
+    for base in owner.__mro__:
+        if _SPECS in base.__dict__:
+            return base.__dataclass_fields__  # type: ignore[attr-defined, no-any-return]
+    return {}
+
+
+def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    # The first instance of a class (or of a subclass that declares no fields): its __init__
+    # is compiled and set on the class that declared the fields, then called.
+    for owner in type(self).__mro__:
+        if owner.__dict__.get("__init__") is _first_init:
+            break
+    with _LOCK:
+        if owner.__dict__.get("__init__") is _first_init:
+            owner.__init__ = _compiled_init(owner)  # type: ignore[misc]
+    owner.__init__(self, *args, **kwargs)  # type: ignore[misc]
+
+
+def _compiled_init(owner: type) -> Callable[..., None]:
+    specs = owner.__dict__[_SPECS]
+    frozen = owner.__dict__[_FROZEN]
+    scope: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": MISSING}
+    parameters, body = [], []
+    for i, spec in enumerate(specs):
+        name = spec.name
+        if spec.default_factory is not MISSING:
+            scope[f"__factory_{i}"] = spec.default_factory
+            parameters.append(f"{name}=__FACTORY")
+            value = f"__factory_{i}() if {name} is __FACTORY else {name}"
+        else:
+            if spec.default is not MISSING:
+                scope[f"__default_{i}"] = spec.default
+                parameters.append(f"{name}=__default_{i}")
+            else:
+                parameters.append(name)
+            value = name
+        body.append(f"  __set(self, {name!r}, {value})" if frozen else f"  self.{name} = {value}")
+    if "__post_init__" in dir(owner):
+        body.append("  self.__post_init__()")
+    source = f"def __init__(self, {', '.join(parameters)}):\n" + ("\n".join(body) or "  pass") + "\n"
+    made: dict[str, Any] = {}
+    exec(compile(source, f"<plain_dataclass {owner.__qualname__}>", "exec"), scope, made)  # noqa: S102 - the class's own field names
+    init = made["__init__"]
+    init.__qualname__ = f"{owner.__qualname__}.__init__"
+    return init  # type: ignore[no-any-return]
+
+
+def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    if len(names) > 1:
+        return attrgetter(*names)  # type: ignore[return-value]
+    if names:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+def _repr_of(names: tuple[str, ...]) -> Callable[[Any], str]:
+    def __repr__(self: Any) -> str:
+        return f"{type(self).__qualname__}(" + ", ".join([f"{name}={getattr(self, name)!r}" for name in names]) + ")"
+
+    return __repr__
+
+
+def _eq_of(names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    values = _values_of(names)
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash_of(names: tuple[str, ...]) -> Callable[[Any], int]:
+    values = _values_of(names)
+
+    def __hash__(self: Any) -> int:
+        return hash(values(self))
+
+    return __hash__
+
+
+def _frozen_error(message: str) -> Exception:
+    from dataclasses import FrozenInstanceError  # (a refusal: the one place that needs the module)
+
+    return FrozenInstanceError(message)
+
+
+def _frozen_setattr(cls: type, names: frozenset[str]) -> Callable[[Any, str, Any], None]:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise _frozen_error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    return __setattr__
+
+
+def _frozen_delattr(cls: type, names: frozenset[str]) -> Callable[[Any, str], None]:
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise _frozen_error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __delattr__
