@@ -95,10 +95,10 @@ def test_unknown_sglang_version_is_an_input_error():
 
 def test_type_error_names_file_and_field(tmp_path):
     path = tmp_path / "serve.yaml"
-    path.write_text("max_loras_per_batch: {eight: 8}\n")  # (a text argparse refuses is sglang's refusal: test_validated_input)
+    path.write_text("sink:\n  sink_class: {eight: 8}\n")  # (a server argument's value argparse refuses is sglang's refusal: test_validated_input)
     with pytest.raises(InputError) as raised:
         check(path)
-    assert raised.value.file == str(path) and raised.value.field == "max_loras_per_batch"
+    assert raised.value.file == str(path) and raised.value.field == "sink.sink_class"
 
 
 def test_defaults_pass():

@@ -21,11 +21,12 @@ from inkling_compat.inputs import models as m
 from inkling_compat.inputs.loading import _strip_unknown, validate
 from inkling_compat.testing.scenarios import example_arguments
 
+PYDANTIC = input_schema.pydantic_models(m)
 CLASSES = [cls for name, cls in m.RECORDS.items() if cls is not m.TensorTable]
 
 
 def _pydantic(cls: type) -> Any:
-    return getattr(input_schema, cls.__name__)
+    return PYDANTIC[cls.__name__]
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
@@ -66,8 +67,8 @@ def _same(record_value: Any, model_value: Any) -> bool:
 def test_the_table_reads_as_the_root_model() -> None:
     data = {"w": {"shape": [2, 3]}, "v": {"shape": [], "dtype": "float32"}}
     table = m.TensorTable({name: m.read(m.TensorSpec, spec) for name, spec in data.items()})
-    assert table == m.from_validated(input_schema.TensorTable.model_validate(data))
-    assert table.model_dump(mode="json") == input_schema.TensorTable.model_validate(data).model_dump(mode="json")
+    assert table == m.from_validated(PYDANTIC["TensorTable"].model_validate(data))
+    assert table.model_dump(mode="json") == PYDANTIC["TensorTable"].model_validate(data).model_dump(mode="json")
     assert table.content == (("w", (2, 3), "bfloat16"), ("v", (), "float32"))
 
 
@@ -273,7 +274,7 @@ def test_the_loader_gives_pydantic_s_message_where_the_reader_declines() -> None
 def test_a_record_made_by_a_caller_is_validated_as_pydantic_validates_it() -> None:
     # A caller's typed input (check(config=ServerConfig(...))) is checked as a file is.
     assert m.ServerConfig(tp_size=2, lora_target_modules="all").lora_target_modules == ["all"]
-    assert _equal(m.ServerConfig(tp_size="2"), m.from_validated(input_schema.ServerConfig(tp_size="2")))
+    assert _equal(m.ServerConfig(tp_size="2"), m.from_validated(PYDANTIC["ServerConfig"](tp_size="2")))
     for cls, data in [(m.ServerConfig, {"tp_size": 0}), (m.ModelConfig, {"hidden_size": "64"}), (m.PeftManifest, {})]:
         with pytest.raises(ValidationError) as ours:
             cls(**data)

@@ -8,13 +8,13 @@ capability conversions (validators) and the tensor table as a root model.
 
 from __future__ import annotations
 
+import types
 import typing
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model, field_validator
 from pydantic_core import PydanticCustomError
 
-from inkling_compat.inputs import models
 from inkling_compat.inputs.field_bounds import _ARGPARSE_FLOATS, _ARGPARSE_INTS, _int_text
 
 
@@ -115,17 +115,40 @@ _VALIDATORS: dict[str, dict[str, Any]] = {
     },
 }
 
-# The models built so far, by name: what a record's annotations name resolves to here.
-_MODELS: dict[str, type[BaseModel]] = {}
+# The records, in the order of inputs/models.py: a model is built after those its fields name.
+_ORDER = (
+    "EnvSwitches", "StatedSink", "DraftFacts", "ServerConfig", "QuantizationConfig", "QuantMethodWiring",
+    "StatedAttnPrologue", "AudioConfig", "VisionConfig", "MtpConfig", "ModelConfig", "Platform", "TensorSpec",
+    "TensorTable", "PoolBuffers", "PoolManifest", "AdapterSource", "PeftManifest",
+)
 
 
-def _model(record: type) -> Any:
+def pydantic_models(records: types.ModuleType) -> dict[str, type[BaseModel]]:
+    """The pydantic model of each input record of `records` (inputs/models.py, which imports this
+    module where the plain reader declines an input, so it is given, not imported), by name."""
+    built = _BUILT.get(records.__name__)
+    if built is None:
+        built = _BUILT[records.__name__] = _build(records)
+    return built
+
+
+_BUILT: dict[str, dict[str, type[BaseModel]]] = {}
+
+
+def _build(records: types.ModuleType) -> dict[str, type[BaseModel]]:
+    built: dict[str, type[BaseModel]] = {}
+    for name in _ORDER:
+        built[name] = _tensor_table(built["TensorSpec"]) if name == "TensorTable" else _model(getattr(records, name), records, built)
+    return built
+
+
+def _model(record: type, records: types.ModuleType, built: dict[str, type[BaseModel]]) -> Any:
     """The pydantic model of an input record: the same name, docstring, extra-key policy and
     fields in the same order, each with the record's annotation (its bounds included; a record
     it names is the model of that name, built before it) and default."""
-    hints = typing.get_type_hints(record, globalns=vars(models), localns=_MODELS, include_extras=True)
-    fields = {name: (hints[name], _field(spec)) for name, spec in record.__fact_fields__.items()}  # type: ignore[attr-defined]
-    model = create_model(  # type: ignore[call-overload]
+    hints = typing.get_type_hints(record, globalns=vars(records), localns=built, include_extras=True)
+    fields = {name: (hints[name], _field(spec, records, built)) for name, spec in record.__fact_fields__.items()}  # type: ignore[attr-defined]
+    return create_model(  # type: ignore[call-overload]
         record.__name__,
         __config__=ConfigDict(extra=record._extra, defer_build=True),  # type: ignore[attr-defined]
         __doc__=record.__doc__,
@@ -133,56 +156,35 @@ def _model(record: type) -> Any:
         __validators__=_VALIDATORS.get(record.__name__),
         **fields,
     )
-    _MODELS[record.__name__] = model
-    return model
 
 
-def _field(spec: Any) -> Any:
+def _field(spec: Any, records: types.ModuleType, built: dict[str, type[BaseModel]]) -> Any:
     if spec.default_factory is not None:
         factory: Callable[[], Any] = spec.default_factory
-        return Field(default_factory=lambda: _as_model(factory()))
+        return Field(default_factory=lambda: _as_model(factory(), records, built))
     return Field() if spec.is_required() else Field(default=spec.default)
 
 
-def _as_model(value: Any) -> Any:
+def _as_model(value: Any, records: types.ModuleType, built: dict[str, type[BaseModel]]) -> Any:
     """What a record's default factory made, as the model's default: a record (or a tensor
     table) as the model of its name, with the same fields stated; any other value as it is."""
-    if isinstance(value, models.TensorTable):
-        return TensorTable.model_validate(models._as_data(value))
-    if isinstance(value, models._Input):
-        data = models._as_data(value)
-        return _MODELS[type(value).__name__].model_validate({name: data[name] for name in value.model_fields_set})
+    if isinstance(value, records.TensorTable):
+        return built["TensorTable"].model_validate(records._as_data(value))
+    if isinstance(value, records._Input):
+        data = records._as_data(value)
+        return built[type(value).__name__].model_validate({name: data[name] for name in value.model_fields_set})
     return value
 
 
-class TensorTable(RootModel):  # type: ignore[type-arg]
-    """Tensor name -> TensorSpec. A root model so that tensor names are never mistaken
-    for misspelt keys of TensorSpec by the unknown-key scan (they are free-form)."""
+def _tensor_table(tensor_spec: type[BaseModel]) -> type[BaseModel]:
+    class TensorTable(RootModel):  # type: ignore[type-arg]
+        """Tensor name -> TensorSpec. A root model so that tensor names are never mistaken
+        for misspelt keys of TensorSpec by the unknown-key scan (they are free-form)."""
 
-    model_config = ConfigDict(defer_build=True)
+        model_config = ConfigDict(defer_build=True)
 
-    root: dict[str, TensorSpec]
+        root: dict[str, TensorSpec]  # type: ignore[name-defined]  # noqa: F821  (resolved below)
 
-
-_MODELS["TensorTable"] = TensorTable
-
-# In the order of inputs/models.py: a model is built after those its fields name.
-EnvSwitches = _model(models.EnvSwitches)
-StatedSink = _model(models.StatedSink)
-DraftFacts = _model(models.DraftFacts)
-ServerConfig = _model(models.ServerConfig)
-QuantizationConfig = _model(models.QuantizationConfig)
-QuantMethodWiring = _model(models.QuantMethodWiring)
-StatedAttnPrologue = _model(models.StatedAttnPrologue)
-AudioConfig = _model(models.AudioConfig)
-VisionConfig = _model(models.VisionConfig)
-MtpConfig = _model(models.MtpConfig)
-ModelConfig = _model(models.ModelConfig)
-Platform = _model(models.Platform)
-TensorSpec = _model(models.TensorSpec)
-PoolBuffers = _model(models.PoolBuffers)
-PoolManifest = _model(models.PoolManifest)
-AdapterSource = _model(models.AdapterSource)
-PeftManifest = _model(models.PeftManifest)
-
-AdapterManifest = PoolManifest | PeftManifest
+    TensorTable.__qualname__ = "TensorTable"
+    TensorTable.model_rebuild(force=True, _types_namespace={"TensorSpec": tensor_spec})
+    return TensorTable

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import stat
 import types
 import typing
@@ -330,7 +331,7 @@ def validate(model: type[M], data: dict[str, Any], file: str) -> M:
     from inkling_compat.inputs import input_schema
 
     try:
-        return from_validated(getattr(input_schema, model.__name__).model_validate(kept))  # type: ignore[no-any-return]
+        return from_validated(input_schema.pydantic_models(sys.modules[model.__module__])[model.__name__].model_validate(kept))  # type: ignore[no-any-return]
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(root)"

@@ -12,6 +12,7 @@ conversions and error messages. tests/test_input_records.py holds the two to agr
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any, Literal
 
 from inkling_compat.inputs.record import Record, dump, field
@@ -64,7 +65,7 @@ class _Input(Record):
         if record is _NO:
             from inkling_compat.inputs import input_schema
 
-            record = from_validated(getattr(input_schema, cls.__name__).model_validate(_as_data(values)))
+            record = from_validated(input_schema.pydantic_models(sys.modules[__name__])[cls.__name__].model_validate(_as_data(values)))
         self.__dict__.update(record.__dict__)
         object.__setattr__(self, "model_fields_set", record.model_fields_set)
         object.__setattr__(self, "model_extra", record.model_extra)
