@@ -25,7 +25,6 @@ Settings files are read with the inputs' caps (size, a regular file: never a FIF
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import re
@@ -35,7 +34,7 @@ from typing import Any, Iterable, Literal
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Report
 
 SETTINGS_YAML = ".inkling-compat.yaml"
@@ -68,24 +67,48 @@ def _settings_models() -> tuple[Any, Any]:
     return Settings, IgnoreEntry
 
 
-@dataclass(frozen=True)
-class Ignore:
+class Ignore(FrozenRecord):
+    """One ignored pattern, with its reason; `by`: where it was said (the settings file, or
+    "(command line)"), `line`: the settings file's line that says it."""
+
+    __slots__ = ("pattern", "reason", "by", "line")
     pattern: str
     reason: str
-    by: str  # where it was said: the settings file, or "(command line)"
-    line: int | None = None  # the settings file's line that says it
+    by: str
+    line: int | None
+
+    def __init__(self, pattern: str, reason: str, by: str, line: int | None = None):
+        set_fields(self, pattern=pattern, reason=reason, by=by, line=line)
 
 
-@dataclass(frozen=True)
-class Selection:
-    select: tuple[str, ...] = ()
-    ignore: tuple[Ignore, ...] = ()
-    severity: tuple[tuple[str, str], ...] = ()
-    settings_file: str | None = None
-    select_by: str | None = None  # who gave `select`: the settings file or "(command line)"
-    # The settings file's line of `select` and of each severity override (same order).
-    select_line: int | None = None
-    severity_lines: tuple[int | None, ...] = ()
+class Selection(FrozenRecord):
+    """What counts of a check's problems. `select_by`: who gave `select` (the settings file or
+    "(command line)"); `select_line`, `severity_lines`: the settings file's line of `select` and
+    of each severity override (same order)."""
+
+    __slots__ = ("select", "ignore", "severity", "settings_file", "select_by", "select_line", "severity_lines")
+    select: tuple[str, ...]
+    ignore: tuple[Ignore, ...]
+    severity: tuple[tuple[str, str], ...]
+    settings_file: str | None
+    select_by: str | None
+    select_line: int | None
+    severity_lines: tuple[int | None, ...]
+
+    def __init__(
+        self,
+        select: tuple[str, ...] = (),
+        ignore: tuple[Ignore, ...] = (),
+        severity: tuple[tuple[str, str], ...] = (),
+        settings_file: str | None = None,
+        select_by: str | None = None,
+        select_line: int | None = None,
+        severity_lines: tuple[int | None, ...] = (),
+    ):
+        set_fields(
+            self, select=select, ignore=ignore, severity=severity, settings_file=settings_file, select_by=select_by,
+            select_line=select_line, severity_lines=severity_lines,
+        )  # fmt: skip
 
     @property
     def empty(self) -> bool:
@@ -350,7 +373,7 @@ def apply(report: Report, selection: Selection) -> Report:
             line = selection.severity_lines[index] if index < len(selection.severity_lines) else None
             note = f"{problem.severity}(s) reported as {override} by {selection.said_by(selection.settings_file or COMMAND_LINE, line)} ({selection.severity[index][0]})"
             said[note] = said.get(note, 0) + 1
-            problem = dataclasses.replace(problem, severity=override)
+            problem = problem.replace(severity=override)
         kept.append(problem)
     chosen = selection.to_dict()
     notes = [f"settings: {_relative(selection.settings_file)}"] if selection.settings_file else []
@@ -362,7 +385,7 @@ def apply(report: Report, selection: Selection) -> Report:
         first_ignored = {"rule_id": first.rule_id, "error_class": first.error_class, "message": first.message, "reason": why[0] if why else None}
         if first.because:
             first_ignored["because"] = first.because
-    return dataclasses.replace(report, problems=kept, ignored=ignored, selection=chosen, first_ignored=first_ignored)
+    return report.replace(problems=kept, ignored=ignored, selection=chosen, first_ignored=first_ignored)
 
 
 def _ignore_note(rule_id: str, selection: Selection) -> str:
