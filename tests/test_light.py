@@ -64,10 +64,15 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # are read into plain records: inputs/models.py `read`; its validation is for input typed
 # otherwise), the rules' sources and their schema (the compiled artifact is read), the fixers,
 # explain, publishing, the runtime, the other output formats, modules whose one use has a
-# lighter way (uuid: lora_id's uuid5; html: escaping a secret found). Each is imported only where
-# it is used; the start-up figure is benchmarks/bench_check.py's.
+# lighter way (uuid: lora_id's uuid5; html: escaping a secret found), logging (the CEL core binds
+# it and never logs: engine/cel.py), the CEL parse tree and the rules' path check (the compiled
+# artifact says what each rule reads). Each is imported only where it is used; the start-up figure
+# is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
+    "logging",
+    "inkling_compat.engine.cel_tree",
+    "inkling_compat.engine.paths",
     "pydantic",
     "pydantic_core",
     "annotated_types",
@@ -121,3 +126,20 @@ def test_a_launch_check_imports_only_what_it_uses():
     assert data["code"] == 0, data["code"]
     found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
     assert found == [], f"a check of examples/launch.sh imported {found}"
+
+
+def test_the_cel_core_is_loaded_without_importing_logging():
+    """pyo3-log binds `logging` when the CEL core loads; it gets a stand-in that imports the real
+    module on first use (engine/cel.py), and the stand-in is not left in sys.modules."""
+    probe = (
+        "import sys\n"
+        "from inkling_compat.engine import cel\n"
+        "assert 'logging' not in sys.modules, 'logging imported'\n"
+        "assert cel.compile('1 + 1').execute(cel.Context()) == 2\n"
+        "stand_in = cel._LoggingOnFirstUse('logging')\n"
+        "import logging\n"
+        "assert stand_in.getLogger is logging.getLogger and sys.modules['logging'] is logging\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

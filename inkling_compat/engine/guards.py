@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from inkling_compat.engine import cel_tree
-
 _UNSET = object()
 
 
@@ -48,6 +46,8 @@ class Guards:
 
     @staticmethod
     def _pieces(source: str) -> tuple[str, ...] | None:
+        from inkling_compat.engine import cel_tree  # (a rule set's conjuncts are known: only other guards are parsed here)
+
         try:
             return cel_tree.analyse(source).conjuncts
         except ValueError:  # (not parsed: the whole guard runs)
