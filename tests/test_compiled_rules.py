@@ -247,3 +247,21 @@ def test_the_build_refuses_a_stale_artifact(tmp_path, monkeypatch):
     stale = _artifact_with(tmp_path, monkeypatch, "0" * 32).read_bytes()
     assert not compiled_rules.is_current_for(rules_dir(), stale)
     assert not compiled_rules.is_current_for(rules_dir(), b"")
+
+
+def test_the_digest_is_hashlibs_blake2b_without_importing_hashlib():
+    import hashlib
+
+    done = subprocess.run([sys.executable, "-c", "import sys\nfrom inkling_compat.engine import compiled_rules, rule_load\n"
+                           "print(compiled_rules.rules_digest(rule_load.rules_folder()), 'hashlib' in sys.modules)"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    digest, imported = done.stdout.split()
+    assert imported == "False"
+    h = hashlib.blake2b(f"format {compiled_rules.FORMAT}".encode(), digest_size=16)
+    for relative, path in sorted(compiled_rules._yaml_files(str(rules_dir()), "")):
+        h.update(b"rules/" + relative.encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    package = Path(compiled_rules.__file__).resolve().parent.parent
+    for name in compiled_rules.VALIDITY_CODE:
+        h.update(name.encode() + b"\0" + (package / name).read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    assert digest == h.hexdigest()

@@ -59,10 +59,13 @@ def artifact_path() -> str:
 def rules_digest(folder: "Path | str") -> str:
     """Hash of every `*.yaml` below `folder` (names and bytes) and of the validity code (the
     schemas the path check reads are generated from that code)."""
-    import hashlib
+    try:  # hashlib's own blake2b (tests/test_compiled_rules.py), without OpenSSL's import (3-4 ms)
+        from _blake2 import blake2b
+    except ImportError:  # (an interpreter without CPython's module)
+        from hashlib import blake2b
 
     package = _package_folder()
-    h = hashlib.blake2b(f"format {FORMAT}".encode(), digest_size=16)
+    h = blake2b(f"format {FORMAT}".encode(), digest_size=16)
     for relative, path in sorted(_yaml_files(str(folder), "")):
         h.update(b"rules/" + relative.encode() + b"\0" + _bytes(path) + b"\0")
     for name in VALIDITY_CODE:
