@@ -66,11 +66,12 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # explain, publishing, the runtime, the other output formats, modules whose one use has a
 # lighter way (uuid: lora_id's uuid5; html: escaping a secret found), logging (the CEL core binds
 # it and never logs: engine/cel.py), the CEL parse tree and the rules' path check (the compiled
-# artifact says what each rule reads). Each is imported only where it is used; the start-up figure
+# artifact says what each rule reads), string (its Formatter writes the messages of rules that fire). Each is imported only where it is used; the start-up figure
 # is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
     "logging",
+    "string",
     "inkling_compat.engine.cel_tree",
     "inkling_compat.engine.paths",
     "pydantic",

@@ -28,7 +28,6 @@ from inkling_compat.inputs.models import SGLANG_VERSIONS
 from inkling_compat.inputs.release import Release, find_release
 from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Coverage, Problem, Report
-from inkling_compat.report.values import FORMATTER
 
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
 # (sort key, rule, (message fragment, error class) as rendered, adapter name)
@@ -385,6 +384,8 @@ def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None
     A param that names a path (or `first(...)` of paths) is read from the typed value
     (`exact(path)`: every digit of an int); the others are CEL expressions run in the rule's context (report/values.py writes
     them into the text)."""
+    from inkling_compat.report.values import FORMATTER  # (string's Formatter: imported when a rule fires)
+
     values = {}
     for name, paths in c.exact_params.items():
         value = None
