@@ -137,7 +137,7 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
 
     shipped = rules_folder()
     # (compared as paths: "rules/" names the same folder as "rules", and is the shipped rules too)
-    if directory is None or os.path.normpath(directory) == shipped:
+    if not directory or os.path.normpath(directory) == shipped:
         stored = compiled_rules.load(shipped)
         if stored is not None:
             programs: dict[str, Any] = {}

@@ -94,6 +94,22 @@ class Problem(FrozenRecord):
         "rule_id", "severity", "origin", "error_class", "message", "fragment", "stage", "field_paths", "fixes", "adapter",
         "adapter_index", "locations", "because",
     )  # fmt: skip
+    rule_id: str
+    severity: str
+    origin: str
+    error_class: str
+    message: str  # the full text sglang raises for these inputs (joined where sglang joins)
+    fragment: str  # this rule's own part of `message`
+    stage: str
+    field_paths: tuple[str, ...]
+    fixes: tuple[str, ...]
+    adapter: str | None
+    # Position of the adapter in the check's adapter list (names may repeat in a fleet).
+    adapter_index: int | None
+    # Where the fields are in the user's files (inputs/source_map.Location), in field order.
+    locations: tuple[Any, ...]
+    # A bare sglang `assert` says nothing: the condition that failed, with its values.
+    because: str | None
 
     def __init__(
         self,
@@ -112,15 +128,8 @@ class Problem(FrozenRecord):
         because: str | None = None,
     ):
         set_fields(
-            self, rule_id=rule_id, severity=severity, origin=origin, error_class=error_class,
-            # the full text sglang raises for these inputs (joined where sglang joins), and this rule's own part of it
-            message=message, fragment=fragment,
-            stage=stage, field_paths=field_paths, fixes=fixes, adapter=adapter,
-            # the adapter's position in the check's adapter list (names may repeat in a fleet)
-            adapter_index=adapter_index,
-            # where the fields are in the user's files (inputs/source_map.Location), in field order
-            locations=locations,
-            # a bare sglang `assert` says nothing: the condition that failed, with its values
+            self, rule_id=rule_id, severity=severity, origin=origin, error_class=error_class, message=message, fragment=fragment,
+            stage=stage, field_paths=field_paths, fixes=fixes, adapter=adapter, adapter_index=adapter_index, locations=locations,
             because=because,
         )  # fmt: skip
 
