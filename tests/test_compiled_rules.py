@@ -217,3 +217,51 @@ def test_nothing_in_a_cache_folder_changes_a_verdict_and_nothing_is_written(tmp_
     before = sorted(str(p.relative_to(crafted)) for p in crafted.rglob("*"))
     assert _verdict(_cli(crafted, *BROKEN)) == expected
     assert sorted(str(p.relative_to(crafted)) for p in crafted.rglob("*")) == before
+
+
+def test_an_installed_copy_uses_its_artifact_without_hashing_the_rule_files(monkeypatch):
+    """A wheel's rules are inside the package folder: its build checked the artifact (setup.py),
+    so a start reads no rule file; a source checkout's (beside the package) are hashed."""
+    package = os.path.dirname(os.path.dirname(os.path.realpath(compiled_rules.__file__)))
+    assert compiled_rules.installed(os.path.join(package, "rules"))
+    assert not compiled_rules.installed(rules_dir())  # (the tests run from the checkout)
+
+    def refuse(folder):
+        raise AssertionError("an installed copy hashed its rule files")
+
+    monkeypatch.setattr(compiled_rules, "rules_digest", refuse)
+    monkeypatch.setattr(compiled_rules, "installed", lambda folder: True)
+    stored = compiled_rules.load(rules_dir())
+    assert stored is not None and len(stored.checks) == len(load_rules())
+
+
+def test_the_build_refuses_a_stale_artifact(tmp_path, monkeypatch):
+    """setup.py's build step (`check_artifact`) passes on the checkout's artifact and refuses one
+    that is not current for the rules and the code (what an installed copy then trusts)."""
+    source = (ROOT / "setup.py").read_text(encoding="utf-8").replace('setup(packages=packages(), cmdclass={"build_py": BuildPy})', "")
+    namespace: dict = {"__file__": str(ROOT / "setup.py")}
+    exec(compile(source, "setup.py", "exec"), namespace)
+    namespace["check_artifact"]()
+    artifact = Path(compiled_rules.artifact_path()).read_bytes()
+    assert compiled_rules.is_current_for(rules_dir(), artifact)
+    stale = _artifact_with(tmp_path, monkeypatch, "0" * 32).read_bytes()
+    assert not compiled_rules.is_current_for(rules_dir(), stale)
+    assert not compiled_rules.is_current_for(rules_dir(), b"")
+
+
+def test_the_digest_is_hashlibs_blake2b_without_importing_hashlib():
+    import hashlib
+
+    done = subprocess.run([sys.executable, "-c", "import sys\nfrom inkling_compat.engine import compiled_rules, rule_load\n"
+                           "print(compiled_rules.rules_digest(rule_load.rules_folder()), 'hashlib' in sys.modules)"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    digest, imported = done.stdout.split()
+    assert imported == "False"
+    h = hashlib.blake2b(f"format {compiled_rules.FORMAT}".encode(), digest_size=16)
+    for relative, path in sorted(compiled_rules._yaml_files(str(rules_dir()), "")):
+        h.update(b"rules/" + relative.encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    package = Path(compiled_rules.__file__).resolve().parent.parent
+    for name in compiled_rules.VALIDITY_CODE:
+        h.update(name.encode() + b"\0" + (package / name).read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    assert digest == h.hexdigest()

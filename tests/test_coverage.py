@@ -278,12 +278,10 @@ def test_a_report_built_by_hand_has_no_coverage():
 
 
 def test_coverage_survives_pickle_and_replace():
-    import dataclasses
-
     report = check(SERVE, PEFT)
     again = pickle.loads(pickle.dumps(report))
     assert again.coverage == report.coverage and again.coverage.reasons == report.coverage.reasons
-    strict = dataclasses.replace(report, strict=True)
+    strict = report.replace(strict=True)
     assert strict.coverage is report.coverage and strict.exit_code == 1 and report.exit_code == 0
 
 

@@ -284,3 +284,19 @@ def test_rules_after_one_that_fired_are_not_reached_when_nothing_else_fires():
                     gated += 1
             assert (codes, firing) == (expected, []) and reached == len(selection.rules) - sum(x.startswith("not reached") for x in expected)
     assert gated
+
+
+def test_a_guard_with_an_operand_that_errors_is_read_on_without_its_own_program():
+    """CEL's `&&` absorbs an error when another operand is false, and is an error (None) when
+    every other operand is true: the guard's operands say so, its own program is not compiled."""
+    texts = ["a.missing == 1 && a.x == 2", "a.missing == 1 && a.x == 1", "a.x && true", "a.x == 1 && a.missing.y == 3 && false"]
+    compiled: list[str] = []
+
+    def compile_(text):
+        compiled.append(text)
+        return cel.compile(text)
+
+    guards = Guards([lambda t=t: compile_(t) for t in texts], compile_, [tuple(analyse(t).conjuncts) for t in texts])
+    ctx = cel.Context({"a": {"x": 1}})
+    assert guards.values(ctx) == [False, None, None, False] == [_plain(cel.compile(t), ctx) for t in texts]
+    assert not set(texts) & set(compiled), compiled  # (only operands were compiled)

@@ -66,7 +66,7 @@ def test_unknown_paths_in_params_and_inputs_are_refused(tmp_path, field, express
 
 def test_misspelt_fact_exits_3_naming_file_and_path(tmp_path, monkeypatch, capsys):
     folder = _rules_with(tmp_path, lambda d: d.update(condition="facts.sink.lora_attachd"))
-    monkeypatch.setattr(rule_load, "rules_dir", lambda: folder)
+    monkeypatch.setattr(rule_load, "rules_folder", lambda: str(folder))
     load_rules.cache_clear()
     try:
         assert cli.main(["rules"]) == 3

@@ -198,7 +198,7 @@ def test_unknown_guard_is_a_broken_rule_file(tmp_path):
 
 def test_unknown_guard_exits_3_naming_file_and_field(tmp_path, monkeypatch, capsys):
     folder = _folder(tmp_path, dict(MINIMAL, guards=["no-such-guard"]), guards=GUARDS)
-    monkeypatch.setattr(rule_load, "rules_dir", lambda: folder)
+    monkeypatch.setattr(rule_load, "rules_folder", lambda: str(folder))
     load_rules.cache_clear()
     try:
         assert cli.main(["rules"]) == 3

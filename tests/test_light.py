@@ -66,10 +66,16 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # explain, publishing, the runtime, the other output formats, modules whose one use has a
 # lighter way (uuid: lora_id's uuid5; html: escaping a secret found), the terminal's size (shutil,
 # and with it bz2 and lzma: no parser built for a check asks it), shlex (compose's string
-# commands only). Each is imported only where it is used; the start-up figure is
-# benchmarks/bench_check.py's.
+# commands only), logging (the CEL core binds it and never logs: engine/cel.py), the CEL parse
+# tree and the rules' path check (the compiled artifact says what each rule reads), string (its
+# Formatter writes the messages of rules that fire). Each is imported only where it is used;
+# the start-up figure is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
+    "logging",
+    "string",
+    "inkling_compat.engine.cel_tree",
+    "inkling_compat.engine.paths",
     "pydantic",
     "pydantic_core",
     "annotated_types",
@@ -165,3 +171,20 @@ def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib(
     assert data["adapters"] == 1  # (examples/adapter read: the adapter's records made too)
     assert [m for m in NOT_ON_THE_INPUTS_PATH if m in data["modules"]] == []
     assert not any(m.startswith(("inkling_compat.engine", "inkling_compat.report")) for m in data["modules"])
+
+
+def test_the_cel_core_is_loaded_without_importing_logging():
+    """pyo3-log binds `logging` when the CEL core loads; it gets a stand-in that imports the real
+    module on first use (engine/cel.py), and the stand-in is not left in sys.modules."""
+    probe = (
+        "import sys\n"
+        "from inkling_compat.engine import cel\n"
+        "assert 'logging' not in sys.modules, 'logging imported'\n"
+        "assert cel.compile('1 + 1').execute(cel.Context()) == 2\n"
+        "stand_in = cel._LoggingOnFirstUse('logging')\n"
+        "import logging\n"
+        "assert stand_in.getLogger is logging.getLogger and sys.modules['logging'] is logging\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

@@ -119,3 +119,12 @@ def test_a_nul_in_a_path_given_to_the_api_is_an_input_error(where):
         args["adapter"] = ["examples/ad\0apter"]
     with pytest.raises(InputError, match="NUL"):
         check(**args)
+
+
+def test_ascii_text_is_told_safe_as_the_pattern_tells_it():
+    """The ASCII fast path of `shown` leaves alone exactly what the escape pattern finds nothing in."""
+    from inkling_compat.report import escape
+
+    for code in range(0x80):
+        text = f"a{chr(code)}b"
+        assert (shown(text) == text) == (escape._unsafe().search(text) is None), code

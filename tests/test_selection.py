@@ -194,12 +194,13 @@ def test_a_hostile_pyproject_is_never_a_crash(ours, capsys, project):
 
 
 def test_only_a_pyproject_naming_the_table_is_parsed():
-    from inkling_compat.engine.selection import _MENTIONS_TABLE
+    from inkling_compat.engine.selection import _table_forms
 
+    mentions = _table_forms()[0]
     for text in (b"[tool.inkling-compat]", b"[[tool.inkling-compat.checks]]", b"tool.inkling-compat.select = []", b"[tool]\ninkling-compat = {}", b'[tool."inkling-compat"]', b"[tool.inkling-compat\n"):
-        assert _MENTIONS_TABLE.search(text), text
+        assert mentions.search(text), text
     for text in (b'[project]\nname = "inkling-compat"\nversion = "1"\n', b"# run inkling-compat check in CI\n"):
-        assert not _MENTIONS_TABLE.search(text), text
+        assert not mentions.search(text), text
 
 
 def test_a_script_entry_named_inkling_compat_is_not_our_table(capsys, project):

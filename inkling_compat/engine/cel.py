@@ -2,6 +2,13 @@
 
 `import cel` also imports the package's command-line front end (typer, rich), which would
 more than double every start of `inkling-compat`. Only the compiled extension is needed.
+
+The extension imports Python's `logging` when it loads (pyo3-log, which forwards the Rust side's
+log records) but logs nothing while it compiles or runs the rules' programs. While it loads,
+`logging` (if not imported yet) is a stand-in that imports the real module when the extension
+first reads from it: a check does not import `logging` and what it imports (traceback,
+threading, string: about 5 ms of every start), and the stand-in is in no one else's hands (it
+leaves sys.modules once the extension is loaded).
 """
 
 from __future__ import annotations
@@ -9,10 +16,31 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+import types
 from typing import Any
 
 
+class _LoggingOnFirstUse(types.ModuleType):
+    """`logging` as the extension holds it: each attribute read from the real module, imported then."""
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging, name)
+
+
 def _load_core() -> Any:
+    stand_in = None
+    if "logging" not in sys.modules:
+        stand_in = sys.modules["logging"] = _LoggingOnFirstUse("logging")
+    try:
+        return _load_extension()
+    finally:
+        if stand_in is not None and sys.modules.get("logging") is stand_in:
+            del sys.modules["logging"]
+
+
+def _load_extension() -> Any:
     spec = importlib.util.find_spec("cel")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("common-expression-language is not installed")

@@ -20,19 +20,24 @@ It is written by
 and read by `load_rules()` into plain records (engine/rule_record.py), without validating them
 again; each CEL program is compiled when a check first evaluates it.
 The file records a digest of the rule files and of the code that decides what is valid and what
-a rule reads; a start whose digest differs (rules or that code edited since the file was
-generated) compiles the rules from their files instead, so an edit is never hidden by a stale
-file. Nothing is written at run time and nothing outside the package is read: no user-writable
-cache can hold rule logic. Rules from any other folder are always compiled from their files.
+a rule reads. Run from a source checkout (the tree, an editable install), a start whose digest
+differs (rules or that code edited since the file was generated) compiles the rules from their
+files instead, so an edit is never hidden by a stale file. An installed copy (a wheel: the rules
+inside the package folder) does not read its rule files to hash them, about 4 ms of every start
+with hashlib's import: the wheel's build refuses an artifact that is not current (setup.py,
+`is_current_for`), and pip's RECORD holds every installed file's hash. Nothing is written at run
+time and nothing outside the package is read: no user-writable cache can hold rule logic. Rules
+from any other folder are always compiled from their files.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 FORMAT = 3
 ARTIFACT = "rules.compiled.json"
@@ -47,24 +52,47 @@ VALIDITY_CODE = (
 )  # fmt: skip
 
 
-def artifact_path() -> Path:
-    from inkling_compat.inputs.package_files import package_folder
-
-    return package_folder() / "data" / ARTIFACT
+def artifact_path() -> str:
+    return os.path.join(_package_folder(), "data", ARTIFACT)
 
 
-def rules_digest(folder: Path) -> str:
+def rules_digest(folder: "Path | str") -> str:
     """Hash of every `*.yaml` below `folder` (names and bytes) and of the validity code (the
     schemas the path check reads are generated from that code)."""
-    package = Path(__file__).resolve().parent.parent
-    h = hashlib.blake2b(f"format {FORMAT}".encode(), digest_size=16)
+    try:  # hashlib's own blake2b (tests/test_compiled_rules.py), without OpenSSL's import (3-4 ms)
+        from _blake2 import blake2b
+    except ImportError:  # (an interpreter without CPython's module)
+        from hashlib import blake2b
+
+    package = _package_folder()
+    h = blake2b(f"format {FORMAT}".encode(), digest_size=16)
     for relative, path in sorted(_yaml_files(str(folder), "")):
         h.update(b"rules/" + relative.encode() + b"\0" + _bytes(path) + b"\0")
     for name in VALIDITY_CODE:
-        path = str(package / name)
+        path = os.path.join(package, name)
         # Line endings normalised: a checkout with CRLF files is the same code.
         h.update(name.encode() + b"\0" + _bytes(path).replace(b"\r\n", b"\n") + b"\0")
     return h.hexdigest()
+
+
+def _package_folder() -> str:
+    """The folder of the `inkling_compat` package this module is part of."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def installed(folder: "Path | str") -> bool:
+    """Whether `folder` is an installed copy's rules: inside the package folder, where the wheel
+    puts them (a source checkout has them beside it, at the top level)."""
+    return os.path.dirname(os.path.realpath(folder)) == _package_folder()
+
+
+def is_current_for(folder: "Path | str", artifact: bytes) -> bool:
+    """Whether `artifact` (the file's bytes) was generated from `folder`'s rules and this code."""
+    try:
+        head = json.loads(artifact[: artifact.index(b"\n")])
+    except ValueError:
+        return False
+    return isinstance(head, dict) and head.get("format") == FORMAT and head.get("digest") == rules_digest(folder)
 
 
 def _bytes(path: str) -> bytes:
@@ -146,9 +174,10 @@ class Stored:
         return item[1]
 
 
-def load(folder: Path) -> Stored | None:
-    """The artifact's rules when it is current for `folder` (the package's rules), else None.
-    Only the head and the check lines are parsed here."""
+def load(folder: "Path | str") -> Stored | None:
+    """The artifact's rules when it is current for `folder` (the package's rules; an installed
+    copy's is current by its build: module docstring), else None. Only the head and the check
+    lines are parsed here."""
     raw = _read_regular(artifact_path(), MAX_ARTIFACT_BYTES)
     if raw is None:
         return None
@@ -160,7 +189,7 @@ def load(folder: Path) -> Stored | None:
         end = first
         for _ in range(head["rules"]):
             end = raw.index(b"\n", end) + 1
-        if head.get("digest") != rules_digest(folder):
+        if not installed(folder) and head.get("digest") != rules_digest(folder):
             return None
         checks = json.loads(b"[" + raw[first : end - 1].replace(b"\n", b",") + b"]") if end > first else []
     except (ValueError, TypeError):
@@ -171,7 +200,7 @@ def load(folder: Path) -> Stored | None:
     return Stored(checks, raw, end)
 
 
-def _read_regular(path: Path, cap: int) -> bytes | None:
+def _read_regular(path: "Path | str", cap: int) -> bytes | None:
     """The bytes of a regular file of at most `cap` bytes, else None (inputs/limits.read_bounded:
     a FIFO or device is never read); an unusable artifact is not used, never an error."""
     from inkling_compat.errors import InputError

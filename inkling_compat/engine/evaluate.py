@@ -9,7 +9,6 @@ facts with the report, so the runtime reuses them instead of loading a second ti
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 from typing import Any, Iterator, Iterable
 
@@ -27,21 +26,24 @@ from inkling_compat.facts.types import Facts
 from inkling_compat.inputs import argument_table
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 from inkling_compat.inputs.release import Release, find_release
+from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Coverage, Problem, Report
-from inkling_compat.report.values import FORMATTER
 
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
 # (sort key, rule, (message fragment, error class) as rendered, adapter name)
 Fired = tuple[tuple[int, int, int], CompiledRule, tuple[str, str, "str | None"], "str | None"]
 
 
-@dataclasses.dataclass(frozen=True)
-class Checked:
+class Checked(FrozenRecord):
     """One check's typed inputs, facts and report."""
 
+    __slots__ = ("inputs", "facts", "report")
     inputs: Inputs
     facts: Facts
     report: Report
+
+    def __init__(self, inputs: Inputs, facts: Facts, report: Report):
+        set_fields(self, inputs=inputs, facts=facts, report=report)
 
 
 def check(
@@ -324,7 +326,7 @@ def _absent_codes(plan: Plan, evaluator: Evaluator, ctx: Any, missing: "coverage
 def build_report(inputs: Inputs, facts: Facts, fired: list[Fired], evaluated: int, sglang_version: str, tally: "coverage.Tally | None" = None) -> Report:
     fired = sorted(fired, key=lambda item: item[0])
     problems = [
-        dataclasses.replace(p, adapter_index=item[0][1]) if item[0][1] >= 0 else p for p, item in zip(_join(fired), fired)
+        p.replace(adapter_index=item[0][1]) if item[0][1] >= 0 else p for p, item in zip(_join(fired), fired)
     ]
     if problems:  # where they are in the user's files (only now: the ok path reads nothing again)
         problems = _placed(problems, inputs)
@@ -363,7 +365,7 @@ def _placed(problems: list[Problem], inputs: Inputs) -> list[Problem]:
             unknown_keys=inputs.unknown_keys,
             parse_items={"refusals": inputs.refusals, "parse_warnings": inputs.parse_warnings},
         )
-        placed.append(dataclasses.replace(p, locations=where) if where else p)
+        placed.append(p.replace(locations=where) if where else p)
     return placed
 
 
@@ -382,6 +384,8 @@ def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None
     A param that names a path (or `first(...)` of paths) is read from the typed value
     (`exact(path)`: every digit of an int); the others are CEL expressions run in the rule's context (report/values.py writes
     them into the text)."""
+    from inkling_compat.report.values import FORMATTER  # (string's Formatter: imported when a rule fires)
+
     values = {}
     for name, paths in c.exact_params.items():
         value = None

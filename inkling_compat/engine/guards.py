@@ -4,15 +4,17 @@ guard stopping at its first false one.
 
 Most guards share their first conjuncts (`facts.lora_enabled`, `adapter.form == "peft"`), so
 most are decided by a conjunct already evaluated for another. CEL's `&&` is commutative: any false operand makes it false,
-errors included; all true makes it true. Anything else (a conjunct that errors or is not a
-bool) is left to the guard's own program, so a guard's value is exactly what it evaluates to.
+errors included; all true makes it true; else (no operand false, one that errors or is not a
+bool) it is an error, which a guard reads as neither (None): a guard after an operand that
+errors reads on for a false one (a rule set's adapter guards in a check without an adapter,
+whose `adapter.*` operands all error, are decided without compiling each whole guard). A guard
+whose operands did not compile is left to its own program, so a guard's value is exactly what
+it evaluates to (tests/test_evaluators.py: against each rule's own program).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
-
-from inkling_compat.engine import cel_tree
 
 _UNSET = object()
 
@@ -48,6 +50,8 @@ class Guards:
 
     @staticmethod
     def _pieces(source: str) -> tuple[str, ...] | None:
+        from inkling_compat.engine import cel_tree  # (a rule set's conjuncts are known: only other guards are parsed here)
+
         try:
             return cel_tree.analyse(source).conjuncts
         except ValueError:  # (not parsed: the whole guard runs)
@@ -84,6 +88,7 @@ class Guards:
         for slot, parts in enumerate(self.parts):
             value: Any = True
             if parts is not None:
+                erred = False  # (an operand that errors or is not a bool: False if a later one is, else an error)
                 for index in parts:
                     item = memo[index]
                     if item is _UNSET:
@@ -96,12 +101,18 @@ class Guards:
                                 break
                         try:
                             item = conjunct.execute(ctx)
-                        except Exception:  # noqa: BLE001 - the guard's own program says what it is
+                        except Exception:  # noqa: BLE001 - an error: the guard is false if another operand is, else an error
                             item = None
                         memo[index] = item
-                    if item is not True:
-                        value = False if item is False else None
+                    if item is False:
+                        value = False
                         break
+                    if item is not True:
+                        erred = True
+                else:
+                    if erred:
+                        out.append(None)
+                        continue
             else:
                 value = None
             if value is None:  # not decided by its conjuncts: the guard's own value

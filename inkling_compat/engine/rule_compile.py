@@ -1,5 +1,9 @@
 """A validated rule with its CEL programs compiled (`CompiledRule`): the joined and split
-`when`/`condition`, the params, the variants per sglang version, and what each reads."""
+`when`/`condition`, the params, the variants per sglang version, and what each reads.
+
+A rule of the compiled artifact (`CompiledRule.stored`) holds what it reads as the artifact says:
+the parser of engine/cel_tree.py, the path check of engine/paths.py and this module's regexes
+are for rules compiled from their files, and imported or compiled there (not at every start)."""
 
 from __future__ import annotations
 
@@ -7,26 +11,33 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from inkling_compat.engine import cel, cel_tree
-from inkling_compat.engine.paths import VARIABLES, referenced_paths
+from inkling_compat.engine import cel
 from inkling_compat.errors import RuleFileError as InputError
 
 if TYPE_CHECKING:  # a pydantic rule_schema.Rule (compiled from files) or a plain rule_record.Rule (from the artifact)
+    from inkling_compat.engine import cel_tree
     from inkling_compat.engine.rule_record import Rule
 
 # A param that is a plain variable path (`adapter_facts.pool_fit.weight`), or `first(...)` of
 # such paths (the first that is not null), is read from the typed values themselves, not
 # through CEL: an int keeps every digit (CEL's ints are 64-bit).
 _PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
-_PLAIN_PATH = re.compile(rf"^{_PATH}$")
-_FIRST = re.compile(rf"^first\(\s*({_PATH}(?:\s*,\s*{_PATH})*)\s*\)$")
+
+
+@lru_cache(maxsize=1)
+def _param_forms() -> tuple["re.Pattern[str]", "re.Pattern[str]"]:
+    """(a plain path, `first(...)` of plain paths)."""
+    return re.compile(rf"^{_PATH}$"), re.compile(rf"^first\(\s*({_PATH}(?:\s*,\s*{_PATH})*)\s*\)$")
 
 
 def plain_paths(expression: str) -> tuple[tuple[str, ...], ...] | None:
     """The variable paths a param names, in order (None: it is an expression)."""
+    from inkling_compat.engine.paths import VARIABLES
+
+    plain, first = _param_forms()
     text = expression.strip()
-    found = _FIRST.match(text)
-    texts = [t.strip() for t in found.group(1).split(",")] if found else [text] if _PLAIN_PATH.match(text) else []
+    found = first.match(text)
+    texts = [t.strip() for t in found.group(1).split(",")] if found else [text] if plain.match(text) else []
     paths = tuple(tuple(t.split(".")) for t in texts)
     return paths if paths and all(p[0] in VARIABLES for p in paths) else None
 
@@ -45,6 +56,9 @@ class CompiledRule:
         rule set being built, by text, shared by its rules (a fifth of the expressions are the
         same text: a variant's `when`, the same `params` hole); a program is read-only
         (`execute(context)`)."""
+        from inkling_compat.engine import cel_tree
+        from inkling_compat.engine.paths import referenced_paths
+
         self.rule = rule
         self.file = file
         self.rank = 0  # its place in the rule set's check order (engine/rule_order.py), which reports sort by
@@ -227,9 +241,11 @@ def _pattern(text: str) -> "re.Pattern[str]":
     return re.compile(text)
 
 
-# How adapter rules ask whether their adapter is a --lora-paths entry (and a pinned one).
-_NAMED_ENTRY = re.compile(r"facts\.lora_paths\.exists\((\w+), \1\.name == adapter\.name(?: && \1\.pinned)?\)")
-_LORA_PATHS = re.compile(r"facts\.lora_paths\b")
+@lru_cache(maxsize=1)
+def _lora_paths_forms() -> tuple["re.Pattern[str]", "re.Pattern[str]"]:
+    """(how adapter rules ask whether their adapter is a --lora-paths entry (and a pinned one),
+    any `facts.lora_paths`)."""
+    return re.compile(r"facts\.lora_paths\.exists\((\w+), \1\.name == adapter\.name(?: && \1\.pinned)?\)"), re.compile(r"facts\.lora_paths\b")
 
 
 def reads_lora_paths_by_name(rules: tuple[CompiledRule, ...]) -> bool:
@@ -239,9 +255,10 @@ def reads_lora_paths_by_name(rules: tuple[CompiledRule, ...]) -> bool:
     those (engine/context.py) with every result the same: an entry of another name makes the
     macro's body false, and `exists` of false bodies adds nothing. Checked on the text, so any
     other use (or another spelling) keeps the whole list."""
+    named_entry, lora_paths = _lora_paths_forms()
     for c in rules:
         for text in _strings(c.rule.model_dump(exclude={"examples"})):
-            if "facts.lora_paths" in text and len(_LORA_PATHS.findall(text)) != len(_NAMED_ENTRY.findall(text)):
+            if "facts.lora_paths" in text and len(lora_paths.findall(text)) != len(named_entry.findall(text)):
                 return False
     return True
 

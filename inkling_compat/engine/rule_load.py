@@ -6,23 +6,37 @@ compiled until a check evaluates them: pydantic is imported only to compile rule
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inkling_compat.engine import cel_tree
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
-from inkling_compat.inputs.package_files import package_folder
 
 if TYPE_CHECKING:
-    from inkling_compat.engine import compiled_rules, definitions  # imported where used: a start from the compiled artifact needs none of it
+    from pathlib import Path
+
+    from inkling_compat.engine import cel_tree, compiled_rules, definitions  # imported where used: a start from the compiled artifact needs none of it
 
 
 def rules_dir() -> Path:
-    return package_folder("inkling_compat.rules")
+    """The package's rules folder (`rules_folder()` as a Path)."""
+    from pathlib import Path
+
+    return Path(rules_folder())
+
+
+def rules_folder() -> str:
+    """The package's rules folder, as a string (a start from the compiled artifact imports no
+    pathlib): found by the import system, as `inputs/package_files.package_folder` finds it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("inkling_compat.rules")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("no package inkling_compat.rules", name="inkling_compat.rules")
+    return os.path.normpath(next(iter(spec.submodule_search_locations)))
 
 
 def rule_files(folder: Path | None = None) -> list[Path]:
@@ -121,20 +135,24 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
     compiled from its files with every check."""
     from inkling_compat.engine import compiled_rules
 
-    folder = Path(directory) if directory else rules_dir()
-    stored = compiled_rules.load(folder) if folder == rules_dir() else None
-    if stored is not None:
-        programs: dict[str, Any] = {}
-        return tuple(_stored(stored, index, programs) for index in range(len(stored.checks)))
-    compiled, _ = compile_folder(folder)
+    shipped = rules_folder()
+    # (compared as paths: "rules/" names the same folder as "rules", and is the shipped rules too)
+    if not directory or os.path.normpath(directory) == shipped:
+        stored = compiled_rules.load(shipped)
+        if stored is not None:
+            programs: dict[str, Any] = {}
+            return tuple(_stored(stored, index, programs) for index in range(len(stored.checks)))
+    from pathlib import Path
+
+    compiled, _ = compile_folder(Path(directory) if directory else rules_dir())
     return check_order(compiled)
 
 
 def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, dict[str, Any]]]]:
     """The rules of `folder` compiled from their files with every load-time check, and the
     expanded data of each (file name, data): what the compiled artifact holds."""
-    # Imported here: a start from the compiled artifact needs neither module.
-    from inkling_compat.engine import definitions
+    # Imported here: a start from the compiled artifact needs none of these modules.
+    from inkling_compat.engine import cel_tree, definitions
     from inkling_compat.engine.paths import check_rule_paths
 
     defs = definitions.load_definitions(folder)
@@ -152,6 +170,8 @@ def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, di
 
 @lru_cache(maxsize=4)
 def _definitions(folder: str) -> "definitions.Definitions":
+    from pathlib import Path
+
     from inkling_compat.engine import definitions
 
     return definitions.load_definitions(Path(folder))

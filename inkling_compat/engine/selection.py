@@ -25,18 +25,19 @@ Settings files are read with the inputs' caps (size, a regular file: never a FIF
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import re
-from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Report
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SETTINGS_YAML = ".inkling-compat.yaml"
 PYPROJECT = "pyproject.toml"
@@ -68,24 +69,48 @@ def _settings_models() -> tuple[Any, Any]:
     return Settings, IgnoreEntry
 
 
-@dataclass(frozen=True)
-class Ignore:
+class Ignore(FrozenRecord):
+    """One ignored pattern, with its reason; `by`: where it was said (the settings file, or
+    "(command line)"), `line`: the settings file's line that says it."""
+
+    __slots__ = ("pattern", "reason", "by", "line")
     pattern: str
     reason: str
-    by: str  # where it was said: the settings file, or "(command line)"
-    line: int | None = None  # the settings file's line that says it
+    by: str
+    line: int | None
+
+    def __init__(self, pattern: str, reason: str, by: str, line: int | None = None):
+        set_fields(self, pattern=pattern, reason=reason, by=by, line=line)
 
 
-@dataclass(frozen=True)
-class Selection:
-    select: tuple[str, ...] = ()
-    ignore: tuple[Ignore, ...] = ()
-    severity: tuple[tuple[str, str], ...] = ()
-    settings_file: str | None = None
-    select_by: str | None = None  # who gave `select`: the settings file or "(command line)"
-    # The settings file's line of `select` and of each severity override (same order).
-    select_line: int | None = None
-    severity_lines: tuple[int | None, ...] = ()
+class Selection(FrozenRecord):
+    """What counts of a check's problems. `select_by`: who gave `select` (the settings file or
+    "(command line)"); `select_line`, `severity_lines`: the settings file's line of `select` and
+    of each severity override (same order)."""
+
+    __slots__ = ("select", "ignore", "severity", "settings_file", "select_by", "select_line", "severity_lines")
+    select: tuple[str, ...]
+    ignore: tuple[Ignore, ...]
+    severity: tuple[tuple[str, str], ...]
+    settings_file: str | None
+    select_by: str | None
+    select_line: int | None
+    severity_lines: tuple[int | None, ...]
+
+    def __init__(
+        self,
+        select: tuple[str, ...] = (),
+        ignore: tuple[Ignore, ...] = (),
+        severity: tuple[tuple[str, str], ...] = (),
+        settings_file: str | None = None,
+        select_by: str | None = None,
+        select_line: int | None = None,
+        severity_lines: tuple[int | None, ...] = (),
+    ):
+        set_fields(
+            self, select=select, ignore=ignore, severity=severity, settings_file=settings_file, select_by=select_by,
+            select_line=select_line, severity_lines=severity_lines,
+        )  # fmt: skip
 
     @property
     def empty(self) -> bool:
@@ -113,40 +138,58 @@ def matches(pattern: str, rule_id: str) -> bool:
 
 
 def find_settings(start: str | os.PathLike[str] | None) -> Path | None:
-    """The nearest settings file at or above `start` (a file's folder, or a folder)."""
-    here = Path(start) if start is not None else Path.cwd()
-    if not here.is_dir():
-        here = here.parent
-    here = here.resolve() if here.exists() else Path.cwd().resolve()
-    for folder in (here, *here.parents):
+    """The nearest settings file at or above `start` (a file's folder, or a folder). (Searched
+    with os.path: pathlib is imported only for a file found.)"""
+    here = os.fspath(start) if start is not None else os.getcwd()
+    if not os.path.isdir(here):
+        here = os.path.dirname(here) or os.curdir
+    folder = os.path.realpath(here if os.path.exists(here) else os.getcwd())
+    while True:
         # Anything there but a folder counts (a FIFO or device is then refused by name when
         # read, never skipped silently nor read).
-        candidate = folder / SETTINGS_YAML
-        if candidate.exists() and not candidate.is_dir():
-            return candidate
-        pyproject = folder / PYPROJECT
-        if pyproject.exists() and not pyproject.is_dir() and _pyproject_table(pyproject) is not None:
-            return pyproject
-    return None
+        candidate = os.path.join(folder, SETTINGS_YAML)
+        if os.path.exists(candidate) and not os.path.isdir(candidate):
+            return _path(candidate)
+        pyproject = os.path.join(folder, PYPROJECT)
+        if os.path.exists(pyproject) and not os.path.isdir(pyproject) and _pyproject_table(pyproject) is not None:
+            return _path(pyproject)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
-# `inkling-compat` as a table or key name (`[tool.inkling-compat]`, `[[tool.inkling-compat.checks]]`,
-# `tool.inkling-compat.select = ...`, `inkling-compat = {...}` under [tool]), not as a value
-# (`name = "inkling-compat"`): a pyproject without it is not parsed (tomllib is not free at start-up).
-_MENTIONS_TABLE = re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat')
-# A mention that is a key with a string value (`inkling-compat = "inkling_compat.cli:main"` under
-# [project.scripts]) is ours only under [tool]: the table header above it says whose it is.
-_STRING_KEY = re.compile(rb'[ \t]*"?inkling-compat"?[ \t]*=[ \t]*["\']')
-_HEADER = re.compile(rb'^[ \t]*\[\[?([ \t\w."\'-]*)\]\]?[ \t]*(?:#.*)?$', re.M)
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _table_forms() -> tuple["re.Pattern[bytes]", "re.Pattern[bytes]", "re.Pattern[bytes]"]:
+    """Compiled for a pyproject that names us at all: `inkling-compat` as a table or key name
+    (`[tool.inkling-compat]`, `[[tool.inkling-compat.checks]]`, `tool.inkling-compat.select = ...`,
+    `inkling-compat = {...}` under [tool]), not as a value (`name = "inkling-compat"`): a pyproject
+    without it is not parsed (tomllib is not free at start-up); a mention that is a key with a string
+    value (`inkling-compat = "inkling_compat.cli:main"` under [project.scripts]), ours only under
+    [tool]; a table header (the one above a mention says whose it is)."""
+    return (
+        re.compile(rb'inkling-compat"?[ \t]*[.\]=]|\[\[?[ \t]*tool[ \t]*\.[ \t]*"?inkling-compat'),
+        re.compile(rb'[ \t]*"?inkling-compat"?[ \t]*=[ \t]*["\']'),
+        re.compile(rb'^[ \t]*\[\[?([ \t\w."\'-]*)\]\]?[ \t]*(?:#.*)?$', re.M),
+    )
 
 
 def _names_table(raw: bytes) -> bool:
     """Whether a pyproject's text may hold our table (then it is parsed)."""
-    for mention in _MENTIONS_TABLE.finditer(raw):
+    if b"inkling-compat" not in raw:  # (every pattern's match holds it)
+        return False
+    mentions, string_key, header = _table_forms()
+    for mention in mentions.finditer(raw):
         line = raw.rfind(b"\n", 0, mention.start()) + 1
-        if not _STRING_KEY.match(raw, line):
+        if not string_key.match(raw, line):
             return True
-        headers = [m.group(1) for m in _HEADER.finditer(raw, 0, line)]
+        headers = [m.group(1) for m in header.finditer(raw, 0, line)]
         if headers and headers[-1].replace(b" ", b"").replace(b"\t", b"").strip(b"\"'") == b"tool":
             return True
     return False
@@ -218,7 +261,7 @@ def _lines(path: Path, prefix: str) -> Any:
 
 def read_settings(path: str | os.PathLike[str]) -> tuple[Any, str]:
     """(Settings, the key prefix its fields are named by in errors) from either kind of file."""
-    path = Path(path)
+    path = _path(os.fspath(path))
     if path.name == PYPROJECT:
         table, prefix = _pyproject_table(path) or {}, f"{TABLE}."
     else:
@@ -275,7 +318,7 @@ def build_selection(
     if settings_file is not None:
         shown = str(settings_file)
         settings, prefix = read_settings(settings_file)
-        line_of = _lines(Path(settings_file), prefix) if (settings.select or settings.ignore or settings.severity) else None
+        line_of = _lines(_path(os.fspath(settings_file)), prefix) if (settings.select or settings.ignore or settings.severity) else None
         for index, pattern in enumerate(settings.select or ()):
             _known(pattern, ids, shown, f"{prefix}select[{index}]")
             chosen.append(pattern.strip())
@@ -350,7 +393,7 @@ def apply(report: Report, selection: Selection) -> Report:
             line = selection.severity_lines[index] if index < len(selection.severity_lines) else None
             note = f"{problem.severity}(s) reported as {override} by {selection.said_by(selection.settings_file or COMMAND_LINE, line)} ({selection.severity[index][0]})"
             said[note] = said.get(note, 0) + 1
-            problem = dataclasses.replace(problem, severity=override)
+            problem = problem.replace(severity=override)
         kept.append(problem)
     chosen = selection.to_dict()
     notes = [f"settings: {_relative(selection.settings_file)}"] if selection.settings_file else []
@@ -362,7 +405,7 @@ def apply(report: Report, selection: Selection) -> Report:
         first_ignored = {"rule_id": first.rule_id, "error_class": first.error_class, "message": first.message, "reason": why[0] if why else None}
         if first.because:
             first_ignored["because"] = first.because
-    return dataclasses.replace(report, problems=kept, ignored=ignored, selection=chosen, first_ignored=first_ignored)
+    return report.replace(problems=kept, ignored=ignored, selection=chosen, first_ignored=first_ignored)
 
 
 def _ignore_note(rule_id: str, selection: Selection) -> str:

@@ -11,14 +11,13 @@ note of the report's coverage ("unused suppression ..."), shown by every format 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import functools
 import re
 from typing import Any, Iterable
 
 from inkling_compat.engine.selection import ignored_entry, matches
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Coverage, Report
 
 
@@ -30,12 +29,17 @@ def _comment() -> re.Pattern[str]:
 _MAX_BYTES = 16 * 1024 * 1024  # as loading.MAX_INPUT_BYTES: the file was read under it already
 
 
-@dataclass(frozen=True)
-class Suppression:
+class Suppression(FrozenRecord):
+    """One suppression comment: its file and line, the rule ids or prefixes, the reason."""
+
+    __slots__ = ("file", "line", "rules", "reason")
     file: str
     line: int
     rules: tuple[str, ...]
     reason: str
+
+    def __init__(self, file: str, line: int, rules: tuple[str, ...], reason: str):
+        set_fields(self, file=file, line=line, rules=rules, reason=reason)
 
 
 def parse(text: str, file: str) -> list[Suppression]:
@@ -104,4 +108,4 @@ def apply_inline(report: Report, files: Iterable[Any]) -> Report:
             f"unused suppression at {s.file}:{s.line}: ignore[{', '.join(s.rules)}] silences no problem placed on that line" for s in unused
         )
         coverage = Coverage(coverage.status, coverage.reasons, notes, coverage.adapters)
-    return dataclasses.replace(report, problems=kept, ignored=ignored, coverage=coverage)
+    return report.replace(problems=kept, ignored=ignored, coverage=coverage)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from inkling_compat.engine import compiled_rules
@@ -28,7 +29,7 @@ def fresh_text() -> str:
 
 def is_current() -> bool:
     try:
-        return compiled_rules.artifact_path().read_text(encoding="utf-8") == fresh_text()
+        return Path(compiled_rules.artifact_path()).read_text(encoding="utf-8") == fresh_text()
     except OSError:
         return False
 
@@ -37,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=compiled_rules.COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the artifact is missing or out of date")
     args = parser.parse_args(argv)
-    path = compiled_rules.artifact_path()
+    path = Path(compiled_rules.artifact_path())
     if args.check:
         if not is_current():
             print(f"out of date: {path.name}; run `{compiled_rules.COMMAND}`", file=sys.stderr)

@@ -13,7 +13,14 @@ from __future__ import annotations
 import functools
 import re
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# What is escaped; of ASCII, only these: the usual text (ASCII, these absent) is told without the
+# regex, which is compiled on first use (every start would pay for it otherwise).
+_ASCII_UNSAFE = tuple(chr(code) for code in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F))
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 # The text renderer's colours (report/text.py _COLORS, _RESET): the only sequences let through.
@@ -32,9 +39,12 @@ def _escaped(match: re.Match[str]) -> str:
 
 def shown(text: str, keep_colors: bool = False) -> str:
     """`text` with what a reader would act on escaped (see the module doc)."""
-    if not _UNSAFE.search(text):
+    if text.isascii() and not any(ch in text for ch in _ASCII_UNSAFE):
+        return text
+    unsafe = _unsafe()
+    if not unsafe.search(text):
         return text
     if not keep_colors:
-        return _UNSAFE.sub(_escaped, text)
+        return unsafe.sub(_escaped, text)
     parts = _own_color().split(text)
-    return "".join(part if index % 2 else _UNSAFE.sub(_escaped, part) for index, part in enumerate(parts))
+    return "".join(part if index % 2 else unsafe.sub(_escaped, part) for index, part in enumerate(parts))

@@ -23,20 +23,36 @@ input's control characters are escaped in every syntax but JSON (report/escape.p
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
+
+from inkling_compat.report.frozen import FrozenRecord, set_fields
 
 _SECTIONS = "inkling_compat.report.deployment:sections"
 
 
-class Format(NamedTuple):  # (a NamedTuple: no dataclasses import at the command's start)
+class Format(FrozenRecord):  # (a plain record: a NamedTuple class costs about 1 ms at every start)
+    """`description`: what it is, for --help and docs/ci.md (a phrase); `extension`: of a file
+    holding it (`--output report.<extension>`); `syntax`: json | xml | lines | text (see the module
+    doc); `render`, `failure` (None: nothing on standard output at exit 2/3) and `deployment`:
+    "module:function"; `reader`: who reads it (for docs/ci.md)."""
+
+    __slots__ = ("name", "description", "extension", "syntax", "render", "failure", "deployment", "reader")
     name: str
-    description: str  # what it is, for --help and docs/ci.md (a phrase)
-    extension: str  # of a file holding it (`--output report.<extension>`)
-    syntax: str  # json | xml | lines | text (see the module doc)
-    render: str  # "module:function"
-    failure: str | None  # "module:function", or None: nothing on standard output at exit 2/3
-    deployment: str = _SECTIONS  # "module:function"
-    reader: str = ""  # who reads it (for docs/ci.md)
+    description: str
+    extension: str
+    syntax: str
+    render: str
+    failure: str | None
+    deployment: str
+    reader: str
+
+    def __init__(
+        self, name: str, description: str, extension: str, syntax: str, render: str, failure: str | None, deployment: str = _SECTIONS, reader: str = ""
+    ):
+        set_fields(
+            self, name=name, description=description, extension=extension, syntax=syntax, render=render, failure=failure, deployment=deployment,
+            reader=reader,
+        )  # fmt: skip
 
     def renderer(self) -> Callable[..., str]:
         return _resolve(self.render)

@@ -8,7 +8,6 @@ warning fails too), `not-checked` (also any rule not checked: the same gate as `
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Mapping
 
@@ -18,9 +17,9 @@ from inkling_compat.report.model import Report
 def gated(report: Report, fail_on: str, strict: bool) -> Report:
     """The report under the gate asked for (its `passes`, `exit_code` and outputs say it)."""
     if strict or fail_on == "not-checked":
-        return dataclasses.replace(report, strict=True)
+        return report.replace(strict=True)
     if fail_on == "warning":
-        return dataclasses.replace(report, fail_on_warning=True)
+        return report.replace(fail_on_warning=True)
     return report
 
 

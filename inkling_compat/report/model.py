@@ -9,10 +9,9 @@ findings (an unknown key, an unreadable or unchecked file), which sglang never r
 from __future__ import annotations
 
 import builtins
-from dataclasses import asdict, field
 from typing import Any, Callable
 
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.report.frozen import FrozenRecord, set_fields
 
 SGLANG_EXCEPTIONS = {
     "ValueError": ValueError,
@@ -88,8 +87,13 @@ def _raise_class(error_class: str | None) -> type[SglangWouldRaise]:
     return _RAISE_CLASSES[base]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(FrozenRecord):
+    """One problem a rule found: immutable; `replace(**changes)` makes a changed copy."""
+
+    __slots__ = (
+        "rule_id", "severity", "origin", "error_class", "message", "fragment", "stage", "field_paths", "fixes", "adapter",
+        "adapter_index", "locations", "because",
+    )  # fmt: skip
     rule_id: str
     severity: str
     origin: str
@@ -99,13 +103,35 @@ class Problem:
     stage: str
     field_paths: tuple[str, ...]
     fixes: tuple[str, ...]
-    adapter: str | None = None
+    adapter: str | None
     # Position of the adapter in the check's adapter list (names may repeat in a fleet).
-    adapter_index: int | None = None
+    adapter_index: int | None
     # Where the fields are in the user's files (inputs/source_map.Location), in field order.
-    locations: tuple[Any, ...] = ()
+    locations: tuple[Any, ...]
     # A bare sglang `assert` says nothing: the condition that failed, with its values.
-    because: str | None = None
+    because: str | None
+
+    def __init__(
+        self,
+        rule_id: str,
+        severity: str,
+        origin: str,
+        error_class: str,
+        message: str,
+        fragment: str,
+        stage: str,
+        field_paths: tuple[str, ...],
+        fixes: tuple[str, ...],
+        adapter: str | None = None,
+        adapter_index: int | None = None,
+        locations: tuple[Any, ...] = (),
+        because: str | None = None,
+    ):
+        set_fields(
+            self, rule_id=rule_id, severity=severity, origin=origin, error_class=error_class, message=message, fragment=fragment,
+            stage=stage, field_paths=field_paths, fixes=fixes, adapter=adapter, adapter_index=adapter_index, locations=locations,
+            because=because,
+        )  # fmt: skip
 
     @property
     def raised_by_sglang(self) -> bool:
@@ -125,7 +151,7 @@ class Problem:
         return rule_url(self.rule_id)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = dict(zip(self._fields(), self._values()))
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)
         data["label"] = self.label
@@ -231,40 +257,89 @@ class Coverage:
         return (Coverage, (self.status, self.reasons, self.notes, self.adapters))
 
 
-@dataclass
 class Report:
-    problems: list[Problem] = field(default_factory=list)
-    given_facts: dict[str, Any] = field(default_factory=dict)
-    # Inputs not given ("config", "model", "platform"): the checks that depend on them ran on
-    # placeholder defaults (facts.inputs_given), so they say nothing about the real input.
-    not_given: list[str] = field(default_factory=list)
-    # Paths the server arguments name that sglang would read but are not on this machine (a hub
-    # id for --model-path, a missing --lora-paths folder): what reads them is not checked.
-    not_read: list[str] = field(default_factory=list)
-    sglang_version: str = "0.5.23"
-    # Why that release (inputs/release.py): "from --sglang-version", "from the image tag in deploy.yaml:14", ...
-    sglang_version_from: str = ""
-    rules_evaluated: int = 0
-    # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
-    # adapter directory that could not be read).
-    adapters: list[dict[str, Any]] = field(default_factory=list)
-    # Problems left out by --select / --ignore or the project's settings (engine/selection.py):
-    # {"rule_id", "severity", "message", "adapter", "reason", "by"}; never silently dropped.
-    ignored: list[dict[str, Any]] = field(default_factory=list)
-    # The selection applied (engine/selection.Selection.to_dict()), None when none was.
-    selection: dict[str, Any] | None = None
-    # What sglang raises first when that problem was ignored or not selected (sglang still
-    # raises it first: a selection changes what is shown, never what sglang does).
-    first_ignored: dict[str, Any] | None = None
-    # Which rules were checked, not applicable or not checked, and why (engine/coverage.py).
-    coverage: Coverage = field(default_factory=Coverage)
-    # `check --strict` (a CI gate): warnings and rules not checked fail too (`passes`, `exit_code`).
-    strict: bool = False
-    # `check --fail-on warning`: any warning fails too (rules not checked do not; that is strict).
-    fail_on_warning: bool = False
-    # What `fixes()` computes the fixes from: (inputs, facts, rules by id) of the check that made
-    # this report (engine/evaluate.py), None for a report built otherwise.
-    fix_source: Any = field(default=None, repr=False, compare=False)
+    """What a check found: its problems in sglang's order, what it checked and how (the
+    fields below). `replace(**changes)` makes a changed copy (also `copy.replace`, Python 3.13)."""
+
+    # The fields, in order (compared by `==` and shown by `repr`, but for `fix_source`).
+    FIELDS = (
+        "problems", "given_facts", "not_given", "not_read", "sglang_version", "sglang_version_from", "rules_evaluated", "adapters",
+        "ignored", "selection", "first_ignored", "coverage", "strict", "fail_on_warning", "fix_source",
+    )  # fmt: skip
+    fix_source: Any = None  # (a report unpickled without it: see __getstate__)
+
+    def __init__(
+        self,
+        problems: list[Problem] | None = None,
+        given_facts: dict[str, Any] | None = None,
+        not_given: list[str] | None = None,
+        not_read: list[str] | None = None,
+        sglang_version: str = "0.5.23",
+        sglang_version_from: str = "",
+        rules_evaluated: int = 0,
+        adapters: list[dict[str, Any]] | None = None,
+        ignored: list[dict[str, Any]] | None = None,
+        selection: dict[str, Any] | None = None,
+        first_ignored: dict[str, Any] | None = None,
+        coverage: Coverage | None = None,
+        strict: bool = False,
+        fail_on_warning: bool = False,
+        fix_source: Any = None,
+    ):
+        self.problems = [] if problems is None else problems
+        self.given_facts = {} if given_facts is None else given_facts
+        # Inputs not given ("config", "model", "platform"): the checks that depend on them ran on
+        # placeholder defaults (facts.inputs_given), so they say nothing about the real input.
+        self.not_given = [] if not_given is None else not_given
+        # Paths the server arguments name that sglang would read but are not on this machine (a hub
+        # id for --model-path, a missing --lora-paths folder): what reads them is not checked.
+        self.not_read = [] if not_read is None else not_read
+        self.sglang_version = sglang_version
+        # Why that release (inputs/release.py): "from --sglang-version", "from the image tag in deploy.yaml:14", ...
+        self.sglang_version_from = sglang_version_from
+        self.rules_evaluated = rules_evaluated
+        # Every adapter checked, in input order: {"name", "path", "form"} (form "unreadable" for an
+        # adapter directory that could not be read).
+        self.adapters = [] if adapters is None else adapters
+        # Problems left out by --select / --ignore or the project's settings (engine/selection.py):
+        # {"rule_id", "severity", "message", "adapter", "reason", "by"}; never silently dropped.
+        self.ignored = [] if ignored is None else ignored
+        # The selection applied (engine/selection.Selection.to_dict()), None when none was.
+        self.selection = selection
+        # What sglang raises first when that problem was ignored or not selected (sglang still
+        # raises it first: a selection changes what is shown, never what sglang does).
+        self.first_ignored = first_ignored
+        # Which rules were checked, not applicable or not checked, and why (engine/coverage.py).
+        self.coverage = Coverage() if coverage is None else coverage
+        # `check --strict` (a CI gate): warnings and rules not checked fail too (`passes`, `exit_code`).
+        self.strict = strict
+        # `check --fail-on warning`: any warning fails too (rules not checked do not; that is strict).
+        self.fail_on_warning = fail_on_warning
+        # What `fixes()` computes the fixes from: (inputs, facts, rules by id) of the check that made
+        # this report (engine/evaluate.py), None for a report built otherwise.
+        self.fix_source = fix_source
+
+    def replace(self, **changes: Any) -> "Report":
+        """A copy with `changes` (field names) replaced, as `dataclasses.replace` makes it."""
+        unknown = set(changes) - set(self.FIELDS)
+        if unknown:
+            raise TypeError(f"Report has no field {sorted(unknown)[0]!r}")
+        return Report(**{name: changes[name] if name in changes else getattr(self, name) for name in self.FIELDS})
+
+    __replace__ = replace  # copy.replace (Python 3.13)
+
+    def _compared(self) -> tuple[Any, ...]:
+        return tuple([getattr(self, name) for name in self.FIELDS[:-1]])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable)
+
+    def __repr__(self) -> str:
+        return "Report(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS[:-1]) + ")"
 
     def fixes(self) -> list[Any]:
         """The machine-applicable fixes of this report's problems (`inkling_compat.engine.fixes.Fix`, from the check's `FixSource`:
