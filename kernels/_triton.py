@@ -15,6 +15,7 @@ interpreting; on the GPU the operands stay bf16 (tensor cores).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import os
@@ -116,9 +117,28 @@ def _patch_language_once_per_launch() -> None:
     interpreter._patch_lang = patch_lang
 
 
+def _skip_unasserted_overflow_checks() -> None:
+    """Triton's interpreter builds an integer-overflow check for every int32 ``+``, ``-`` and
+    ``*`` (``sanitize_overflow``: a cast to int64, the operation again, two comparisons), then
+    hands it to ``device_assert``, which drops it unless the builder's ``debug`` option is on (it
+    is off: the interpreter's options are fixed at their defaults). The checks' result is never
+    read, and building them is much of an interpreted kernel's time: off while ``debug`` is off,
+    as compiled kernels drop them. Interpreter only."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - no interpreter in this triton
+        return
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if options is None or getattr(options, "debug", True) or not getattr(options, "sanitize_overflow", False):
+        return
+    builder.options = dataclasses.replace(options, sanitize_overflow=False)
+
+
 if INTERPRET:
     _fix_interpreter_index()
     _patch_language_once_per_launch()
+    _skip_unasserted_overflow_checks()
 # Opt-in autotuning over a few configs per kernel (GPU only; the benchmark turns it on).
 AUTOTUNE: bool = os.environ.get("INKLING_AUTOTUNE", "0") == "1" and not INTERPRET
 

@@ -143,3 +143,37 @@ def test_an_interpreted_launch_patches_the_language_once_per_module(monkeypatch)
     # the launch: tl, its tensor, tl.math, descriptors; the helpers: tl and triton.language.core
     assert counts[0] == counts[1] and 0 < counts[0] <= 4 + 6, counts
     assert _triton.tl.load is load
+
+
+tl = _triton.tl
+
+
+@_triton.triton.jit
+def _int32_products_kernel(out_ptr, X, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, (offs + X) * X * X - X)  # wraps around int32 for X = 2**20
+
+
+@pytest.mark.skipif(not _triton.INTERPRET, reason="the interpreter's own options")
+def test_the_interpreter_skips_only_overflow_checks_nothing_asserts(monkeypatch):
+    """The interpreter's int32 overflow checks are built only to be dropped (no ``debug``): with
+    them built or not, a kernel whose products wrap around gives the same values, and no error."""
+    import dataclasses
+
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    assert not builder.options.debug and not builder.options.sanitize_overflow
+    outs = []
+    for sanitize in (True, False):
+        monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=sanitize))
+        out = torch.zeros(16, dtype=torch.int32)
+        _int32_products_kernel[(1,)](out, 2**20, N=16)
+        outs.append(out)
+    wrapped = ((torch.arange(16, dtype=torch.int64) + 2**20) * 2**40 - 2**20) % 2**32
+    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(outs[0].to(torch.int64) % 2**32, wrapped)
+    # the checks are real: asserted (``debug``), they refuse this kernel
+    monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, sanitize_overflow=True, debug=True))
+    with pytest.raises(Exception, match="int32 overflow detected"):
+        _int32_products_kernel[(1,)](torch.zeros(16, dtype=torch.int32), 2**20, N=16)

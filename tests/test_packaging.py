@@ -5,6 +5,8 @@ package left out of the wheel; .ci/wheel_smoke.sh runs the installed commands.)"
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -32,11 +34,7 @@ def _source_files() -> set[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str]:
-    """(the wheel's file list, pip's build log): one build, without build isolation (the
-    test environment's setuptools, so it runs offline)."""
-    out = tmp_path_factory.mktemp("wheel")
+def _build_wheel(out: Path) -> tuple[list[str], str]:
     work = out / "src"  # a copy: the build writes build/ and *.egg-info next to the sources
     shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache"))
     run = subprocess.run(
@@ -47,6 +45,25 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str]:
     (wheel,) = (out / "dist").glob("inkling_compat-*.whl")
     with zipfile.ZipFile(wheel) as z:
         return z.namelist(), run.stdout + run.stderr
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str]:
+    """(the wheel's file list, pip's build log): one build per run, without build isolation (the
+    test environment's setuptools, so it runs offline). Under pytest-xdist the workers share it:
+    the first to ask builds it into the run's common temporary folder, the others read it there."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build_wheel(tmp_path_factory.mktemp("wheel"))
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above each worker's own
+    result = shared / "packaging-wheel.json"
+    with FileLock(str(shared / "packaging-wheel.lock")):
+        if not result.is_file():
+            names, log = _build_wheel(tmp_path_factory.mktemp("wheel"))
+            result.write_text(json.dumps({"names": names, "log": log}), encoding="utf-8")
+        data = json.loads(result.read_text(encoding="utf-8"))
+    return data["names"], data["log"]
 
 
 def test_the_wheel_holds_every_subpackage_and_file(built: tuple[list[str], str]) -> None:

@@ -776,6 +776,9 @@ def find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | No
     return _FOUND[wheel, site]
 
 
+_WORD = re.compile(r"[A-Za-z0-9_]{4,}")
+
+
 def _find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | None:
     pieces = [p.strip() for p in _HOLE.split(site.template)]
     literal = max(pieces, key=len, default="")
@@ -787,9 +790,12 @@ def _find_elsewhere(wheel: Path, site: Site) -> tuple[Site, tuple[str, ...]] | N
     # A raised class's name is in the source as written (`_raised` reads it from there); an
     # `assert` raises AssertionError without naming it.
     named = site.error_class if site.error_class not in ("AssertionError", "(re-raise)") else ""
+    # Every word of the message's literal text is in a file that raises it (a message is split
+    # over literals between words): most files holding a probe (a common phrase) lack one.
+    words = {w for piece in pieces for w in _WORD.findall(piece)}
     found = []
     for file, source in _wheel_sources(wheel).items():
-        if named not in source or not any(probe in source for probe in probes):
+        if named not in source or not any(probe in source for probe in probes) or not all(w in source for w in words):
             continue
         for other in _parsed_sites(wheel, file):
             if other.error_class == site.error_class and _glob(other.template) == _glob(site.template):
