@@ -73,12 +73,16 @@ def test_a_launch_files_secrets_are_not_in_diff_or_fix(tmp_path: Path, capsys: p
     _clean(out + err)
 
 
-def test_an_unusable_input_line_does_not_echo_a_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("line", "code", "key"), [
+    ("sink:\n  sink_class: [{key}]", 2, "sink.sink_class"),  # unusable input: one line on stderr
+    ("max_loras_per_batch: [{key}]", 1, "max_loras_per_batch"),  # sglang's merger: `--max-loras-per-batch <key>`, argparse's refusal quotes it
+])
+def test_an_unusable_or_refused_value_does_not_echo_a_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, code: int, key: str) -> None:
     config = tmp_path / "serve.yaml"
-    config.write_text(f"api_key: {API_KEY}\nmax_loras_per_batch: [{API_KEY}]\n")
-    assert main(["check", "--config", str(config)]) == 2
+    config.write_text(f"api_key: {API_KEY}\n" + line.format(key=API_KEY) + "\n")
+    assert main(["check", "--config", str(config)]) == code
     out, err = capsys.readouterr()
-    assert "max_loras_per_batch" in err
+    assert key in (err if code == 2 else out)
     _clean(out + err)
 
 
