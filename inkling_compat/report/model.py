@@ -9,7 +9,7 @@ findings (an unknown key, an unreadable or unchecked file), which sglang never r
 from __future__ import annotations
 
 import builtins
-from dataclasses import asdict, field
+from dataclasses import field, fields
 from typing import Any, Callable
 
 from inkling_compat.sglang.lazy_dataclass import dataclass
@@ -125,7 +125,10 @@ class Problem:
         return rule_url(self.rule_id)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # The fields as they are (strings, numbers, None; the tuples are made lists below):
+        # dataclasses.asdict would copy each of them deeply first, thousands of locations of
+        # an unknown-key problem included, only for them to be replaced.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)
         data["label"] = self.label
