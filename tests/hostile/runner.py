@@ -176,11 +176,13 @@ def check_cli(inv: dict[str, Any], outcome: dict[str, Any], as_json: bool) -> di
 def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
     """`--fix --unsafe-fixes` on a copy of the case's server config: a failure when the fix
     raises anything but InputError, writes a file the check then refuses, or is not idempotent
-    (a second --fix on its result changes the file again)."""
-    from inkling_compat.api import check
+    (a second --fix on its result changes the file again).
+
+    apply_fixes checks the file it wrote (FixResult.report), so an InputError out of it after
+    the copy changed is a written file the check refuses. When it wrote nothing, a second fix
+    and a re-check would be its own first check of the same bytes again: they are not run."""
     from inkling_compat.errors import InputError
     from inkling_compat.fix import apply_fixes
-    from inkling_compat.fleet import check_fleet
 
     config = inv["config"]
     if not isinstance(config, str) or not os.path.isfile(config):
@@ -188,23 +190,28 @@ def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
     copy = os.path.join(os.path.dirname(config), "fixed-copy" + (Path(config).suffix if Path(config).suffix.isascii() else ""))
     try:
         shutil.copyfile(config, copy)
+        with open(copy, "rb") as handle:
+            before = handle.read()
     except OSError:
         return None
 
     def run(source: Any) -> Any:
+        from inkling_compat.api import check
+        from inkling_compat.fleet import check_fleet
+
         if inv["folders"]:
             return check_fleet(source, inv["folders"], inv["adapters"], model=inv["model"], platform=inv["platform"])
         return check(source, inv["adapters"] or None, model=inv["model"], platform=inv["platform"])
 
     step = "fix"
     try:
-        first = apply_fixes(copy, run=run, unsafe=True)
-        step = "re-check after fix"
         try:
-            run(copy)
+            first = apply_fixes(copy, run=run, unsafe=True)
         except InputError as exc:
-            if first.written:
+            if _changed(copy, before):
                 return {"kind": "failure", "detail": f"--fix wrote a file the check refuses: {_short(str(exc))}", "sig": "fix-unusable"}
+            return None
+        if not first.written:
             return None
         step = "second fix"
         second = apply_fixes(copy, run=run, unsafe=True)
@@ -218,6 +225,14 @@ def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
         where = _frame(exc)
         return {"kind": "failure", "detail": f"{step}: {type(exc).__name__}: {_short(str(exc))}", "sig": f"fix:{type(exc).__name__}:{':'.join(where.split(':')[:2])}", "where": where}
     return None
+
+
+def _changed(path: str, before: bytes) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read() != before
+    except OSError:
+        return True
 
 
 def _short(text: str, limit: int = 240) -> str:
