@@ -40,14 +40,25 @@ class _CliParser(argparse.ArgumentParser):
         return super()._get_formatter()
 
 
+# The parsers built so far, by whether they hold `run`: parsing changes nothing in a parser
+# (an `append` option's default list is copied before it grows), so a process that calls
+# `main` again (an API user, the tests) builds each once; argparse's gettext look-ups for
+# every option made building it cost more than parsing.
+_PARSERS: dict[bool, argparse.ArgumentParser] = {}
+
+
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; for `command` check, rules or explain without `run` (the
     runtime's module is imported only to parse `run` or to list every command)."""
-    _CliParser.building = True
-    try:
-        return _build_parser(command)
-    finally:
-        _CliParser.building = False
+    with_run = command not in ("check", "rules", "explain")
+    parser = _PARSERS.get(with_run)
+    if parser is None:
+        _CliParser.building = True
+        try:
+            parser = _PARSERS[with_run] = _build_parser(command)
+        finally:
+            _CliParser.building = False
+    return parser
 
 
 def _build_parser(command: str | None) -> argparse.ArgumentParser:
