@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-# Bytecode. Where PYTHONDONTWRITEBYTECODE is set (this project's agents' sandbox sets it), each
+# Bytecode. Where PYTHONDONTWRITEBYTECODE is set (some sandboxes and CI images set it), each
 # test process compiled the package from source again and pytest rewrote every test module's
 # asserts again (collection: 8.3 s CPU without bytecode, 5.0 s with), and each `python -m
 # inkling_compat` a test starts compiled what it imports (0.25-0.29 s CPU a check, 0.15 s with
