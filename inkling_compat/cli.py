@@ -41,15 +41,26 @@ class _CliParser(argparse.ArgumentParser):
         return super()._get_formatter()
 
 
+# The parsers built so far, by the command they hold (None: every command's): parsing changes
+# nothing in a parser (an `append` option's default list is copied before it grows), and
+# argparse's gettext look-ups for every option make building one cost more than parsing.
+_PARSERS: dict[str | None, argparse.ArgumentParser] = {}
+
+
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; for a known `command`, with that command's parser only (each
     parser costs a millisecond at a check's start; the runtime's module is imported only to
-    parse `run`); for any other first word (none, a typo, `--help`), with every command's."""
-    _CliParser.building = True
-    try:
-        return _build_parser(command)
-    finally:
-        _CliParser.building = False
+    parse `run`); for any other first word (none, a typo, `--help`), with every command's. Built
+    once per process for each (a process may call `main` again: an API user, the tests)."""
+    key = command if command in COMMANDS else None
+    parser = _PARSERS.get(key)
+    if parser is None:
+        _CliParser.building = True
+        try:
+            parser = _PARSERS[key] = _build_parser(command)
+        finally:
+            _CliParser.building = False
+    return parser
 
 
 def _build_parser(command: str | None) -> argparse.ArgumentParser:

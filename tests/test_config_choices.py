@@ -115,7 +115,7 @@ def test_moe_a2a_backend_pplx_on_0_5_16_is_refused_by_the_command(tmp_path: Path
 def test_the_ruled_choices_are_the_rule_familys_fields() -> None:
     fields = set()
     for path in (ROOT / "rules").rglob("*.yaml"):
-        rule = yaml.safe_load(path.read_text(encoding="utf-8"))
+        rule = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # (libyaml: the same data, 9x faster)
         if isinstance(rule, dict) and rule.get("family") == "argparse-lora-choices" and "id" in rule:
             fields |= {p.removeprefix("config.") for p in rule["field_paths"]}
     assert fields == set(CHOICES_BY_RULE)

@@ -19,7 +19,10 @@ from inkling_compat.engine.rule_load import load_rules, rule_files, rules_dir
 from inkling_compat.errors import RuleFileError
 
 RULES = {c.rule.id: c for c in load_rules()}
-RAW = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in rule_files()}
+# (libyaml's safe loader where there is one: the same data as yaml.safe_load, read at every
+# collection, in each pytest-xdist worker; the pure-Python one took 0.93 s for the rule files, 0.10 s)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+RAW = {p.stem: yaml.load(p.read_text(encoding="utf-8"), Loader=_SAFE_LOADER) for p in rule_files()}
 DEFS = definitions.load_definitions(rules_dir())
 
 # Per rule, what it expands to (family merged, guards written out, `after` derived): the rule's

@@ -7,6 +7,7 @@ shipped examples, and generated and hostile mappings."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -235,11 +236,19 @@ def _typed_value(annotation: Any, depth: int) -> Any:
     raise AssertionError(f"no strategy for {annotation}")
 
 
+@functools.cache
+def _generated_and_hostile(cls: type) -> Any:
+    """One strategy object per class, built once: hypothesis works out a strategy's properties
+    (validation, emptiness, reusable values) once per object, so a strategy built afresh for
+    every example spent more CPU on that than on drawing."""
+    return st.one_of(_typed_mappings(cls), _mappings(cls))
+
+
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_generated_and_hostile_mappings_read_alike(cls: type, data: Any) -> None:
-    mapping = data.draw(st.one_of(_typed_mappings(cls), _mappings(cls)))
+    mapping = data.draw(_generated_and_hostile(cls))
     assert_agree(cls, _strip_unknown(cls, mapping) if cls._extra == "forbid" else mapping)
 
 

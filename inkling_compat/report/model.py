@@ -151,6 +151,7 @@ class Problem(FrozenRecord):
         return rule_url(self.rule_id)
 
     def to_dict(self) -> dict[str, Any]:
+        # The fields as they are (the tuples are made lists below), not copied deeply first
         data = dict(zip(self._fields(), self._values()))
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)

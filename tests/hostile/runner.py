@@ -176,11 +176,13 @@ def check_cli(inv: dict[str, Any], outcome: dict[str, Any], as_json: bool) -> di
 def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
     """`--fix --unsafe-fixes` on a copy of the case's server config: a failure when the fix
     raises anything but InputError, writes a file the check then refuses, or is not idempotent
-    (a second --fix on its result changes the file again)."""
-    from inkling_compat.api import check
+    (a second --fix on its result changes the file again).
+
+    apply_fixes checks the file it wrote (FixResult.report), so an InputError out of it after
+    the copy changed is a written file the check refuses. When it wrote nothing, a second fix
+    and a re-check would be its own first check of the same bytes again: they are not run."""
     from inkling_compat.errors import InputError
     from inkling_compat.fix import apply_fixes
-    from inkling_compat.fleet import check_fleet
 
     config = inv["config"]
     if not isinstance(config, str) or not os.path.isfile(config):
@@ -188,23 +190,28 @@ def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
     copy = os.path.join(os.path.dirname(config), "fixed-copy" + (Path(config).suffix if Path(config).suffix.isascii() else ""))
     try:
         shutil.copyfile(config, copy)
+        with open(copy, "rb") as handle:
+            before = handle.read()
     except OSError:
         return None
 
     def run(source: Any) -> Any:
+        from inkling_compat.api import check
+        from inkling_compat.fleet import check_fleet
+
         if inv["folders"]:
             return check_fleet(source, inv["folders"], inv["adapters"], model=inv["model"], platform=inv["platform"])
         return check(source, inv["adapters"] or None, model=inv["model"], platform=inv["platform"])
 
     step = "fix"
     try:
-        first = apply_fixes(copy, run=run, unsafe=True)
-        step = "re-check after fix"
         try:
-            run(copy)
+            first = apply_fixes(copy, run=run, unsafe=True)
         except InputError as exc:
-            if first.written:
+            if _changed(copy, before):
                 return {"kind": "failure", "detail": f"--fix wrote a file the check refuses: {_short(str(exc))}", "sig": "fix-unusable"}
+            return None
+        if not first.written:
             return None
         step = "second fix"
         second = apply_fixes(copy, run=run, unsafe=True)
@@ -218,6 +225,14 @@ def check_fix(inv: dict[str, Any]) -> dict[str, Any] | None:
         where = _frame(exc)
         return {"kind": "failure", "detail": f"{step}: {type(exc).__name__}: {_short(str(exc))}", "sig": f"fix:{type(exc).__name__}:{':'.join(where.split(':')[:2])}", "where": where}
     return None
+
+
+def _changed(path: str, before: bytes) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read() != before
+    except OSError:
+        return True
 
 
 def _short(text: str, limit: int = 240) -> str:
@@ -272,11 +287,27 @@ def _vm_mb() -> float:
     return 0.0
 
 
-def worker(seed: int, start: int, stop: int) -> int:
+SHM = "/dev/shm"
+SHM_ROOM = 1 << 30  # free bytes it must have: a case writes a few MB at most, and removes them
+
+
+def _scratch_root() -> str | None:
+    """Where a worker writes its cases: a memory file system (/dev/shm) where there is one with
+    room, else the default temporary folder. A case makes and removes some ten files and
+    folders; on a disk's file system (ext4 /tmp here) each make-write-remove cost ~1.1 ms of
+    system CPU, on /dev/shm ~0.03 ms (cases 0-399: worker system CPU 0.9 s -> 0.37 s)."""
+    try:
+        room = os.statvfs(SHM)
+    except OSError:
+        return None
+    return SHM if room.f_bavail * room.f_frsize >= SHM_ROOM and os.access(SHM, os.W_OK | os.X_OK) else None
+
+
+def worker(seed: int, start: int, stop: int, scratch: str | None = None) -> int:
     """Run cases start..stop-1, one JSON line each on stdout ("start" lines before each)."""
     signal.signal(signal.SIGALRM, _alarm)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
-    work = Path(tempfile.mkdtemp(prefix="hostile-"))
+    work = Path(tempfile.mkdtemp(prefix="worker-", dir=scratch or _scratch_root()))
     from inkling_compat.api import check
 
     check(str(cases.EXAMPLES / "serve.yaml"), str(cases.EXAMPLES / "adapter"), model=str(cases.EXAMPLES / "config.json"))
@@ -313,13 +344,24 @@ def worker(seed: int, start: int, stop: int) -> int:
 def run_cases(seed: int, indices: range, jobs: int = 2, on_result=None) -> list[dict[str, Any]]:
     """Every case of `indices`, over `jobs` worker processes; the results in index order."""
     chunks = _split(indices, jobs)
+    # The workers' folders, removed at the end whatever became of them (a killed worker
+    # cannot remove its own; on /dev/shm what is left stays in memory).
+    scratch = tempfile.mkdtemp(prefix="hostile-", dir=_scratch_root())
+    try:
+        return _run_cases(seed, indices, jobs, on_result, chunks, scratch)
+    finally:
+        cases.undo_permissions(Path(scratch))
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_cases(seed: int, indices: range, jobs: int, on_result: Any, chunks: list[range], scratch: str) -> list[dict[str, Any]]:
     pending = [list(c) for c in chunks if len(c)]
     results: dict[int, dict[str, Any]] = {}
     running: list[dict[str, Any]] = []
     while pending or running:
         while pending and len(running) < jobs:
             todo = pending.pop(0)
-            running.append(_spawn(seed, todo))
+            running.append(_spawn(seed, todo, scratch))
         ready, _, _ = select.select([w["proc"].stdout for w in running], [], [], 1.0)
         for w in list(running):
             if w["proc"].stdout in ready:
@@ -352,8 +394,8 @@ def _split(indices: range, jobs: int) -> list[range]:
     return [indices[i : i + size] for i in range(0, n, size)] if n else []
 
 
-def _spawn(seed: int, todo: list[int]) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--seed", str(seed), "--start", str(todo[0]), "--stop", str(todo[-1] + 1)]
+def _spawn(seed: int, todo: list[int], scratch: str) -> dict[str, Any]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--seed", str(seed), "--start", str(todo[0]), "--stop", str(todo[-1] + 1), "--scratch", scratch]
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONIOENCODING="utf-8")
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=str(cases.ROOT))
     return {"proc": proc, "todo": todo, "current": None, "seen": time.monotonic()}
@@ -432,9 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--stop", type=int, default=0)
+    parser.add_argument("--scratch", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.seed, args.start, args.stop)
+        return worker(args.seed, args.start, args.stop, args.scratch)
     t0 = time.perf_counter()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
