@@ -281,3 +281,29 @@ def test_asdict_and_field_names_as_the_standard_functions():
     assert copied is not record.inner.items and copied[1]["k"] == {"b": "z", "items": []}
     assert field_names(record) == field_names(Outer) == tuple(f.name for f in dataclasses.fields(Outer))
     assert field_names(Standard(1)) is None and field_names(3) is None
+
+
+def test_copy_replace_and_a_replace_method_as_the_standard_decorator():
+    for decorate in (dataclasses.dataclass, dataclass):
+
+        @decorate(frozen=True)
+        class Record:
+            a: int
+            b: str = "x"
+
+            replace = replace  # (a method: `record.replace(**changes)`; not a field)
+
+        record = Record(1)
+        got = (
+            [f.name for f in dataclasses.fields(Record)],
+            record.replace(b="y").__dict__,
+            record.replace() == record,
+            "__replace__" in vars(Record),
+        )
+        if decorate is dataclasses.dataclass:
+            expected = got
+        with pytest.raises(TypeError, match="unexpected keyword argument 'c'"):
+            record.replace(c=2)
+    assert got == expected
+    if sys.version_info >= (3, 13):  # (copy.replace asks `__replace__`, which the decorators set there)
+        assert copy.replace(record, a=2) == Record(2, "x")  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ distinct input (engine/evaluator.py).
 
 An input record is its class, its fields' values, the fields it was given (`model_fields_set`:
 the facts read it) and its extra keys;
-a dataclass or a frozen record (report/frozen.py) its class and fields; a tensor table its (name, shape, dtype) list; other values
+a record (sglang/plain_dataclass.py, or a standard dataclass) its class and fields; a tensor table its (name, shape, dtype) list; other values
 what marshal writes (types kept: 1, 1.0 and True differ). Anything else (an object marshal
 cannot write) has no key: nothing is kept for it.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
-from inkling_compat.report.frozen import FrozenRecord
+from inkling_compat.sglang.plain_dataclass import field_names
 
 _PLAIN = frozenset({str, int, bool, float, type(None)})
 
@@ -47,12 +47,13 @@ def _content(value: Any) -> Any:
             None if stated is None else tuple(sorted(stated)),
             None if extra is None else _content(extra),
         )
+    names = field_names(kind)
+    if names is not None:  # (a plain record: asked first, its `__dataclass_fields__` would import dataclasses)
+        return (kind.__module__, kind.__qualname__, tuple([_content(getattr(value, name)) for name in names]))
     if hasattr(kind, "__dataclass_fields__"):  # (dataclasses.is_dataclass: then the module is imported already)
         import dataclasses
 
         return (kind.__module__, kind.__qualname__, tuple([_content(getattr(value, f.name)) for f in dataclasses.fields(value)]))
-    if isinstance(value, FrozenRecord):
-        return (kind.__module__, kind.__qualname__, tuple([_content(v) for v in value._values()]))
     raise _NoKey
 
 

@@ -26,24 +26,23 @@ from inkling_compat.facts.types import Facts
 from inkling_compat.inputs import argument_table
 from inkling_compat.inputs.models import SGLANG_VERSIONS
 from inkling_compat.inputs.release import Release, find_release
-from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Coverage, Problem, Report
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
 # (sort key, rule, (message fragment, error class) as rendered, adapter name)
 Fired = tuple[tuple[int, int, int], CompiledRule, tuple[str, str, "str | None"], "str | None"]
 
 
-class Checked(FrozenRecord):
+@dataclass(frozen=True)
+class Checked:
     """One check's typed inputs, facts and report."""
 
-    __slots__ = ("inputs", "facts", "report")
     inputs: Inputs
     facts: Facts
     report: Report
 
-    def __init__(self, inputs: Inputs, facts: Facts, report: Report):
-        set_fields(self, inputs=inputs, facts=facts, report=report)
+    replace = replace  # (checked.replace(**changes), as dataclasses.replace(checked, **changes))
 
 
 def check(

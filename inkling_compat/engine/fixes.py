@@ -11,14 +11,13 @@ with the reason: a fix is applied only where the inputs determine it.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from inkling_compat.engine.context import adapter_document, cel_context, pick, prune
 from inkling_compat.engine.plan import path_tree
 from inkling_compat.engine import cel
 from inkling_compat.engine.paths import referenced_paths
-from inkling_compat.sglang.lazy_dataclass import dataclass
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 _HOLE = re.compile(r"\{(item(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
 

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs.command_line import COMMAND_LINE
-from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Report
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -69,48 +69,34 @@ def _settings_models() -> tuple[Any, Any]:
     return Settings, IgnoreEntry
 
 
-class Ignore(FrozenRecord):
+@dataclass(frozen=True)
+class Ignore:
     """One ignored pattern, with its reason; `by`: where it was said (the settings file, or
     "(command line)"), `line`: the settings file's line that says it."""
 
-    __slots__ = ("pattern", "reason", "by", "line")
     pattern: str
     reason: str
     by: str
-    line: int | None
+    line: int | None = None
 
-    def __init__(self, pattern: str, reason: str, by: str, line: int | None = None):
-        set_fields(self, pattern=pattern, reason=reason, by=by, line=line)
+    replace = replace  # (ignore.replace(**changes), as dataclasses.replace(ignore, **changes))
 
 
-class Selection(FrozenRecord):
+@dataclass(frozen=True)
+class Selection:
     """What counts of a check's problems. `select_by`: who gave `select` (the settings file or
     "(command line)"); `select_line`, `severity_lines`: the settings file's line of `select` and
     of each severity override (same order)."""
 
-    __slots__ = ("select", "ignore", "severity", "settings_file", "select_by", "select_line", "severity_lines")
-    select: tuple[str, ...]
-    ignore: tuple[Ignore, ...]
-    severity: tuple[tuple[str, str], ...]
-    settings_file: str | None
-    select_by: str | None
-    select_line: int | None
-    severity_lines: tuple[int | None, ...]
+    select: tuple[str, ...] = ()
+    ignore: tuple[Ignore, ...] = ()
+    severity: tuple[tuple[str, str], ...] = ()
+    settings_file: str | None = None
+    select_by: str | None = None
+    select_line: int | None = None
+    severity_lines: tuple[int | None, ...] = ()
 
-    def __init__(
-        self,
-        select: tuple[str, ...] = (),
-        ignore: tuple[Ignore, ...] = (),
-        severity: tuple[tuple[str, str], ...] = (),
-        settings_file: str | None = None,
-        select_by: str | None = None,
-        select_line: int | None = None,
-        severity_lines: tuple[int | None, ...] = (),
-    ):
-        set_fields(
-            self, select=select, ignore=ignore, severity=severity, settings_file=settings_file, select_by=select_by,
-            select_line=select_line, severity_lines=severity_lines,
-        )  # fmt: skip
+    replace = replace  # (selection.replace(**changes), as dataclasses.replace(selection, **changes))
 
     @property
     def empty(self) -> bool:

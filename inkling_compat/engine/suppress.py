@@ -17,8 +17,8 @@ import re
 from typing import Any, Iterable
 
 from inkling_compat.engine.selection import ignored_entry, matches
-from inkling_compat.report.frozen import FrozenRecord, set_fields
 from inkling_compat.report.model import Coverage, Report
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 
 @functools.cache
@@ -29,17 +29,16 @@ def _comment() -> re.Pattern[str]:
 _MAX_BYTES = 16 * 1024 * 1024  # as loading.MAX_INPUT_BYTES: the file was read under it already
 
 
-class Suppression(FrozenRecord):
+@dataclass(frozen=True)
+class Suppression:
     """One suppression comment: its file and line, the rule ids or prefixes, the reason."""
 
-    __slots__ = ("file", "line", "rules", "reason")
     file: str
     line: int
     rules: tuple[str, ...]
     reason: str
 
-    def __init__(self, file: str, line: int, rules: tuple[str, ...], reason: str):
-        set_fields(self, file=file, line=line, rules=rules, reason=reason)
+    replace = replace  # (suppression.replace(**changes), as dataclasses.replace(suppression, **changes))
 
 
 def parse(text: str, file: str) -> list[Suppression]:

@@ -25,34 +25,28 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any, Callable
 
-from inkling_compat.report.frozen import FrozenRecord, set_fields
+from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 _SECTIONS = "inkling_compat.report.deployment:sections"
 
 
-class Format(FrozenRecord):  # (a plain record: a NamedTuple class costs about 1 ms at every start)
+@dataclass(frozen=True)
+class Format:  # (a plain record: a NamedTuple class costs about 1 ms at every start)
     """`description`: what it is, for --help and docs/ci.md (a phrase); `extension`: of a file
     holding it (`--output report.<extension>`); `syntax`: json | xml | lines | text (see the module
     doc); `render`, `failure` (None: nothing on standard output at exit 2/3) and `deployment`:
     "module:function"; `reader`: who reads it (for docs/ci.md)."""
 
-    __slots__ = ("name", "description", "extension", "syntax", "render", "failure", "deployment", "reader")
     name: str
     description: str
     extension: str
     syntax: str
     render: str
     failure: str | None
-    deployment: str
-    reader: str
+    deployment: str = _SECTIONS
+    reader: str = ""
 
-    def __init__(
-        self, name: str, description: str, extension: str, syntax: str, render: str, failure: str | None, deployment: str = _SECTIONS, reader: str = ""
-    ):
-        set_fields(
-            self, name=name, description=description, extension=extension, syntax=syntax, render=render, failure=failure, deployment=deployment,
-            reader=reader,
-        )  # fmt: skip
+    replace = replace  # (fmt.replace(**changes), as dataclasses.replace(fmt, **changes))
 
     def renderer(self) -> Callable[..., str]:
         return _resolve(self.render)

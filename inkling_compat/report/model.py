@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable
 
-from inkling_compat.report.frozen import FrozenRecord, set_fields
+from inkling_compat.sglang.plain_dataclass import dataclass, field_names, replace
 
 SGLANG_EXCEPTIONS = {
     "ValueError": ValueError,
@@ -87,13 +87,10 @@ def _raise_class(error_class: str | None) -> type[SglangWouldRaise]:
     return _RAISE_CLASSES[base]
 
 
-class Problem(FrozenRecord):
+@dataclass(frozen=True)
+class Problem:
     """One problem a rule found: immutable; `replace(**changes)` makes a changed copy."""
 
-    __slots__ = (
-        "rule_id", "severity", "origin", "error_class", "message", "fragment", "stage", "field_paths", "fixes", "adapter",
-        "adapter_index", "locations", "because",
-    )  # fmt: skip
     rule_id: str
     severity: str
     origin: str
@@ -103,35 +100,15 @@ class Problem(FrozenRecord):
     stage: str
     field_paths: tuple[str, ...]
     fixes: tuple[str, ...]
-    adapter: str | None
+    adapter: str | None = None
     # Position of the adapter in the check's adapter list (names may repeat in a fleet).
-    adapter_index: int | None
+    adapter_index: int | None = None
     # Where the fields are in the user's files (inputs/source_map.Location), in field order.
-    locations: tuple[Any, ...]
+    locations: tuple[Any, ...] = ()
     # A bare sglang `assert` says nothing: the condition that failed, with its values.
-    because: str | None
+    because: str | None = None
 
-    def __init__(
-        self,
-        rule_id: str,
-        severity: str,
-        origin: str,
-        error_class: str,
-        message: str,
-        fragment: str,
-        stage: str,
-        field_paths: tuple[str, ...],
-        fixes: tuple[str, ...],
-        adapter: str | None = None,
-        adapter_index: int | None = None,
-        locations: tuple[Any, ...] = (),
-        because: str | None = None,
-    ):
-        set_fields(
-            self, rule_id=rule_id, severity=severity, origin=origin, error_class=error_class, message=message, fragment=fragment,
-            stage=stage, field_paths=field_paths, fixes=fixes, adapter=adapter, adapter_index=adapter_index, locations=locations,
-            because=because,
-        )  # fmt: skip
+    replace = replace  # (problem.replace(**changes), as dataclasses.replace(problem, **changes))
 
     @property
     def raised_by_sglang(self) -> bool:
@@ -152,7 +129,7 @@ class Problem(FrozenRecord):
 
     def to_dict(self) -> dict[str, Any]:
         # The fields as they are (the tuples are made lists below), not copied deeply first
-        data = dict(zip(self._fields(), self._values()))
+        data = {name: getattr(self, name) for name in field_names(self)}  # type: ignore[union-attr]
         data["field_paths"] = list(self.field_paths)
         data["fixes"] = list(self.fixes)
         data["label"] = self.label

@@ -13,9 +13,14 @@ costs nothing more), so `dataclasses.fields`, `is_dataclass`, `replace` and `asd
 they give for the standard decorator (tests/test_plain_dataclass.py compares the two on the same
 class bodies); this module's `replace`, `asdict` and `field_names` answer without importing it
 (and ask it of a standard dataclass). The options the package's records use are implemented
-(`frozen`, `eq`, `repr`; `field`'s `default`, `default_factory`, `repr`, `compare`); any other
-option, a `dataclasses.field`, or a base made by the standard decorator gets the standard
-decorator.
+(`frozen`, `eq`, `repr`; `field`'s `default`, `default_factory`, `repr`, `compare`; `__replace__`
+for `copy.replace` where the standard decorator sets it, Python 3.13); any other option, a
+`dataclasses.field`, or a base made by the standard decorator gets the standard decorator. A
+record that offers `record.replace(**changes)` says `replace = replace` in its class body.
+
+It is the one decorator of the dataclass-style records a check may build: the inputs', the
+facts', the replays', the engine's (`Checked`, `Selection`, `Fix`, ...) and the report's
+(`Problem`, `Format`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ _LOCK = _thread.allocate_lock()
 _SPECS = "__plain_dataclass_fields__"
 _FROZEN = "__plain_dataclass_frozen__"
 _OWN = frozenset({"frozen", "eq", "repr", "init"})
+_WITH_REPLACE = sys.version_info >= (3, 13)  # (where dataclasses sets `__replace__`)
 
 
 class _Missing:
@@ -72,7 +78,7 @@ def dataclass(cls: Any = None, /, **options: Any) -> Any:
     """As `dataclasses.dataclass(**options)` (module docstring)."""
 
     def wrap(cls: type) -> type:
-        if set(options) - _OWN or not options.get("init", True) or any(_is_standard_dataclass(base) for base in cls.__mro__[1:]) or any(_is_standard_field(value) for value in vars(cls).values()):
+        if set(options) - _OWN or not options.get("init", True) or _has_standard_parts(cls):
             import dataclasses
 
             return dataclasses.dataclass(cls, **options)
@@ -135,13 +141,20 @@ def _asdict(value: Any) -> Any:
 _ATOMS = frozenset({type(None), bool, int, float, str, complex, bytes})
 
 
+def _has_standard_parts(cls: type) -> bool:
+    """Whether a base was made by the standard decorator or a field is a `dataclasses.field`:
+    neither can be unless the dataclasses module is imported (a check's start: it is not)."""
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is None:
+        return False
+    if any(_is_standard_dataclass(base) for base in cls.__mro__[1:]):
+        return True
+    standard_field = dataclasses.Field
+    return any(type(value) is standard_field for value in vars(cls).values())
+
+
 def _is_standard_dataclass(cls: type) -> bool:
     return "__dataclass_fields__" in cls.__dict__ and _SPECS not in cls.__dict__
-
-
-def _is_standard_field(value: Any) -> bool:
-    kind = type(value)
-    return kind.__name__ == "Field" and kind.__module__ == "dataclasses"
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -193,6 +206,8 @@ def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     if eq and not explicit_hash:
         cls.__hash__ = _hash_of(compared) if frozen else None  # type: ignore[method-assign,assignment]
+    if _WITH_REPLACE and "__replace__" not in own:
+        cls.__replace__ = replace  # type: ignore[attr-defined]  # (copy.replace, as the standard decorator sets it)
     if frozen:
         for name in ("__setattr__", "__delattr__"):
             if name in own:
@@ -252,7 +267,7 @@ def _compiled_init(owner: type) -> Callable[..., None]:
                 parameters.append(name)
             value = name
         body.append(f"  __set(self, {name!r}, {value})" if frozen else f"  self.{name} = {value}")
-    if "__post_init__" in dir(owner):
+    if hasattr(owner, "__post_init__"):  # (what dataclasses asks)
         body.append("  self.__post_init__()")
     source = f"def __init__(self, {', '.join(parameters)}):\n" + ("\n".join(body) or "  pass") + "\n"
     made: dict[str, Any] = {}
