@@ -184,6 +184,10 @@ def test_the_cel_core_is_loaded_without_importing_logging():
         "stand_in = cel._LoggingOnFirstUse('logging')\n"
         "import logging\n"
         "assert stand_in.getLogger is logging.getLogger and sys.modules['logging'] is logging\n"
+        "del sys.modules['logging']\n"
+        "loading = sys.modules['logging'] = cel._LoggingOnFirstUse('logging')\n"
+        "getLogger = loading.getLogger  # (a read while the extension loads: the real module replaces it)\n"
+        "assert sys.modules['logging'] is not loading and getLogger is sys.modules['logging'].getLogger\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

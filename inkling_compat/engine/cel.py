@@ -24,6 +24,8 @@ class _LoggingOnFirstUse(types.ModuleType):
     """`logging` as the extension holds it: each attribute read from the real module, imported then."""
 
     def __getattr__(self, name: str) -> Any:
+        if sys.modules.get("logging") is self:  # (read while the extension loads: the real one now)
+            del sys.modules["logging"]
         import logging
 
         return getattr(logging, name)
