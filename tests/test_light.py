@@ -116,10 +116,17 @@ NOT_ON_THE_LAUNCH_PATH = (
 )
 
 
-def test_a_launch_check_imports_only_what_it_uses():
+def _probe(flag: str, probe: str) -> dict:
+    """The JSON the probe prints last, run by a fresh interpreter (with `flag`) from the repository root."""
     import inkling_compat
 
     root = Path(inkling_compat.__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, flag, "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_launch_check_imports_only_what_it_uses():
     probe = (
         "import contextlib, io, json, sys\n"
         "from inkling_compat.cli import main\n"
@@ -127,9 +134,7 @@ def test_a_launch_check_imports_only_what_it_uses():
         "    code = main(['check', '--launch', 'examples/launch.sh'])\n"
         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
     )
-    result = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data = _probe("-P", probe)
     assert data["code"] == 0, data["code"]
     found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
     assert found == [], f"a check of examples/launch.sh imported {found}"
@@ -146,9 +151,6 @@ NOT_ON_THE_INPUTS_PATH = ("dataclasses", "inspect", "ast", "dis", "tokenize", "p
 def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib():
     import site
 
-    import inkling_compat
-
-    root = Path(inkling_compat.__file__).resolve().parent.parent
     probe = (
         "import json, sys\n"
         f"sys.path.extend({site.getsitepackages()!r})\n"
@@ -165,9 +167,7 @@ def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib(
         "    facts = derive(load_inputs(launch))\n"
         "print(json.dumps({'adapters': len(facts.adapters), 'modules': sorted(sys.modules)}))\n"
     )
-    result = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=120, cwd=root)
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data = _probe("-S", probe)
     assert data["adapters"] == 1  # (examples/adapter read: the adapter's records made too)
     assert [m for m in NOT_ON_THE_INPUTS_PATH if m in data["modules"]] == []
     assert not any(m.startswith(("inkling_compat.engine", "inkling_compat.report")) for m in data["modules"])
