@@ -155,3 +155,32 @@ def test_a_container_value_of_a_typed_field_is_what_the_releases_merger_makes_of
                 assert messages == [], (release, key, value, messages)
             compared += 1
     assert compared > 5 * 20
+
+
+def test_a_typed_fields_choice_is_the_releases_whatever_else_the_config_holds(tmp_path: Path) -> None:
+    """A config of typed fields only is read by the release's argparse too (0.5.22 has no
+    `lora_triton` MoE runner: sglang refuses it, alone in the file or beside other keys)."""
+    _oracle("0.5.22")
+    for text in ("speculative_moe_runner_backend: lora_triton\n", "enable_lora: true\nspeculative_moe_runner_backend: lora_triton\nchunked_prefill_size: 64\n"):
+        serve = tmp_path / "serve.yaml"
+        serve.write_text(text, encoding="utf-8")
+        report = check(str(serve), None, sglang_version="0.5.22")
+        assert [p.rule_id for p in report.problems] == ["argparse-invalid-choice"], text
+        assert report.problems[0].message.startswith("argument --speculative-moe-runner-backend: invalid choice: 'lora_triton'")
+    assert check({"speculative_moe_runner_backend": "lora_triton"}, None, sglang_version="0.5.23").ok
+
+
+def test_a_ruled_lora_choice_refused_first_is_what_sglang_says_first(tmp_path: Path) -> None:
+    """sglang's merger passes the keys in file order and argparse stops at the first refusal: an
+    invalid LoRA choice (a rule's) before an invalid typed choice is the one reported."""
+    oracle = _oracle("0.5.22")
+    serve = tmp_path / "serve.yaml"
+    serve.write_text("max-lora-chunk-size: 8\nspeculative-moe-runner-backend: lora_triton\n", encoding="utf-8")
+    said, text = sglang_argparse.parse(oracle, ["--model-path", "/m", "--config", str(serve)])
+    assert said == "refused" and text.startswith("argument --max-lora-chunk-size: invalid choice: 8")
+    report = check(str(serve), None, sglang_version="0.5.22")
+    assert [p.message for p in report.problems if p.severity == "error"][:1] == [text]
+    serve.write_text("speculative-moe-runner-backend: lora_triton\nmax-lora-chunk-size: 8\n", encoding="utf-8")
+    said, text = sglang_argparse.parse(oracle, ["--model-path", "/m", "--config", str(serve)])
+    assert text.startswith("argument --speculative-moe-runner-backend")
+    assert check(str(serve), None, sglang_version="0.5.22").problems[0].message.startswith(text[:60])

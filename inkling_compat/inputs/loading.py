@@ -388,19 +388,6 @@ def server_config_or_refusal(source: Any) -> tuple[ServerConfig, list[dict[str, 
     return server, found, ()
 
 
-def _given_as_words(data: dict[str, Any]) -> bool:
-    """Whether a typed field holds a list or a mapping where its argument takes none (one value,
-    a switch): sglang's merger passes it as words (`--flag a b`, `--flag '{json}'`), which
-    inputs/server_arguments.sort_arguments reads as argparse does."""
-    containers = [key for key, value in data.items() if isinstance(value, (list, dict))]
-    if not containers:
-        return False
-    from inkling_compat.inputs import argument_table
-
-    rows = (argument_table.lookup(key) for key in containers)  # (none for env, sink, draft)
-    return any(row is not None and row["nargs"] not in ("*", "+") for row in rows)
-
-
 def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]:
     given = _validated(source, ServerConfig)
     if given is not None:
@@ -421,10 +408,8 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
         kind = foreign_kind(data)
         if kind is not None:  # named, never dumped as unknown keys (its environment holds secrets)
             raise InputError(file, "(root)", f"{kind}, not a server config: give it with --launch")
-    fields = ServerConfig.__fact_fields__
-    if all(key in fields for key in data) and not _given_as_words(data):  # today's files: only the typed fields
-        found = [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
-        return validate(ServerConfig, data, file), found
+    # Every key as the release's argparse reads it (a typed field's choices are the release's
+    # own; a list or mapping is what sglang's merger makes of it), typed fields included.
     from inkling_compat.inputs.server_arguments import sort_arguments
 
     data, found = sort_arguments(data, file)

@@ -86,45 +86,73 @@ def _check_choice(row: dict[str, Any], value: Any, key: str, file: str) -> None:
 
 
 def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Each key of a server config as the release's argparse reads it, in file order (sglang's
+    merger passes the keys in that order): the typed fields' values, the other arguments'
+    (`arguments`), and the keys argparse does not know. A value argparse refuses raises its
+    refusal, unless a LoRA argument's choice it refuses came first: sglang stops there, and that
+    argument's rule (rules/server_args/_family-argparse-lora-choices.yaml) reports it."""
     fields = ServerConfig.__fact_fields__
     out: dict[str, Any] = {}
     arguments: dict[str, Any] = dict(data.get("arguments") or {}) if isinstance(data.get("arguments"), dict) else {}
     unknown: list[dict[str, Any]] = []
+    stopped = False
     for key, value in data.items():
         if key == "arguments":
             continue
         row = _row(str(key))
-        if key in fields and not _as_words(row, value):
-            if row is not None:
-                _check_choice(row, value, key, file)
-            out[key] = value
-            continue
-        if row is not None and row["dest"] in fields and not _as_words(row, value):
-            _check_choice(row, value, str(key), file)
-            out[row["dest"]] = value
-            continue
-        # A known argument in any spelling (the project's files use dests: an extension, as
-        # sglang's own --config passes `--<key>` as written and argparse knows only dashes).
-        # A flag as written is passed as written (the merger keys it as sglang does: a dest that
-        # a deprecated alias shares is refused by name); another spelling of a known argument
-        # as its first flag.
-        dashed = str(key).replace("_", "-")
-        spelled = dashed if "--" + dashed in _option_rows(argument_table.selected()) else argument_table.flag(row)[2:] if row is not None else key
         try:
-            words = config_to_args({spelled: value})[0][1]
-        except ConfigRefused as exc:
-            raise InputError(file, str(key), str(exc)) from None
-        if not words:  # a store_true flag set false, an empty list: sglang leaves it out
-            continue
-        parsed = _parsed(words, str(key), file, unknown)
-        for dest, converted in parsed.items():
-            if dest in fields:
-                out[dest] = converted
-            else:
-                arguments[dest] = converted
+            _sort_one(key, value, row, file, fields, out, arguments, unknown)
+        except InputError as exc:
+            if not (stopped and exc.reason.startswith("sglang's argparse refuses it: ")):
+                raise
+        stopped = stopped or _ruled_choice_refused(row, value)
     if arguments:
         out["arguments"] = arguments
     return out, unknown
+
+
+def _sort_one(key: Any, value: Any, row: dict[str, Any] | None, file: str, fields: Any, out: dict[str, Any], arguments: dict[str, Any], unknown: list[dict[str, Any]]) -> None:
+    if key in fields and not _as_words(row, value):
+        if row is not None:
+            _check_choice(row, value, key, file)
+        out[key] = value
+        return
+    if row is not None and row["dest"] in fields and not _as_words(row, value):
+        _check_choice(row, value, str(key), file)
+        out[row["dest"]] = value
+        return
+    # A known argument in any spelling (the project's files use dests: an extension, as
+    # sglang's own --config passes `--<key>` as written and argparse knows only dashes).
+    # A flag as written is passed as written (the merger keys it as sglang does: a dest that
+    # a deprecated alias shares is refused by name); another spelling of a known argument
+    # as its first flag.
+    dashed = str(key).replace("_", "-")
+    spelled = dashed if "--" + dashed in _option_rows(argument_table.selected()) else argument_table.flag(row)[2:] if row is not None else key
+    try:
+        words = config_to_args({spelled: value})[0][1]
+    except ConfigRefused as exc:
+        raise InputError(file, str(key), str(exc)) from None
+    if not words:  # a store_true flag set false, an empty list: sglang leaves it out
+        return
+    parsed = _parsed(words, str(key), file, unknown)
+    for dest, converted in parsed.items():
+        if dest in fields:
+            out[dest] = converted
+        else:
+            arguments[dest] = converted
+
+
+def _ruled_choice_refused(row: dict[str, Any] | None, value: Any) -> bool:
+    """Whether the release's argparse refuses this value of a LoRA argument whose choices a rule checks."""
+    if row is None or row["dest"] not in CHOICES_BY_RULE or value is None:
+        return False
+    try:
+        words = config_to_args({argument_table.flag(row)[2:]: value})[0][1]
+        if words:
+            argument_table.parse(words, require_model_path=False)
+    except (ConfigRefused, argument_table.ArgumentsRefused):
+        return True
+    return False
 
 
 def _as_words(row: dict[str, Any] | None, value: Any) -> bool:

@@ -313,10 +313,13 @@ class ReleaseServerArgs:
     defaults: dict[str, Any] = field(default_factory=dict)
 
     def argv(self, config: dict[str, Any]) -> list[str]:
+        """The case's flags with choices in the config's order (sglang's merger passes a config
+        file's keys in file order)."""
         argv = ["--model-path", "/m"]
-        for row in self.choice_rows:
-            value = config.get(row["dest"])
-            if value is None:
+        rows = {row["dest"]: row for row in self.choice_rows}
+        for dest, value in config.items():
+            row = rows.get(dest)
+            if row is None or value is None:
                 continue
             argv.append(row["options"][0])
             argv.extend(str(v) for v in (value if row["nargs"] in ("*", "+") else [value]))
@@ -384,9 +387,9 @@ def load_release(wheel: Path) -> ReleaseServerArgs:
         function, sha = namespace["check_lora_server_args"], wheel_source.sha256(source)
     argparse_oracle = sglang_argparse.load(wheel)
     _verdict, parsed = sglang_argparse.parse(argparse_oracle, ["--model-path", "/m"])
-    # the LoRA flags with choices (what a server config's argparse-lora-* rules check), in the
-    # parser's order
-    choice_rows = [sglang_argparse.action_row(a) for a in argparse_oracle.parser._actions if a.choices is not None and "lora" in a.dest]
+    # the flags with choices a case can set (the LoRA flags the argparse-lora-* rules check, and
+    # the server config's other typed fields)
+    choice_rows = [sglang_argparse.action_row(a) for a in argparse_oracle.parser._actions if a.choices is not None and ("lora" in a.dest or a.dest in ServerConfig.model_fields)]
     defaults = {**ServerConfig().model_dump(exclude={"env", "sink"}), **parsed}
     loaded = ReleaseServerArgs(release, wheel, origin, sha, namespace, function, argparse_oracle, choice_rows, defaults)
     _RELEASES[wheel] = loaded
