@@ -146,6 +146,9 @@ def _ruled_choice_refused(row: dict[str, Any] | None, value: Any) -> bool:
     """Whether the release's argparse refuses this value of a LoRA argument whose choices a rule checks."""
     if row is None or row["dest"] not in CHOICES_BY_RULE or value is None:
         return False
+    choices = {str(choice) for choice in row.get("choices") or ()}
+    if all(not isinstance(v, (bool, dict, list)) and str(v) in choices for v in (value if isinstance(value, list) else [value])):
+        return False  # (each a choice as written: what argparse takes, without parsing)
     try:
         words = config_to_args({argument_table.flag(row)[2:]: value})[0][1]
         if words:
