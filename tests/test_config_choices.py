@@ -184,3 +184,33 @@ def test_a_ruled_lora_choice_refused_first_is_what_sglang_says_first(tmp_path: P
     said, text = sglang_argparse.parse(oracle, ["--model-path", "/m", "--config", str(serve)])
     assert text.startswith("argument --speculative-moe-runner-backend")
     assert check(str(serve), None, sglang_version="0.5.22").problems[0].message.startswith(text[:60])
+
+
+# Configs whose keys sglang's argparse refuses, in several orders: a LoRA choice that its rule
+# checks, a typed field's value of the wrong type, an unknown key, a valid key after them.
+_ORDERED_REFUSALS = [
+    "lora-backend: tritonx\ntp-size: abc\n",
+    "tp-size: abc\nlora-backend: tritonx\n",
+    "lora-target-modules: [w13]\nmax-loras-per-batch: x\n",
+    "foo-bar: 1\nlora-backend: tritonx\n",
+    "tp-size: 1.5\nlora-backend: triton\n",
+    "max-lora-rank: true\nlora-backend: triton\n",
+    "mem-fraction-static: half\nmax-lora-chunk-size: 8\n",
+    "max-lora-chunk-size: 8\nlora-eviction-policy: fifo\nmax-loras-per-batch: x\n",
+]
+
+
+@pytest.mark.parametrize("text", _ORDERED_REFUSALS)
+def test_the_first_refusal_in_file_order_is_what_sglang_says_first(text: str, tmp_path: Path) -> None:
+    """sglang's merger passes the keys in file order and argparse stops at the first value it
+    refuses, a typed field's value of the wrong type included (named with all its flags, as
+    argparse names them): that refusal is the report's first raise, and a later key's refusal,
+    which argparse never reaches, is in no problem."""
+    serve = tmp_path / "serve.yaml"
+    serve.write_text("model-path: /m\n" + text, encoding="utf-8")
+    said, expected = sglang_argparse.parse(_oracle(SGLANG_RELEASES[0]), ["--config", str(serve)])
+    assert said == "refused"
+    report = check(str(serve), None, sglang_version=SGLANG_RELEASES[0])
+    assert report.first is not None and report.first.message == expected
+    refusals = [p.message for p in report.problems if p.message.startswith("argument ") and p.message != expected]
+    assert not [m for m in refusals if "invalid choice" not in m], refusals  # (a ruled LoRA choice may follow: the Python API's view)

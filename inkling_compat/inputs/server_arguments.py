@@ -4,8 +4,8 @@ A key of the project's config (YAML/JSON/dict) may be the dest (`tp_size`) or an
 with dashes or underscores (`tp-size`, `tensor_parallel_size`). (sglang's own `--config` file
 takes only the dash spelling: its merger passes `--<key>` as written, and argparse refuses
 `--tp_size`; launch.py applies that rule to a `--config` inside a launch command.) A key that names one of `ServerConfig`'s typed fields is put under
-that field, its value read as the file gives it (the typed fields' own checks); a value outside
-the argument's `choices=` in the release is refused as argparse refuses it (`_check_choice`). Any other
+that field, its value as the file gives it once the release's argparse takes the words the
+merger makes of it (`_check_typed`: else argparse's refusal, in its words). Any other
 argument is turned into the words sglang's ConfigArgumentMerger makes of it and converted by
 argparse (`argument_table.parse`): the converted value goes to `arguments[dest]`, a refusal is
 an InputError naming the key with argparse's text. A key argparse does not know (after its
@@ -70,19 +70,36 @@ def _other_releases(words: list[str]) -> str:
 CHOICES_BY_RULE = frozenset({"lora_backend", "lora_eviction_policy", "max_lora_chunk_size", "lora_target_modules"})
 
 
-def _check_choice(row: dict[str, Any], value: Any, key: str, file: str) -> None:
-    """A typed field's value outside its argument's `choices=` in the selected release: refused
-    in argparse's words for the flag the merger makes of it, as for every other argument. (A
-    value the file leaves empty, `null`, is the field's default here.)"""
-    if not row.get("choices") or row["dest"] in CHOICES_BY_RULE or not isinstance(value, (str, int, float)) or isinstance(value, bool):
-        return
-    if str(value) in {str(choice) for choice in row["choices"]}:
-        return
-    words = [argument_table.flag(row), str(value)]
+def _check_typed(row: dict[str, Any], value: Any, key: str, file: str) -> Any:
+    """A typed field's value, refused where the release's argparse refuses the words the merger
+    makes of it (`invalid int value`, `invalid choice`, in its words, as for every other
+    argument); where argparse would take the value as it is (a number of the argument's type,
+    one of its `choices=`) it is not parsed. (A
+    value the file leaves empty, `null`, is the field's default here; a choice of a LoRA
+    argument that its rule checks is left to that rule.)"""
+    if value is None or isinstance(value, (dict, list)) or _taken_as_is(row, value):
+        return value
+    words = [argument_table.flag(row), str(value).lower() if isinstance(value, bool) else str(value)]  # (the merger's words for a scalar)
     try:
         argument_table.parse(words, require_model_path=False)
     except argument_table.ArgumentsRefused as exc:
         raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
+    return value  # (the value as the file gives it: the Python API's, which the field's own checks read)
+
+
+def _taken_as_is(row: dict[str, Any], value: Any) -> bool:
+    """Whether argparse would take the value as the file gives it (no parse needed: a repeated
+    check of a config reads its keys without argparse)."""
+    if row["dest"] in CHOICES_BY_RULE:
+        return True  # (a refused choice is its rule's: rules/server_args/_family-argparse-lora-choices.yaml)
+    if row.get("choices"):
+        return not isinstance(value, bool) and str(value) in {str(choice) for choice in row["choices"]}
+    kind = row.get("type")
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return kind is None or isinstance(value, str)
 
 
 def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -90,7 +107,8 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
     merger passes the keys in that order): the typed fields' values, the other arguments'
     (`arguments`), and the keys argparse does not know. A value argparse refuses raises its
     refusal, unless a LoRA argument's choice it refuses came first: sglang stops there, and that
-    argument's rule (rules/server_args/_family-argparse-lora-choices.yaml) reports it."""
+    argument's rule (rules/server_args/_family-argparse-lora-choices.yaml) reports it; a later
+    key argparse would refuse is left out (never read)."""
     fields = ServerConfig.__fact_fields__
     out: dict[str, Any] = {}
     arguments: dict[str, Any] = dict(data.get("arguments") or {}) if isinstance(data.get("arguments"), dict) else {}
@@ -105,6 +123,7 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
         except InputError as exc:
             if not (stopped and exc.reason.startswith("sglang's argparse refuses it: ")):
                 raise
+            continue  # (a value sglang's argparse never reaches: the key is left out)
         stopped = stopped or _ruled_choice_refused(row, value)
     if arguments:
         out["arguments"] = arguments
@@ -113,13 +132,10 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
 
 def _sort_one(key: Any, value: Any, row: dict[str, Any] | None, file: str, fields: Any, out: dict[str, Any], arguments: dict[str, Any], unknown: list[dict[str, Any]]) -> None:
     if key in fields and not _as_words(row, value):
-        if row is not None:
-            _check_choice(row, value, key, file)
-        out[key] = value
+        out[key] = _check_typed(row, value, key, file) if row is not None else value
         return
     if row is not None and row["dest"] in fields and not _as_words(row, value):
-        _check_choice(row, value, str(key), file)
-        out[row["dest"]] = value
+        out[row["dest"]] = _check_typed(row, value, str(key), file)
         return
     # A known argument in any spelling (the project's files use dests: an extension, as
     # sglang's own --config passes `--<key>` as written and argparse knows only dashes).
