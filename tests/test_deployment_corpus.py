@@ -21,7 +21,6 @@ from oracle.require import load_or_skip
 CASES = sorted(p for p in deployment_corpus.CORPUS.iterdir() if p.is_dir())
 # Where inputs/shell.py and bash part (the case stays in the corpus, and the test flips when fixed).
 KNOWN_DIFFERENCES = {
-    "rlinf-qwen3-30b": "a backslash ending the file: bash passes it as the word '\\' (sglang: unrecognized arguments), inputs/shell.py drops it",
 }
 
 

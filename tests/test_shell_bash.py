@@ -190,6 +190,10 @@ def test_words_are_what_bash_passes(script: str, recorder: Path, tmp_path: Path)
         'V_A=""\npython3 -m sglang.launch_server $V_A "$V_A" ${V_A:-e} ${V_A-f}\n',
         'V_ARR=()\nunset V_U\npython3 -m sglang.launch_server "${V_ARR[@]}" "x${V_ARR[@]}" "" "${V_U[@]}" "${V_ARR[*]}"\n',
         "export V_A=''\npython3 -m sglang.launch_server \"${V_A:=0}\" \\\n  \\ \n",
+        # a backslash ending the file (no newline after it): bash passes it as a word
+        "python3 -m sglang.launch_server \\\n    --dp 4 \\",
+        "python3 -m sglang.launch_server --dp 4 \\\n",
+        "python3 -m sglang.launch_server --dp 4 \\ \\",
     ],
 )
 def test_chosen_scripts_against_bash(script: str, recorder: Path, tmp_path: Path) -> None:

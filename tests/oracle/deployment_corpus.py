@@ -107,8 +107,12 @@ def bash_runs(script: str, env: dict[str, str] | None = None) -> list[list[str]]
         record = Path(tmp, "record")
         record.write_bytes(b"")
         environment = {"PATH": str(bin_dir), "HOME": tmp, "RECORD": str(record), **(env or {})}
-        prelude = "command_not_found_handle() { return 0; }; cd \"$1\"; shift; . ./script.sh; wait"
-        subprocess.run(["/bin/bash", "--norc", "--noprofile", "-c", prelude, "script.sh", tmp], env=environment, timeout=20, check=False, capture_output=True)
+        # The script run as a file (`bash script.sh`), not sourced: bash reads the two
+        # differently (a backslash ending the file is dropped from a script, a word when sourced).
+        # BASH_ENV runs first: unknown commands do nothing, and the script waits for its jobs.
+        Path(tmp, "prelude.sh").write_text("command_not_found_handle() { return 0; }\ntrap wait EXIT\n")
+        environment["BASH_ENV"] = str(Path(tmp, "prelude.sh"))
+        subprocess.run(["/bin/bash", "--norc", "--noprofile", "script.sh"], cwd=tmp, env=environment, timeout=20, check=False, capture_output=True)
         raw = record.read_bytes().split(b"\0")
     runs, current = [], []
     for word in raw[:-1]:
