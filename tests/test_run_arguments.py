@@ -70,3 +70,18 @@ def test_a_pickle_only_adapter_is_refused_in_the_checkers_words(tmp_path, capsys
     (adapter / "adapter_model.bin").write_bytes(b"\x80\x04" + os.urandom(1000))  # never unpickled
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     _one_line_exit_2(run_main(capsys, *BASE, "--adapter", adapter), "adapter_model.bin: a pickle, which inkling-compat never unpickles")
+
+
+def test_a_setup_sglang_refuses_is_refused_before_torch_is_imported(tmp_path):
+    """The check runs first: a refused setup is exit 1 with sglang's words, torch never imported
+    (its import takes seconds), whatever `--device` says."""
+    serve = tmp_path / "serve.yaml"
+    serve.write_text((EXAMPLES / "serve.yaml").read_text().replace("max_lora_rank: 16", "max_lora_rank: 0"), encoding="utf-8")
+    code = (
+        "import sys\nfrom inkling_compat.cli import main\n"
+        f"code = main(['run', '--config', {str(serve)!r}, '--model', {str(EXAMPLES / 'config.json')!r}])\n"
+        "print('torch' in sys.modules, code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip().splitlines()[-1] == "False 1", done.stdout + done.stderr
+    assert "refused: the runtime does not run a setup sglang would reject" in done.stdout

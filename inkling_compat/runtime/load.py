@@ -194,6 +194,15 @@ class SharedSink:
         )
 
 
+def _default_device() -> str | None:
+    """cuda where torch sees a GPU, else cpu (None: torch is missing, _import_runtime says so)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _resolve_device(device: Any, torch: Any) -> Any:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -245,6 +254,8 @@ def load(
     if not report.ok:
         raise RuntimeRefused(report)
 
+    if device is None:  # (decided before triton is imported: on cpu it runs in the interpreter)
+        device = _default_device()
     if device is not None and str(device).startswith("cpu") and "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported (kernels/_triton.py)
     torch, sink_mod = _import_runtime()

@@ -119,23 +119,15 @@ def run_command(args: argparse.Namespace) -> int:
             return _fail(args, line, "(environment)")
     if args.tp is not None or _under_torchrun():
         return _run_tp(args)
-    device = args.device
+    # The check runs first (runtime/load.py): a setup sglang would refuse is refused without
+    # importing torch; "auto" is decided after it (cuda where available).
+    device = None if args.device == "auto" else args.device
     if device == "cpu" and "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported anywhere
-    try:
-        import torch
-    except ImportError as exc:
-        return _fail(args, f"`run` needs torch and triton (pip install 'inkling-compat[runtime]'): {exc}")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        if device == "cpu" and "triton" not in sys.modules:
-            os.environ["TRITON_INTERPRET"] = "1"
-    if device == "cuda" and not torch.cuda.is_available():
-        return _fail(args, "--device cuda: CUDA is not available on this machine (use --device cpu)", "--device")
 
     from inkling_compat.kernels.errors import RuntimeUnavailable
     from inkling_compat.report.text import render_text
-    from inkling_compat.runtime.load import RuntimeRefused, load
+    from inkling_compat.runtime.load import RuntimeInputError, RuntimeRefused, load
 
     try:
         sink = load(
@@ -151,6 +143,11 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     except RuntimeUnavailable as exc:
         return _fail(args, str(exc))
+    except RuntimeInputError as exc:
+        if exc.field != "device":
+            raise
+        return _fail(args, f"--device {device}: {exc.reason}", "--device")
+    import torch
 
     from inkling_compat.kernels._triton import INTERPRET
     from inkling_compat.kernels.reference import accuracy, needs_storage_reference, relative_error
