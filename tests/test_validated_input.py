@@ -10,7 +10,6 @@ where it accepts the value and fails later, a derived rule says how.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ from inkling_compat import check
 from inkling_compat.errors import InputError
 from inkling_compat.facts.adapter import scaling_failure
 from inkling_compat.report.values import json_text
-from oracle import sglang_server_args
+from oracle import sglang_argparse, sglang_server_args, sglang_sink
 from oracle.require import load_or_skip
 from adapter_fixtures import SERVE
 from in_process import run_main
@@ -185,13 +184,15 @@ def test_run_refuses_a_word_rank_with_exit_1(tmp_path: Path, capsys: pytest.Capt
 # --- the server config -------------------------------------------------------------------
 
 
-def argparse_says(flag: str, kind: type, text: str) -> str:
-    """What Python's argparse says for `flag TEXT` with sglang's `type` (int or float)."""
-    parser = argparse.ArgumentParser(exit_on_error=False, add_help=False)
-    parser.add_argument(flag, type=kind)
-    with pytest.raises(argparse.ArgumentError) as caught:
-        parser.parse_args([flag, text])
-    return str(caught.value)
+def argparse_says(tmp_path: Path, field: str, value: Any) -> str:
+    """What sglang 0.5.23 says for a config file of the key (its own merger, then its parser:
+    the words `--flag TEXT` its merger makes of the value, and every flag of the argument named)."""
+    oracle = load_or_skip(lambda: sglang_argparse.load(sglang_sink.find_wheel(version="0.5.23")), "0.5.23 argument parser")
+    dashed = tmp_path / "dashed.yaml"
+    dashed.write_text(f"model-path: /m\n{field.replace('_', '-')}: {json.dumps(value) if not isinstance(value, bool) else str(value).lower()}\n")
+    said, text = sglang_argparse.parse(oracle, ["--config", str(dashed)])
+    assert said == "refused", text
+    return text
 
 
 @pytest.mark.parametrize(("field", "value", "kind"), [
@@ -201,7 +202,7 @@ def argparse_says(flag: str, kind: type, text: str) -> str:
 def test_a_value_argparse_refuses_is_argparses_message(tmp_path: Path, field: str, value: Any, kind: type) -> None:
     serve = tmp_path / "serve.yaml"
     serve.write_text(f"enable_lora: true\n{field}: {json.dumps(value) if not isinstance(value, bool) else str(value).lower()}\n")
-    expected = argparse_says("--" + field.replace("_", "-"), kind, str(value))
+    expected = argparse_says(tmp_path, field, value)
     # sglang refuses the deployment (its argparse exits): a problem of the deployment, exit 1,
     # in argparse's words, at the key; sglang parses nothing further, so nothing else is reached
     report = check(str(serve), None)
