@@ -1,0 +1,149 @@
+"""The command's start and exit: a plain `check` command line is read without building the
+parser (cli._plain_check), to the Namespace argparse gives it, and any other line goes to
+argparse; the command's own process leaves without the interpreter's teardown (cli.command),
+its output flushed, its exit functions run, its exit status the same."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inkling_compat import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = str(ROOT / "examples" / "launch.sh")
+
+
+def _argparse(argv: list[str]) -> tuple[object, object]:
+    """argparse's answer for `argv`: (the Namespace's items in order, None) or (None, its error)."""
+    try:
+        args = cli._parser(argv[0] if argv else None).parse_args(argv)
+    except cli.UsageError as exc:
+        return None, str(exc)
+    except SystemExit as exc:  # --help, --version
+        return None, f"exit {exc.code}"
+    return list(vars(args).items()), None
+
+
+# Words that argparse reads in every way it can: values, flags, choices, abbreviations,
+# `--option=VALUE`, values that look like options or numbers, and what is not a word of `check`.
+VALUES = ["serve.yaml", "-", "", "a b", "-x", "-1", "--", "--launch", "-h", "é", "=x"]
+SINGLE = [
+    ["--launch", "x.sh"],
+    ["--config", "-"],
+    ["--format", "json"],
+    ["--format", "jsn"],
+    ["--fail-on", "warning"],
+    ["--color", "never"],
+    ["--strict"],
+    ["--exit-zero"],
+    ["--fix"],
+    ["--select", "sink"],
+    ["--adapter", "a.yaml"],
+    ["--env", "PORT=1"],
+    ["--launch=x.sh"],
+    ["--strict=1"],
+    ["--lau", "x.sh"],
+    ["--form", "json"],
+    ["-h"],
+    ["--help"],
+    ["--version"],
+    ["extra"],
+    ["--launch"],
+    ["--sglang-version", "0.5.22"],
+]
+
+
+def _command_lines() -> list[list[str]]:
+    lines: list[list[str]] = [[], ["check"], ["rules"], ["--version"], ["chek", "--launch", "x"]]
+    for flag, _ in cli._check_options():
+        for value in VALUES:
+            lines.append(["check", flag, value])
+        lines.append(["check", flag])
+    for first, second in itertools.product(SINGLE, repeat=2):
+        lines.append(["check", *first, *second])
+    lines.append(["check", "--adapter", "a", "--adapter", "b", "--launch", "x", "--launch", "y", "--env", "A=1"])
+    return lines
+
+
+@pytest.mark.parametrize("argv", _command_lines(), ids=lambda argv: " ".join(argv) or "(none)")
+def test_a_command_line_read_without_the_parser_is_read_as_argparse_reads_it(argv):
+    fast = cli._plain_check(argv)
+    items, error = _argparse(argv)
+    if fast is not None:
+        assert error is None, f"argparse refuses {argv}: {error}"
+        assert repr(list(vars(fast).items())) == repr(items)  # (names, order, values and their types)
+    for default_list in ("adapter", "select", "env"):  # (a parse never grows the table's default)
+        assert dict(cli._check_options())[f"--{default_list}"]["default"] == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--launch", "examples/launch.sh"],
+        ["check", "--config", "-", "--format", "json", "--output", "report.json"],
+        ["check", "--config", "serve.yaml", "--model", "config.json", "--adapter", "a.yaml", "--adapter", "b", "--strict", "--color", "never"],
+        ["check"],
+    ],
+)
+def test_a_plain_check_builds_no_parser(argv):
+    assert cli._plain_check(argv) is not None
+
+
+def test_the_table_is_the_parsers():
+    """Every option of `check`'s parser is in the table, with its action, default and choices."""
+    check_parser = cli._parser("check")._subparsers._group_actions[0].choices["check"]  # type: ignore[union-attr]
+    parsed = {a.option_strings[0]: a for a in check_parser._actions if a.option_strings and a.dest != "help"}
+    assert list(parsed) == [flag for flag, _ in cli._check_options()]
+
+
+def _process(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_the_command_process_exits_with_mains_status_its_output_whole_and_exit_functions_run():
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('exit function ran', file=sys.stderr))\n"
+        "sys.argv = ['inkling-compat', *sys.argv[1:]]\n"
+        "from inkling_compat.cli import command\n"
+        "sys.exit(command())\n"
+    )
+    ok = _process(code, "check", "--launch", LAUNCH, "--format", "json")
+    assert ok.returncode == 0 and ok.stdout.rstrip().endswith("}") and '"ok": true' in ok.stdout
+    assert ok.stderr == "exit function ran\n"
+    unusable = _process(code, "check", "--launch", "no-such-file.sh")
+    assert unusable.returncode == 2 and unusable.stderr.endswith("exit function ran\n")
+    assert unusable.stderr.count("\n") == 2 and "no-such-file.sh" in unusable.stderr
+    refused = _process(code, "check", "--format", "nope")
+    assert refused.returncode == 2 and "invalid choice: 'nope'" in refused.stderr
+
+
+def test_the_command_process_waits_for_a_thread_still_running():
+    code = (
+        "import sys, threading, time\n"
+        "sys.argv = ['inkling-compat', 'check', '--launch', sys.argv[1]]\n"
+        "def late():\n"
+        "    time.sleep(0.3)\n"
+        "    print('thread done', file=sys.stderr)\n"
+        "threading.Thread(target=late).start()\n"
+        "from inkling_compat.cli import command\n"
+        "sys.exit(command())\n"
+    )
+    result = _process(code, LAUNCH)
+    assert result.returncode == 0 and result.stderr == "thread done\n"
+    assert result.stdout.startswith("ok:")
+
+
+def test_python_m_and_the_console_script_run_command():
+    """`python -m inkling_compat` and pyproject's console script both enter through `command`."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts == {"inkling-compat": "inkling_compat.cli:command"}
+    result = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", LAUNCH], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0 and result.stdout.startswith("ok:") and result.stderr == ""
