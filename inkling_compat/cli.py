@@ -494,13 +494,20 @@ def _run_run(args: argparse.Namespace) -> int:
 def _started() -> None:
     """End of start-up in a process of our own (see `main`): the objects built so far (modules,
     pydantic validators, compiled rules) live as long as the process, so they are frozen out of
-    the collector's generations and the collector resumes for what the command itself creates."""
+    the collector's generations and the collector resumes for what the command itself creates.
+    For `check`, its youngest generation is collected every 10,000 new objects instead of 700: a
+    check of one command creates about 7,000 and little cyclic garbage (examples/launch.sh: the
+    pure-Python half of `datetime`, dropped at its import, 311 objects whose one collection cost
+    about 2 ms), and the process ends after it; a fleet's or a long input's cycles are still
+    collected as they accrue."""
     import gc
 
     global _collector_paused
     if _collector_paused:
         _collector_paused = False
         gc.freeze()
+        if _command_ran == "check":
+            gc.set_threshold(10_000, *gc.get_threshold()[1:])
         gc.enable()
 
 

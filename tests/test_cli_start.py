@@ -147,3 +147,19 @@ def test_python_m_and_the_console_script_run_command():
     assert scripts == {"inkling-compat": "inkling_compat.cli:command"}
     result = subprocess.run([sys.executable, "-m", "inkling_compat", "check", "--launch", LAUNCH], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0 and result.stdout.startswith("ok:") and result.stderr == ""
+
+
+def test_the_collector_runs_after_start_up_less_often_for_a_check_only_in_the_commands_process():
+    code = (
+        "import gc, sys\n"
+        "before = gc.get_threshold()\n"
+        "from inkling_compat import cli\n"
+        "if sys.argv[1] == 'own':\n"
+        "    sys.argv = ['inkling-compat', 'check', '--launch', sys.argv[2]]\n"
+        "    cli.main()\n"
+        "else:\n"
+        "    cli.main(['check', '--launch', sys.argv[2]])\n"
+        "print(gc.isenabled(), before[1:] == gc.get_threshold()[1:], gc.get_threshold()[0] // before[0] if sys.argv[1] == 'caller' else gc.get_threshold()[0], file=sys.stderr)\n"
+    )
+    assert _process(code, "own", LAUNCH).stderr == "True True 10000\n"
+    assert _process(code, "caller", LAUNCH).stderr == "True True 1\n"
