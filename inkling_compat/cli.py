@@ -9,6 +9,7 @@ naming the file and field), 3 a defect in the tool or a rule file. Never a trace
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import sys
@@ -500,8 +501,6 @@ def _started() -> None:
     pure-Python half of `datetime`, dropped at its import, 311 objects whose one collection cost
     about 2 ms), and the process ends after it; a fleet's or a long input's cycles are still
     collected as they accrue."""
-    import gc
-
     global _collector_paused
     if _collector_paused:
         _collector_paused = False
@@ -516,13 +515,12 @@ _command_ran: str | None = None  # the command `main` ran last (see `command`)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import gc
-
     global _collector_paused
     # Start-up builds some 100,000 long-lived objects and almost no garbage, which the cyclic
-    # collector's passes walk again and again (and once more at exit). So, as the
-    # command (argv None: not a caller's process), the collector waits until start-up is done
-    # (`_started`), which freezes what start-up built. Nothing is skipped: shutdown runs as usual.
+    # collector's passes walk again and again (and once more at an interpreter's exit). So, as
+    # the command (argv None: not a caller's process), the collector waits until start-up is
+    # done (`_started`), which freezes what start-up built; it then runs for what the command
+    # creates. (How the command's process leaves: `command`.)
     if argv is None and gc.isenabled():
         gc.disable()
         _collector_paused = True
