@@ -651,18 +651,25 @@ def _leave(code: int) -> None:
     import os
 
     threading = sys.modules.get("threading")
-    if _command_ran == "run" or (threading is not None and threading.active_count() > 1):
+    if _command_ran == "run" or (threading is not None and threading.active_count() > 1) or not _flushed():
         return
+    import atexit
+
+    atexit._run_exitfuncs()  # (each runs once: the interpreter's exit would find none left)
+    if _flushed():  # (what an exit function wrote)
+        os._exit(code)
+
+
+def _flushed() -> bool:
+    """Whether stdout and stderr took what is buffered (if not, the interpreter's exit says it,
+    as it always did)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except (OSError, ValueError):
-            return  # the interpreter's exit says it, as it always did
-    import atexit
-
-    atexit._run_exitfuncs()
-    os._exit(code)
+            return False
+    return True
 
 
 if __name__ == "__main__":

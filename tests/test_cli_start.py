@@ -109,12 +109,13 @@ def test_the_command_process_exits_with_mains_status_its_output_whole_and_exit_f
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: print('exit function ran', file=sys.stderr))\n"
+        "atexit.register(lambda: print('and wrote to stdout'))\n"
         "sys.argv = ['inkling-compat', *sys.argv[1:]]\n"
         "from inkling_compat.cli import command\n"
         "sys.exit(command())\n"
     )
     ok = _process(code, "check", "--launch", LAUNCH, "--format", "json")
-    assert ok.returncode == 0 and ok.stdout.rstrip().endswith("}") and '"ok": true' in ok.stdout
+    assert ok.returncode == 0 and ok.stdout.endswith("}\nand wrote to stdout\n") and '"ok": true' in ok.stdout
     assert ok.stderr == "exit function ran\n"
     unusable = _process(code, "check", "--launch", "no-such-file.sh")
     assert unusable.returncode == 2 and unusable.stderr.endswith("exit function ran\n")
