@@ -6,6 +6,7 @@ its output flushed, its exit functions run, its exit status the same."""
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -102,7 +103,8 @@ def test_the_table_is_the_parsers():
 
 
 def _process(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (stdout buffered, as a pipe's is)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
 
 
 def test_the_command_process_exits_with_mains_status_its_output_whole_and_exit_functions_run():
