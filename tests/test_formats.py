@@ -651,19 +651,6 @@ def test_checkstyle_hostile_key_stays_valid(checkstyle_schema, capsys, monkeypat
     assert 'bad\\x01<&]]>"key' in error.get("message")
 
 
-def test_the_format_records_init_takes_the_fields_in_their_order():
-    """Format's written-out __init__ (report/formats.py) sets each declared field, in order."""
-    import dataclasses
-
-    from inkling_compat.report.formats import Format
-
-    names = [f.name for f in dataclasses.fields(Format)]
-    made = Format(*[f"{n}-value" for n in names])
-    assert [getattr(made, n) for n in names] == [f"{n}-value" for n in names]
-    assert Format(**{n: f"{n}-value" for n in names}) == made
-    assert made.replace(name="other").name == "other" and made.name == "name-value"
-
-
 @pytest.mark.parametrize("syntax", ["text", "xml", "lines"])
 @pytest.mark.parametrize("color", [False, True])
 def test_plain_ascii_is_shown_as_escape_shows_it(syntax, color):

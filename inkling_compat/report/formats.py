@@ -28,7 +28,6 @@ from typing import Any, Callable
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 _SECTIONS = "inkling_compat.report.deployment:sections"
-_FIELDS = ("name", "description", "extension", "syntax", "render", "failure", "deployment", "reader")
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,6 @@ class Format:  # (a plain record: a NamedTuple class costs about 1 ms at every s
     reader: str = ""
 
     replace = replace  # (fmt.replace(**changes), as dataclasses.replace(fmt, **changes))
-
-    # Written out: the decorator compiles an __init__ at a class's first instance, and this
-    # table is made at every start, before anything else is compiled (a process's first
-    # compile costs about a millisecond).
-    def __init__(self, name: str, description: str, extension: str, syntax: str, render: str, failure: str | None, deployment: str = _SECTIONS, reader: str = "") -> None:
-        for field, value in zip(_FIELDS, (name, description, extension, syntax, render, failure, deployment, reader)):
-            object.__setattr__(self, field, value)
 
     def renderer(self) -> Callable[..., str]:
         return _resolve(self.render)
