@@ -166,3 +166,18 @@ def test_the_collector_runs_after_start_up_less_often_for_a_check_only_in_the_co
     )
     assert _process(code, "own", LAUNCH).stderr == "True True 10000\n"
     assert _process(code, "caller", LAUNCH).stderr == "True True 1\n"
+
+
+def test_a_launch_check_builds_no_parser_of_ours_and_escapes_nothing_it_need_not():
+    """`check --launch examples/launch.sh` (its report plain ASCII): no parser of the command
+    line built, report/escape.py not imported."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from inkling_compat import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    code = cli.main(['check', '--launch', 'examples/launch.sh'])\n"
+        "print(json.dumps([code, out.getvalue().isascii(), sorted(map(str, cli._PARSERS)), 'inkling_compat.report.escape' in sys.modules]))\n"
+    )
+    result = _process(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[0, true, [], false]"
