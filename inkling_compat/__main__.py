@@ -3,7 +3,7 @@ console script on PATH (the same parser, exit codes and output)."""
 
 import sys
 
-from inkling_compat.cli import main
+from inkling_compat.cli import command
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

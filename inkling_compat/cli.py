@@ -9,6 +9,7 @@ naming the file and field), 3 a defect in the tool or a rule file. Never a trace
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import sys
@@ -87,28 +88,72 @@ def _build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def _add_check(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
-    chk.add_argument("--config", help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")
-    chk.add_argument("--launch", metavar="FILE", help="a file holding the sglang launch command: a shell script (read as bash reads it; wrappers such as nohup, env, timeout, srun, docker run and bash -c unwrapped), or a YAML/JSON list of words; - reads standard input. Or give the command after --")
-    chk.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="with --launch: a value of the environment the launch file reads but does not set ($PORT, $MODEL_PATH); repeatable")
-    chk.add_argument("--env-file", action="append", default=[], metavar="FILE", help="with --launch: NAME=VALUE lines (a .env file: # comments, blank lines, `export ` and quotes allowed) of the launch's environment; repeatable, --env wins")
-    chk.add_argument("--model", help="the model's config.json, or the model's folder holding it")
-    chk.add_argument("--platform", help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")
-    chk.add_argument("--adapter", action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON; - reads it from standard input) or PEFT adapter directory; repeatable")
-    chk.add_argument("--adapter-dir", action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")
-    chk.add_argument("--strict", action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read); the same as --fail-on not-checked")
-    chk.add_argument("--fail-on", choices=FAIL_ON, default="error", help="what exits 1: error (default), warning (errors and warnings), not-checked (also any rule not checked: --strict)")
-    chk.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems are found (2 and 3 still mean the check could not run)")
-    chk.add_argument("--format", choices=formats.NAMES, default=formats.DEFAULT, help=formats.help_text())
-    chk.add_argument("--output", metavar="FILE", help="write the report (any format) to FILE instead of standard output")
-    chk.add_argument("--select", action="append", default=[], metavar="RULES", help="report only these rules: ids or prefixes, comma-separated; repeatable (replaces the settings' select)")
-    chk.add_argument("--ignore", action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")
-    chk.add_argument("--settings", metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")
-    chk.add_argument("--isolated", action="store_true", help="use no settings file")
-    chk.add_argument("--sglang-version", metavar="VERSION", default=None, help=f"the sglang release to check against: {', '.join(SGLANG_VERSIONS)} (53ccafdf = the public revision 53ccafdf023b); default: the installed sglang, a pin (sglang==X) in a requirements*.txt or pyproject.toml beside or above the config, the image tag in it (lmsysorg/sglang:vX), else {SGLANG_DEFAULT_VERSION}")
-    chk.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="color the text output: auto (default: on a terminal, unless NO_COLOR is set), always, never")
-    chk.add_argument("--fix", action="store_true", help="apply the safe machine-applicable fixes to the server config in place, re-check, repeat; report what was fixed and what remains")
-    chk.add_argument("--diff", action="store_true", help="print the unified diff of what --fix would change; write nothing")
-    chk.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: also the fixes that change capacity or behaviour (TP size, pool rank, slots, dtype)")
+    for flag, options in _check_options():
+        chk.add_argument(flag, **options)
+
+
+def _check_options() -> list[tuple[str, dict]]:  # type: ignore[type-arg]
+    """`check`'s options, in --help's order: (the flag, argparse's `add_argument` options). One
+    table for the parser and for `_plain_check`."""
+    return [
+        ("--config", dict(help="server config (YAML/JSON, sglang argument names, dash or underscore); - reads it from standard input")),
+        ("--launch", dict(metavar="FILE", help="a file holding the sglang launch command: a shell script (read as bash reads it; wrappers such as nohup, env, timeout, srun, docker run and bash -c unwrapped), or a YAML/JSON list of words; - reads standard input. Or give the command after --")),
+        ("--env", dict(action="append", default=[], metavar="NAME=VALUE", help="with --launch: a value of the environment the launch file reads but does not set ($PORT, $MODEL_PATH); repeatable")),
+        ("--env-file", dict(action="append", default=[], metavar="FILE", help="with --launch: NAME=VALUE lines (a .env file: # comments, blank lines, `export ` and quotes allowed) of the launch's environment; repeatable, --env wins")),
+        ("--model", dict(help="the model's config.json, or the model's folder holding it")),
+        ("--platform", dict(help="platform file, or a preset: h200 (default), h100, a100, l40s, b200, gb200, mi300x, cpu")),
+        ("--adapter", dict(action="append", default=[], help="adapter manifest (pool or PEFT form, YAML/JSON; - reads it from standard input) or PEFT adapter directory; repeatable")),
+        ("--adapter-dir", dict(action="append", default=[], help="folder with one PEFT adapter directory per adapter (a fleet); repeatable")),
+        ("--strict", dict(action="store_true", help="for CI gates: exit 1 also on any warning and on any rule not checked (an input it needs was not given or could not be read); the same as --fail-on not-checked")),
+        ("--fail-on", dict(choices=FAIL_ON, default="error", help="what exits 1: error (default), warning (errors and warnings), not-checked (also any rule not checked: --strict)")),
+        ("--exit-zero", dict(action="store_true", help="exit 0 even when problems are found (2 and 3 still mean the check could not run)")),
+        ("--format", dict(choices=formats.NAMES, default=formats.DEFAULT, help=formats.help_text())),
+        ("--output", dict(metavar="FILE", help="write the report (any format) to FILE instead of standard output")),
+        ("--select", dict(action="append", default=[], metavar="RULES", help="report only these rules: ids or prefixes, comma-separated; repeatable (replaces the settings' select)")),
+        ("--ignore", dict(action="append", default=[], metavar="RULES", help="leave out these rules: ids or prefixes, comma-separated; repeatable (listed as ignored, not dropped)")),
+        ("--settings", dict(metavar="FILE", help="settings file (.inkling-compat.yaml or pyproject.toml); default: the nearest one above the config file")),
+        ("--isolated", dict(action="store_true", help="use no settings file")),
+        ("--sglang-version", dict(metavar="VERSION", default=None, help=f"the sglang release to check against: {', '.join(SGLANG_VERSIONS)} (53ccafdf = the public revision 53ccafdf023b); default: the installed sglang, a pin (sglang==X) in a requirements*.txt or pyproject.toml beside or above the config, the image tag in it (lmsysorg/sglang:vX), else {SGLANG_DEFAULT_VERSION}")),
+        ("--color", dict(choices=("auto", "always", "never"), default="auto", help="color the text output: auto (default: on a terminal, unless NO_COLOR is set), always, never")),
+        ("--fix", dict(action="store_true", help="apply the safe machine-applicable fixes to the server config in place, re-check, repeat; report what was fixed and what remains")),
+        ("--diff", dict(action="store_true", help="print the unified diff of what --fix would change; write nothing")),
+        ("--unsafe-fixes", dict(action="store_true", help="with --fix/--diff: also the fixes that change capacity or behaviour (TP size, pool rank, slots, dtype)")),
+    ]
+
+
+def _plain_check(argv: list[str]) -> argparse.Namespace | None:
+    """`check` followed by `--option VALUE` and `--flag` words only, each option written out in
+    full, each value one argparse takes as a value (not starting with `-`, or `-` itself), each
+    choice one of its choices: the Namespace argparse gives it, without building the parser
+    (a millisecond of a check's start). None for any other command line: the parser decides
+    (help, abbreviations, `--option=VALUE`, errors and their messages)."""
+    if not argv or argv[0] != "check":
+        return None
+    table = _check_options()
+    args = argparse.Namespace(command="check")
+    by_flag = {}
+    for flag, options in table:
+        dest = flag[2:].replace("-", "_")
+        action = options.get("action", "store")
+        default = options.get("default", False if action == "store_true" else None)
+        setattr(args, dest, list(default) if action == "append" else default)
+        by_flag[flag] = (dest, action, options.get("choices"))
+    words = iter(argv[1:])
+    for word in words:
+        if not isinstance(word, str) or word not in by_flag:
+            return None
+        dest, action, choices = by_flag[word]
+        if action == "store_true":
+            setattr(args, dest, True)
+            continue
+        value = next(words, None)
+        if not isinstance(value, str) or (value.startswith("-") and value != "-") or (choices is not None and value not in choices):
+            return None
+        if action == "append":
+            getattr(args, dest).append(value)
+        else:
+            setattr(args, dest, value)
+    return args
 
 
 def _run_check(args: argparse.Namespace) -> int:
@@ -450,27 +495,32 @@ def _run_run(args: argparse.Namespace) -> int:
 def _started() -> None:
     """End of start-up in a process of our own (see `main`): the objects built so far (modules,
     pydantic validators, compiled rules) live as long as the process, so they are frozen out of
-    the collector's generations and the collector resumes for what the command itself creates."""
-    import gc
-
+    the collector's generations and the collector resumes for what the command itself creates.
+    For `check`, its youngest generation is collected every 10,000 new objects instead of 700: a
+    check of one command creates about 7,000 and little cyclic garbage (examples/launch.sh: the
+    pure-Python half of `datetime`, dropped at its import, 311 objects whose one collection cost
+    about 2 ms), and the process ends after it; a fleet's or a long input's cycles are still
+    collected as they accrue."""
     global _collector_paused
     if _collector_paused:
         _collector_paused = False
         gc.freeze()
+        if _command_ran == "check":
+            gc.set_threshold(10_000, *gc.get_threshold()[1:])
         gc.enable()
 
 
 _collector_paused = False
+_command_ran: str | None = None  # the command `main` ran last (see `command`)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import gc
-
     global _collector_paused
     # Start-up builds some 100,000 long-lived objects and almost no garbage, which the cyclic
-    # collector's passes walk again and again (and once more at exit). So, as the
-    # command (argv None: not a caller's process), the collector waits until start-up is done
-    # (`_started`), which freezes what start-up built. Nothing is skipped: shutdown runs as usual.
+    # collector's passes walk again and again (and once more at an interpreter's exit). So, as
+    # the command (argv None: not a caller's process), the collector waits until start-up is
+    # done (`_started`), which freezes what start-up built; it then runs for what the command
+    # creates. (How the command's process leaves: `command`.)
     if argv is None and gc.isenabled():
         gc.disable()
         _collector_paused = True
@@ -501,11 +551,15 @@ def _main(argv: Sequence[str] | None) -> int:
         cut = argv.index("--")
         argv, launch_words = argv[:cut], argv[cut + 1 :]
     try:
-        args = _parser(argv[0] if argv else None).parse_args(argv)
+        args = _plain_check(argv)
+        if args is None:
+            args = _parser(argv[0] if argv else None).parse_args(argv)
         args.launch_words = launch_words
     except UsageError as exc:
         named = re.match(r"argument ([^:\s]+)", str(exc))
         return _fail(EXIT_INPUT, f"inkling-compat: error: {exc}", as_json, input_error={"file": "(command line)", "field": named.group(1) if named else "(arguments)", "reason": str(exc)})
+    global _command_ran
+    _command_ran = args.command
     runners = {"check": _run_check, "rules": _run_rules, "explain": _run_explain, "run": _run_run}
     if args.command != "check":
         _started()  # only `check`'s start-up is worth the pause
@@ -582,5 +636,41 @@ def _fail(code: int, line: str, as_json: tuple[str, str | None] | None, **error:
     return code
 
 
+def command() -> int:
+    """The `inkling-compat` command as a process of its own (the console script, `python -m
+    inkling_compat`): `main()`, then the process leaves once its streams are flushed and its
+    exit functions have run, without the interpreter's teardown of every module and object
+    (some 6 ms of a check: nothing of it is output). The usual exit while another thread is
+    alive, after `run` (torch's own teardown), or when a stream cannot be flushed here."""
+    code = main()
+    _leave(code)
+    return code
+
+
+def _leave(code: int) -> None:
+    import os
+
+    threading = sys.modules.get("threading")
+    if _command_ran == "run" or (threading is not None and threading.active_count() > 1) or not _flushed():
+        return
+    import atexit
+
+    atexit._run_exitfuncs()  # (each runs once: the interpreter's exit would find none left)
+    if _flushed():  # (what an exit function wrote)
+        os._exit(code)
+
+
+def _flushed() -> bool:
+    """Whether stdout and stderr took what is buffered (if not, the interpreter's exit says it,
+    as it always did)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            return False
+    return True
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

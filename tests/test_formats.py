@@ -649,3 +649,16 @@ def test_checkstyle_hostile_key_stays_valid(checkstyle_schema, capsys, monkeypat
     checkstyle_schema.validate(out)
     (error,) = [e for f in ET.fromstring(out) for e in f if e.get("source") == "unknown-config-key"]
     assert 'bad\\x01<&]]>"key' in error.get("message")
+
+
+@pytest.mark.parametrize("syntax", ["text", "xml", "lines"])
+@pytest.mark.parametrize("color", [False, True])
+def test_plain_ascii_is_shown_as_escape_shows_it(syntax, color):
+    """report/outputs.py skips report/escape.py for text it would leave alone: every ASCII
+    character (and a few others) gives what escape.shown gives."""
+    from inkling_compat.report.escape import shown
+    from inkling_compat.report.outputs import _shown
+
+    for code in [*range(0x80), 0x9B, 0xE9, 0x202E, 0xDCFF]:
+        text = f"line one\n\tsee {chr(code)} here\x1b[31m red\x1b[0m" if color else f"line one\n\tsee {chr(code)} here"
+        assert _shown(syntax, text, color) == shown(text, keep_colors=color and syntax == "text"), hex(code)

@@ -29,8 +29,8 @@ def render_failure(fmt: str, code: int, **error: dict[str, Any]) -> str | None:
 def _shown(syntax: str, text: str, color: bool) -> str:
     """What a terminal, a CI log or an XML reader would act on, escaped (report/escape.py);
     JSON's own escaping already covers it."""
-    if syntax == "json":
-        return text
+    if syntax == "json" or (text.isascii() and text.replace("\n", "").replace("\t", "").isprintable()):
+        return text  # (ASCII without a control character but tab and newline: escape.shown's own first test)
     from inkling_compat.report.escape import shown
 
     return shown(text, keep_colors=color and syntax == "text")
