@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, NamedTuple, Union
+from operator import itemgetter
+from typing import Any, Union
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
-from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
+from inkling_compat.sglang.plan import Cat, NamedFields, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
 
 NUMBERED_SHARED = re.compile(r"shared_experts\.(\d+)\.")
 _LAYER = re.compile(r"layers\.(\d+)\.")  # layers/utils/common.get_layer_id
@@ -87,14 +88,20 @@ class CatRefusal:
 NormalizeFailure = Union[ReshapeRefusal, CatRefusal]
 
 
-class LayerPlan(NamedTuple):
+class LayerPlan(NamedFields):
     """The steps `_normalize_weights` takes on one layer, the name -> shape dict they leave
     (in sglang's dict order), and the first reshape torch rejects (then `steps` stop before it
     and `shapes` is the layer as sglang holds it when it raises)."""
 
-    steps: tuple[Step, ...]
-    shapes: dict[str, list[int]]
-    failure: NormalizeFailure | None
+    __slots__ = ()
+    _fields = ("steps", "shapes", "failure")
+    __match_args__ = _fields
+    steps = property(itemgetter(0))
+    shapes = property(itemgetter(1))
+    failure = property(itemgetter(2))
+
+    def __new__(cls, steps: tuple[Step, ...], shapes: dict[str, list[int]], failure: NormalizeFailure | None) -> "LayerPlan":
+        return tuple.__new__(cls, (steps, shapes, failure))
 
 
 class _Refused(Exception):

@@ -32,8 +32,8 @@ from operator import itemgetter
 from typing import Sequence, Union
 
 
-class _Op(tuple):  # type: ignore[type-arg]
-    """A step: a tuple of its fields, as `typing.NamedTuple` makes one (equal, hashed, unpacked,
+class NamedFields(tuple):  # type: ignore[type-arg]
+    """A step (and a plan's result): a tuple of its fields, as `typing.NamedTuple` makes one (equal, hashed, unpacked,
     indexed and pickled as that tuple, the same repr), without NamedTuple's class creation at
     import (some 0.2 ms a class; tests/test_plan_steps.py holds the two alike)."""
 
@@ -47,7 +47,7 @@ class _Op(tuple):  # type: ignore[type-arg]
         return f"{type(self).__name__}(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)) + ")"
 
 
-class Reshape(_Op):
+class Reshape(NamedFields):
     __slots__ = ()
     _fields = ("name", "shape", "transpose01")
     __match_args__ = _fields
@@ -59,7 +59,7 @@ class Reshape(_Op):
         return tuple.__new__(cls, (name, shape, transpose01))
 
 
-class Cat(_Op):
+class Cat(NamedFields):
     __slots__ = ()
     _fields = ("out", "inputs", "dim")
     __match_args__ = _fields
@@ -71,7 +71,7 @@ class Cat(_Op):
         return tuple.__new__(cls, (out, inputs, dim))
 
 
-class Zeros(_Op):
+class Zeros(NamedFields):
     __slots__ = ()
     _fields = ("name", "like")
     __match_args__ = _fields
@@ -82,7 +82,7 @@ class Zeros(_Op):
         return tuple.__new__(cls, (name, like))
 
 
-class Repeat(_Op):
+class Repeat(NamedFields):
     __slots__ = ()
     _fields = ("name", "reps")
     __match_args__ = _fields
@@ -93,7 +93,7 @@ class Repeat(_Op):
         return tuple.__new__(cls, (name, reps))
 
 
-class Rename(_Op):
+class Rename(NamedFields):
     __slots__ = ()
     _fields = ("old", "new")
     __match_args__ = _fields
@@ -104,7 +104,7 @@ class Rename(_Op):
         return tuple.__new__(cls, (old, new))
 
 
-class Take(_Op):
+class Take(NamedFields):
     __slots__ = ()
     _fields = ("name", "dim", "ranges")
     __match_args__ = _fields
