@@ -173,55 +173,61 @@ def _is_classvar(annotation: Any) -> bool:
 
 
 def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
+    own = cls.__dict__
     specs: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        for spec in base.__dict__.get(_SPECS, ()):
-            specs[spec.name] = spec
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
-        if _is_classvar(annotation):
+    for base in cls.__mro__[-1:0:-1]:
+        inherited = base.__dict__.get(_SPECS)
+        if inherited:
+            for spec in inherited:
+                specs[spec.name] = spec
+    seen_default = False
+    for name, annotation in own.get("__annotations__", {}).items():
+        if annotation.startswith(("ClassVar", "typing.ClassVar")) if type(annotation) is str else _is_classvar(annotation):
             continue
-        value = cls.__dict__.get(name, MISSING)
-        spec = value if isinstance(value, Field) else Field(default=value)
+        value = own.get(name, MISSING)
+        spec = value if type(value) is Field else Field(default=value)
         spec.name, spec.annotation = name, annotation
-        if spec.default is not MISSING and type(spec.default).__hash__ is None:  # (dataclasses' guard)
-            raise ValueError(f"mutable default {type(spec.default)} for field {name} is not allowed: use default_factory")
-        if spec.default is MISSING:
-            if name in cls.__dict__:
+        default = spec.default
+        if default is MISSING:
+            if name in own:
                 delattr(cls, name)  # (a default_factory: no class attribute, as dataclasses leaves it)
         else:
-            setattr(cls, name, spec.default)
+            if type(default).__hash__ is None:  # (dataclasses' guard)
+                raise ValueError(f"mutable default {type(default)} for field {name} is not allowed: use default_factory")
+            if value is not default:
+                setattr(cls, name, default)
         specs[name] = spec  # (a redeclared field keeps its base's place, as in dataclasses)
     ordered = tuple(specs.values())
-    seen_default = False
     for spec in ordered:
         if spec.default is not MISSING or spec.default_factory is not MISSING:
             seen_default = True
         elif seen_default:
             raise TypeError(f"non-default argument {spec.name!r} follows default argument")
-    own = cls.__dict__
+    names = tuple(specs)
     setattr(cls, _SPECS, ordered)
     setattr(cls, _FROZEN, frozen)
-    cls.__dataclass_fields__ = _StandardFields()  # type: ignore[attr-defined]
-    cls.__match_args__ = tuple(spec.name for spec in ordered)  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = _STANDARD_FIELDS  # type: ignore[attr-defined]
+    cls.__match_args__ = names  # type: ignore[attr-defined]
     if "__init__" not in own:
         cls.__init__ = _bound_init(cls)  # type: ignore[misc]
     if with_repr and "__repr__" not in own:
-        cls.__repr__ = _repr_of(tuple(spec.name for spec in ordered if spec.repr))  # type: ignore[method-assign]
-    compared = tuple(spec.name for spec in ordered if spec.compare)
-    if eq and "__eq__" not in own:
-        cls.__eq__ = _eq_of(compared)  # type: ignore[method-assign]
+        cls.__repr__ = _repr_of(names if all(spec.repr for spec in ordered) else tuple(spec.name for spec in ordered if spec.repr))  # type: ignore[method-assign]
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    if eq and not explicit_hash:
-        cls.__hash__ = _hash_of(compared) if frozen else None  # type: ignore[method-assign,assignment]
+    if eq and ("__eq__" not in own or not explicit_hash):
+        values = _values_of(names if all(spec.compare for spec in ordered) else tuple(spec.name for spec in ordered if spec.compare))
+        if "__eq__" not in own:
+            cls.__eq__ = _eq_of(values)  # type: ignore[method-assign]
+        if not explicit_hash:
+            cls.__hash__ = _hash_of(values) if frozen else None  # type: ignore[method-assign,assignment]
     if _WITH_REPLACE and "__replace__" not in own:
         cls.__replace__ = replace  # type: ignore[attr-defined]  # (copy.replace, as the standard decorator sets it)
     if frozen:
-        for name in ("__setattr__", "__delattr__"):
-            if name in own:
-                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
-        names = frozenset(specs)
-        cls.__setattr__ = _frozen_setattr(cls, names)  # type: ignore[method-assign]
-        cls.__delattr__ = _frozen_delattr(cls, names)  # type: ignore[method-assign]
+        if "__setattr__" in own or "__delattr__" in own:
+            name = "__setattr__" if "__setattr__" in own else "__delattr__"
+            raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+        field_set = frozenset(names)
+        cls.__setattr__ = _frozen_setattr(cls, field_set)  # type: ignore[method-assign]
+        cls.__delattr__ = _frozen_delattr(cls, field_set)  # type: ignore[method-assign]
     return cls
 
 
@@ -234,6 +240,9 @@ class _StandardFields:
             made = {spec.name: spec.standard() for spec in owner.__dict__[_SPECS]} if _SPECS in owner.__dict__ else _inherited(owner)
             type.__setattr__(owner, "_standard_fields", made)
         return made
+
+
+_STANDARD_FIELDS = _StandardFields()
 
 
 def _inherited(owner: type) -> dict[str, Any]:
@@ -351,9 +360,7 @@ def _repr_of(names: tuple[str, ...]) -> Callable[[Any], str]:
     return __repr__
 
 
-def _eq_of(names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
-    values = _values_of(names)
-
+def _eq_of(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, Any], Any]:
     def __eq__(self: Any, other: Any) -> Any:
         if other.__class__ is self.__class__:
             return values(self) == values(other)
@@ -362,9 +369,7 @@ def _eq_of(names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
     return __eq__
 
 
-def _hash_of(names: tuple[str, ...]) -> Callable[[Any], int]:
-    values = _values_of(names)
-
+def _hash_of(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], int]:
     def __hash__(self: Any) -> int:
         return hash(values(self))
 
