@@ -612,8 +612,8 @@ class _WeakValues:
     def __setitem__(self, key: Any, value: Any) -> None:
         refs = self._refs
 
-        def gone(_: Any, key: Any = key) -> None:
-            _remove_dead_weakref(refs, key)  # (only while the entry is still that dead reference)
+        def gone(_: Any, key: Any = key, remove: Any = _remove_dead_weakref) -> None:
+            remove(refs, key)  # (only while the entry is still that dead reference; bound here: at exit the module's globals may be gone)
 
         refs[key] = _weak_ref(value, gone)
 

@@ -39,7 +39,7 @@ def _numbered_regex(key: str) -> re.Pattern[str]:
 
 
 def numbered(name: str, key: str) -> str | None:
-    """The digits of the leftmost `key` + digits + "." in `name`: what `re.search(key +
+    r"""The digits of the leftmost `key` + digits + "." in `name`: what `re.search(key +
     r"(\d+)\.", name).group(1)` finds (sglang's get_layer_id: key "layers."), or None. A plain
     search for the names adapters have (a few occurrences, ASCII digits), so that a check
     compiles no regex for it (0.1 ms each); anything else (a non-ASCII character after the key
@@ -68,7 +68,7 @@ _W_RENAMES = ((".w1.", ".gate_proj."), (".w3.", ".up_proj."), (".w2.", ".down_pr
 
 @lru_cache(maxsize=65536)
 def layer_id(name: str) -> int | None:
-    """layers/utils/common.get_layer_id: int() of the first `layers\\.(\\d+)\\.` match."""
+    r"""layers/utils/common.get_layer_id: int() of the first `layers\.(\d+)\.` match."""
     digits = numbered(name, "layers.")
     return int(digits) if digits is not None else None
 
