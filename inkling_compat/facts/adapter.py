@@ -29,7 +29,7 @@ import json
 import math
 import functools
 import re
-from typing import Any, ClassVar, Hashable, Union
+from typing import Any, ClassVar, Hashable
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
@@ -283,7 +283,7 @@ class UnreadableOwn:
     path: str | None
 
 
-OwnFacts = Union[PoolOwn, PeftOwn, UnreadableOwn]
+OwnFacts = PoolOwn | PeftOwn | UnreadableOwn
 
 
 def buffer_dims(shapes: tuple[tuple[int, ...], ...]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any, Union
+from typing import Any
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 from inkling_compat.sglang.plan import Cat, NamedFields, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
@@ -116,7 +116,7 @@ class CatRefusal:
     message: str
 
 
-NormalizeFailure = Union[ReshapeRefusal, CatRefusal]
+NormalizeFailure = ReshapeRefusal | CatRefusal
 
 
 class LayerPlan(NamedFields):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from operator import itemgetter
-from typing import Sequence, Union
+from typing import Sequence
 
 
 class NamedFields(tuple):  # type: ignore[type-arg]
@@ -116,7 +116,7 @@ class Take(NamedFields):
         return tuple.__new__(cls, (name, dim, ranges))
 
 
-Step = Union[Reshape, Cat, Zeros, Repeat, Rename, Take]
+Step = Reshape | Cat | Zeros | Repeat | Rename | Take
 
 
 def numel(shape: Sequence[int]) -> int:
