@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         medians = {name: statistics.median(r["modules"].get(name, 0.0) for r in runs[venv]) for name in names}
         print(f"{venv}: " + " ".join(f"{name.removeprefix('inkling_compat.')}={ms:.2f}" for name, ms in sorted(medians.items(), key=lambda kv: -kv[1])))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"runs": runs}, indent=1) + "\n", encoding="utf-8")
+    rounded = {venv: [{k: (round(v, 3) if isinstance(v, float) else {m: round(t, 3) for m, t in v.items()} if isinstance(v, dict) else v) for k, v in r.items()} for r in rs] for venv, rs in runs.items()}
+    args.output.write_text(json.dumps({"runs": rounded}, separators=(",", ":")) + "\n", encoding="utf-8")
     return 0
 
 
