@@ -398,3 +398,32 @@ def test_a_directory_s_real_path_found_from_its_folder_s(tmp_path, monkeypatch):
         assert _dir_real(path, folders) == os.path.realpath(path)
     for path in ("real/b", "real/a/", "real/a/.", "real/a/..", "real/missing"):
         assert _dir_real(path, folders) is None
+
+
+def test_the_interned_tables_are_held_weakly_as_a_weak_value_dictionary():
+    """adapter_dir's table map against weakref.WeakValueDictionary on the same steps: an entry
+    leaves with its value, and a key set again keeps its new value when the old one dies."""
+    import gc
+    import weakref
+
+    from inkling_compat.inputs import adapter_dir
+
+    class Value:
+        pass
+
+    ours, standard = adapter_dir._WeakValues(), weakref.WeakValueDictionary()
+    held = {name: Value() for name in "abc"}
+    for name, value in held.items():
+        ours[name] = standard[name] = value
+    replaced = Value()
+    ours["a"] = standard["a"] = replaced  # (the first "a" still alive in `held`)
+    del held["a"], held["b"]
+    gc.collect()
+    for key in "abcd":
+        assert ours.get(key) is standard.get(key), key
+    assert ours.get("a") is replaced and len(ours) == len(standard) == 2
+    del replaced
+    gc.collect()
+    assert ours.get("a") is None and len(ours) == len(standard) == 1
+    ours.clear()
+    assert len(ours) == 0 and ours.get("c") is None

@@ -198,3 +198,46 @@ def test_lora_id_is_uuid5_of_name_and_path(name: str, path: str | None) -> None:
             lora_id(name, path)
         return
     assert lora_id(name, path) == expected
+
+
+def _float32_overflows(value: float) -> bool:
+    import struct
+
+    try:
+        struct.pack("<f", value)
+    except OverflowError:
+        return True
+    return False
+
+
+# float32's largest finite value, the halfway point to 2**128 and their neighbours.
+_FLOAT32_EDGES = [float(2**128 - 2**104), float(2**128 - 2**103), float(2**128)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_FLOAT32_EDGES), st.floats(min_value=3.4e38, max_value=3.41e38)))
+def test_past_float32_is_where_struct_refuses_a_float32(value: float) -> None:
+    import math
+
+    from inkling_compat.facts.adapter import past_float32
+
+    for v in (value, -value, math.nextafter(value, math.inf), math.nextafter(value, -math.inf)):
+        assert past_float32(v) == (math.isfinite(v) and _float32_overflows(v)), v
+
+
+@pytest.mark.parametrize("release", ["0.5.16", "0.5.23"])
+def test_lora_id_is_the_wheels_deterministic_id(release: str) -> None:
+    """LoRARef.deterministic_id read from the wheel and run (uuid5 as lora_registry.py imports
+    it) on names and paths as a launch gives them: the checker's id is sglang's."""
+    import uuid
+
+    from inkling_compat.facts.adapter import lora_id
+    from oracle import sglang_sink, wheel_source
+    from oracle.require import load_or_skip
+
+    wheel = load_or_skip(lambda: sglang_sink.find_wheel(version=release), f"{release} wheel")
+    namespace: dict = {"uuid5": uuid.uuid5, "NAMESPACE_URL": uuid.NAMESPACE_URL}
+    exec(wheel_source.method(wheel_source.read(wheel, "sglang/srt/lora/lora_registry.py"), "LoRARef", "deterministic_id"), namespace)
+    deterministic_id = namespace["deterministic_id"]
+    for name, path in [("support", "examples/adapter"), ("a", "/p"), ("", ""), ("é名", "/données/适配器"), ("x" * 300, "/" + "y" * 4000)]:
+        assert lora_id(name, path) == deterministic_id(name, path)

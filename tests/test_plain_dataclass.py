@@ -48,6 +48,18 @@ SHAPES = [
 ]
 
 
+def _compiled(cls: type) -> bool:
+    """Whether the class's __init__ is its own compiled one (not the shared binding)."""
+    return vars(cls)["__init__"].__code__.co_filename.startswith("<plain_dataclass")
+
+
+def _make_compile(cls: type, *args: object) -> None:
+    """Instances made until the class's __init__ is compiled."""
+    for _ in range(plain_dataclass.COMPILE_AFTER):
+        cls(*args)
+    assert _compiled(cls)
+
+
 def shown(obj: object, cls: type) -> str:
     """The repr, its class's name (and an address, for repr=False) left out."""
     return repr(obj).replace(cls.__qualname__, "R").split(" object at 0x")[0]
@@ -60,7 +72,7 @@ def _values(annotations: dict) -> list:
 @pytest.mark.parametrize(("options", "annotations", "defaults"), SHAPES)
 def test_the_same_records_as_the_standard_decorator(options, annotations, defaults):
     standard, plain = _pair(options, annotations, defaults)
-    assert "__init__" not in vars(plain) or vars(plain)["__init__"] is plain_dataclass._first_init  # compiled on first use
+    assert not _compiled(plain)  # (none compiled until the class has made COMPILE_AFTER instances)
     values = _values(annotations)
     s, z = standard(*values), plain(*values)
     assert dataclasses.is_dataclass(plain) and dataclasses.is_dataclass(z)
@@ -102,14 +114,24 @@ def test_the_same_records_as_the_standard_decorator(options, annotations, defaul
     assert copy.deepcopy(z).__dict__ == z.__dict__ and copy.copy(z).__dict__ == z.__dict__
 
 
-def test_construction_and_its_refusals_are_the_standard_ones():
+REFUSED = (((), {}), ((1, "y", 3), {}), ((1,), {"c": 2}), ((1,), {"a": 2}), ((), {"b": "y"}), ((), {"a": 1, "self": 2}), ((1, "y"), {"b": "z"}))
+ACCEPTED = (((1,), {}), ((1, "y"), {}), ((), {"a": 1}), ((), {"b": "z", "a": 1}), ((1,), {"b": "z"}))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["bound", "compiled"])
+def test_construction_and_its_refusals_are_the_standard_ones(compiled):
     standard, plain = _pair({"frozen": True}, {"a": "int", "b": "str"}, {"b": ("=", "x")})
-    for args, kwargs in (((), {}), ((1, "y", 3), {}), ((1,), {"c": 2}), ((1,), {"a": 2})):
+    if compiled:
+        _make_compile(plain, 0)
+    for args, kwargs in REFUSED:
         with pytest.raises(TypeError) as s:
             standard(*args, **kwargs)
         with pytest.raises(TypeError) as z:
             plain(*args, **kwargs)
         assert str(z.value) == str(s.value)
+    for args, kwargs in ACCEPTED:
+        assert plain(*args, **kwargs).__dict__ == standard(*args, **kwargs).__dict__
+    assert _compiled(plain) == compiled  # (a refusal compiles nothing for the class)
     assert plain(b="z", a=1).__dict__ == standard(b="z", a=1).__dict__ == {"a": 1, "b": "z"}
     with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
         _pair({}, {"a": "int", "b": "int"}, {"a": ("=", 0)})
@@ -207,13 +229,48 @@ def test_threads_compile_the_init_once():
         a: int
 
     made: list = []
-    threads = [threading.Thread(target=lambda: made.append(Shared(1))) for _ in range(8)]
+    inits: set = set()
+
+    def make() -> None:
+        for _ in range(plain_dataclass.COMPILE_AFTER):
+            made.append(Shared(1))
+            inits.add(vars(Shared)["__init__"])
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(made) == 8 and all(m == Shared(1) for m in made)
-    assert Shared.__dict__["__init__"] is not plain_dataclass._first_init
+    assert len(made) == 8 * plain_dataclass.COMPILE_AFTER and all(m == Shared(1) for m in made)
+    assert _compiled(Shared) and len(inits) <= 2  # (the binding, then one compiled __init__)
+
+
+def test_the_compiled_init_takes_over_with_the_same_results():
+    """Defaults, factories (a new value each time), __post_init__ and a subclass without fields
+    alike through the shared binding, on the instance that compiles, and after."""
+    seen: list = []
+
+    @dataclass(frozen=True)
+    class Base:
+        a: int
+        b: str = "x"
+        c: list = field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            seen.append(self.a)
+
+    class Sub(Base):
+        pass
+
+    results = []
+    for i in range(plain_dataclass.COMPILE_AFTER + 2):
+        cls = Sub if i % 2 else Base
+        one = cls(i) if i % 3 else cls(a=i, b="y")
+        results.append((type(one), one.a, one.b, one.c))
+        assert one.c is not cls(i).c
+    assert _compiled(Base) and "__init__" not in vars(Sub)
+    assert results == [(Sub if i % 2 else Base, i, "x" if i % 3 else "y", []) for i in range(plain_dataclass.COMPILE_AFTER + 2)]
+    assert seen[::2] == list(range(plain_dataclass.COMPILE_AFTER + 2))
 
 
 def test_pickled_where_the_class_was_never_used(tmp_path):

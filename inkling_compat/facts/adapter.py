@@ -29,7 +29,7 @@ import json
 import math
 import functools
 import re
-from typing import Any, ClassVar, Hashable, Union
+from typing import Any, ClassVar, Hashable
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
@@ -121,17 +121,18 @@ def python_scaling(raw: dict[str, Any]) -> float | None:
         return None
 
 
+# The least float whose float32 rounding is an infinity: halfway between float32's largest
+# finite value (2**128 - 2**104) and 2**128, which round-to-nearest-even takes up (the largest
+# value's mantissa is odd). struct.pack("<f", x) raises OverflowError from there on
+# (tests/test_facts.py holds the two equal); comparing saves a check the import of struct.
+_FLOAT32_OVERFLOW = float(2**128 - 2**103)
+
+
 def past_float32(value: float | None) -> bool:
     """A finite float that float32 rounds to an infinity (above about 3.4e38)."""
     if value is None or not math.isfinite(value):
         return False
-    import struct  # (here: only an adapter's alpha and rank are tested)
-
-    try:
-        struct.pack("<f", value)  # OverflowError exactly when float32 rounding gives an infinity
-    except OverflowError:
-        return True
-    return False
+    return abs(value) >= _FLOAT32_OVERFLOW
 
 
 def _first_non_string(items: Any) -> str | None:
@@ -177,14 +178,24 @@ def config_type_mismatches(raw: dict[str, Any]) -> list[dict[str, Any]]:
 _NAMESPACE_URL = bytes.fromhex("6ba7b8119dad11d180b400c04fd430c8")
 
 
+def _sha1() -> Any:
+    """SHA-1 from Python's own `_sha1` (what hashlib falls back to), where the interpreter has
+    it: the same digest (FIPS 180-4) without hashlib's import of OpenSSL's `_hashlib` (about
+    3 ms at a check's start, for one hash)."""
+    try:
+        from _sha1 import sha1
+    except ImportError:  # (a build without it: hashlib's)
+        from hashlib import sha1
+    return sha1
+
+
 def lora_id(name: str, path: str | None) -> str:
     """LoRARef.deterministic_id: the id sglang gives a --lora-paths adapter (uuid5 of
     "name\\0path"); messages that quote an adapter id use it. `uuid.uuid5(NAMESPACE_URL,
     ...).hex` as RFC 4122 defines it (SHA-1 of the namespace and the name, version 5, variant
-    10), without importing uuid (it imports platform; tests/test_facts.py holds it to uuid5)."""
-    import hashlib
-
-    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + f"{name}\0{path if path is not None else name}".encode("utf-8")).digest()[:16])
+    10), without importing uuid (it imports platform; tests/test_facts.py holds it to uuid5 and
+    to the wheel's own deterministic_id)."""
+    digest = bytearray(_sha1()(_NAMESPACE_URL + f"{name}\0{path if path is not None else name}".encode("utf-8")).digest()[:16])
     digest[6] = (digest[6] & 0x0F) | 0x50
     digest[8] = (digest[8] & 0x3F) | 0x80
     return digest.hex()
@@ -272,7 +283,7 @@ class UnreadableOwn:
     path: str | None
 
 
-OwnFacts = Union[PoolOwn, PeftOwn, UnreadableOwn]
+OwnFacts = PoolOwn | PeftOwn | UnreadableOwn
 
 
 def buffer_dims(shapes: tuple[tuple[int, ...], ...]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from inkling_compat.facts.types import (
     UnreadableAdapterFacts,
 )
 from inkling_compat.inputs.models import PeftManifest
-from inkling_compat.sglang import load_to_buffer, set_lora_info
+from inkling_compat.sglang import load_to_buffer
 from inkling_compat.sglang.pool_shapes import StartupPool
 
 
@@ -84,6 +84,8 @@ def own_facts(manifests: Sequence[Any], model: Any, memo: bool = True) -> list[O
 def _pool_form(own: PoolOwn, sink: SinkFacts, model: Any) -> PoolAdapterFacts:
     binding = None
     if sink.lora_attached:
+        from inkling_compat.sglang import set_lora_info  # (pool manifests only: a launch's PEFT adapters never bind here)
+
         result = set_lora_info.simulate(sink.sink_class or "", model.n_shared_experts, own.pool_shapes, own.rebind_shapes, own.updated_slots)
         binding = {"first": None if result.first is None else vars(result.first), "completed": vars(result.completed)}
     return PoolAdapterFacts.model_validate({

@@ -30,8 +30,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-import weakref
 from collections import OrderedDict
+from _weakref import _remove_dead_weakref, ref as _weak_ref  # (built in; weakref.py's import costs ~0.5 ms)
 from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
@@ -596,7 +596,35 @@ def read_adapter_dir(
 # weakly: it lives while a cached header (its `table`, counted in the header's cost) or a
 # manifest in use holds it, so the byte budget above bounds the tables too. Specs are held
 # strongly (their ids key the tables) but only for shapes of up to 8 axes, 65,536 at most.
-_TABLES: "weakref.WeakValueDictionary[tuple, TensorTable]" = weakref.WeakValueDictionary()
+class _WeakValues:
+    """Values by key, each held weakly: an entry leaves with its value (as
+    weakref.WeakValueDictionary, for the get/set/len/clear used here)."""
+
+    __slots__ = ("_refs",)
+
+    def __init__(self) -> None:
+        self._refs: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        found = self._refs.get(key)
+        return None if found is None else found()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        refs = self._refs
+
+        def gone(_: Any, key: Any = key, remove: Any = _remove_dead_weakref) -> None:
+            remove(refs, key)  # (only while the entry is still that dead reference; bound here: at exit the module's globals may be gone)
+
+        refs[key] = _weak_ref(value, gone)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def clear(self) -> None:
+        self._refs.clear()
+
+
+_TABLES = _WeakValues()
 _SPECS: dict[tuple, TensorSpec] = {}
 _SPEC_MAX_AXES = 8
 _EMPTY_TABLE = TensorTable.model_construct(root={})

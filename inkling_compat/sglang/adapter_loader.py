@@ -22,13 +22,44 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, NamedTuple, Union
+from operator import itemgetter
+from typing import Any
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
-from inkling_compat.sglang.plan import Cat, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
+from inkling_compat.sglang.plan import Cat, NamedFields, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
 
-NUMBERED_SHARED = re.compile(r"shared_experts\.(\d+)\.")
-_LAYER = re.compile(r"layers\.(\d+)\.")  # layers/utils/common.get_layer_id
+_DIGITS = "0123456789"
+_WINDOW = 32  # ASCII digits a number may have for the plain search (a longer run: the regex)
+_TRIES = 8  # occurrences of the key the plain search looks at before it hands the name to the regex
+
+
+@lru_cache(maxsize=None)
+def _numbered_regex(key: str) -> re.Pattern[str]:
+    return re.compile(re.escape(key) + r"(\d+)\.")
+
+
+def numbered(name: str, key: str) -> str | None:
+    r"""The digits of the leftmost `key` + digits + "." in `name`: what `re.search(key +
+    r"(\d+)\.", name).group(1)` finds (sglang's get_layer_id: key "layers."), or None. A plain
+    search for the names adapters have (a few occurrences, ASCII digits), so that a check
+    compiles no regex for it (0.1 ms each); anything else (a non-ASCII character after the key
+    or the digits, many occurrences, a long number) goes to the regex itself
+    (tests/test_numbered_names.py compares the two)."""
+    start = name.find(key)
+    tries = 0
+    while start >= 0:
+        first = start + len(key)
+        window = name[first:first + _WINDOW + 1]
+        run = len(window) - len(window.lstrip(_DIGITS))
+        after = window[run:run + 1]
+        if after == "." and run:
+            return window[:run]
+        tries += 1
+        if (after and not after.isascii()) or run > _WINDOW or tries >= _TRIES:
+            match = _numbered_regex(key).search(name)
+            return match.group(1) if match else None
+        start = name.find(key, start + 1)
+    return None
 GATE_UP_KEYS = (".w1.", ".w3.", ".gate_proj.", ".up_proj.", ".gate_up_proj.")
 DOWN_KEYS = (".w2.", ".down_proj.")
 _QKV_KEYS = ("q_proj", "k_proj", "v_proj", "qkv_proj")
@@ -37,8 +68,9 @@ _W_RENAMES = ((".w1.", ".gate_proj."), (".w3.", ".up_proj."), (".w2.", ".down_pr
 
 @lru_cache(maxsize=65536)
 def layer_id(name: str) -> int | None:
-    match = _LAYER.search(name)
-    return int(match.group(1)) if match else None
+    r"""layers/utils/common.get_layer_id: int() of the first `layers\.(\d+)\.` match."""
+    digits = numbered(name, "layers.")
+    return int(digits) if digits is not None else None
 
 
 def is_inkling_base(model: Any) -> bool:
@@ -58,10 +90,10 @@ def sink_site(name: str) -> dict[str, Any] | None:
     factor = "a" if "lora_A" in name else "b" if "lora_B" in name else None
     if factor is None:
         return None
-    numbered = NUMBERED_SHARED.search(name)
+    expert = numbered(name, "shared_experts.")
     return {
         "site": f"{'down' if is_down else 'gate_up'}_{factor}",
-        "expert": int(numbered.group(1)) if numbered else None,
+        "expert": int(expert) if expert is not None else None,
     }
 
 
@@ -84,17 +116,23 @@ class CatRefusal:
     message: str
 
 
-NormalizeFailure = Union[ReshapeRefusal, CatRefusal]
+NormalizeFailure = ReshapeRefusal | CatRefusal
 
 
-class LayerPlan(NamedTuple):
+class LayerPlan(NamedFields):
     """The steps `_normalize_weights` takes on one layer, the name -> shape dict they leave
     (in sglang's dict order), and the first reshape torch rejects (then `steps` stop before it
     and `shapes` is the layer as sglang holds it when it raises)."""
 
-    steps: tuple[Step, ...]
-    shapes: dict[str, list[int]]
-    failure: NormalizeFailure | None
+    __slots__ = ()
+    _fields = ("steps", "shapes", "failure")
+    __match_args__ = _fields
+    steps = property(itemgetter(0))
+    shapes = property(itemgetter(1))
+    failure = property(itemgetter(2))
+
+    def __new__(cls, steps: tuple[Step, ...], shapes: dict[str, list[int]], failure: NormalizeFailure | None) -> "LayerPlan":
+        return tuple.__new__(cls, (steps, shapes, failure))
 
 
 class _Refused(Exception):
@@ -148,7 +186,7 @@ def _plan(shapes: dict[str, list[int]], steps: list[Step], do: Any, r: int | Non
     # _normalize_shared_expert_moe (l.317): flat Inkling shared-sink factors -> 3-D.
     if inkling and n_shared > 0:
         for name in list(shapes):
-            if "shared_experts." not in name or NUMBERED_SHARED.search(name):
+            if "shared_experts." not in name or numbered(name, "shared_experts.") is not None:
                 continue
             is_down = any(k in name for k in DOWN_KEYS)
             is_gate_up = any(k in name for k in GATE_UP_KEYS)

@@ -28,43 +28,95 @@ Shapes are lists of ints. Nothing here imports torch.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence, Union
+from operator import itemgetter
+from typing import Sequence
 
 
-class Reshape(NamedTuple):
-    name: str
-    shape: tuple[int, ...]
-    transpose01: bool = False
+class NamedFields(tuple):  # type: ignore[type-arg]
+    """A step (and a plan's result): a tuple of its fields, as `typing.NamedTuple` makes one (equal, hashed, unpacked,
+    indexed and pickled as that tuple, the same repr), without NamedTuple's class creation at
+    import (some 0.2 ms a class; tests/test_plan_steps.py holds the two alike)."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __getnewargs__(self) -> tuple[object, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)) + ")"
 
 
-class Cat(NamedTuple):
-    out: str
-    inputs: tuple[str, ...]
-    dim: int
+class Reshape(NamedFields):
+    __slots__ = ()
+    _fields = ("name", "shape", "transpose01")
+    __match_args__ = _fields
+    name = property(itemgetter(0))
+    shape = property(itemgetter(1))
+    transpose01 = property(itemgetter(2))
+
+    def __new__(cls, name: str, shape: tuple[int, ...], transpose01: bool = False) -> "Reshape":
+        return tuple.__new__(cls, (name, shape, transpose01))
 
 
-class Zeros(NamedTuple):
-    name: str
-    like: str
+class Cat(NamedFields):
+    __slots__ = ()
+    _fields = ("out", "inputs", "dim")
+    __match_args__ = _fields
+    out = property(itemgetter(0))
+    inputs = property(itemgetter(1))
+    dim = property(itemgetter(2))
+
+    def __new__(cls, out: str, inputs: tuple[str, ...], dim: int) -> "Cat":
+        return tuple.__new__(cls, (out, inputs, dim))
 
 
-class Repeat(NamedTuple):
-    name: str
-    reps: tuple[int, ...]
+class Zeros(NamedFields):
+    __slots__ = ()
+    _fields = ("name", "like")
+    __match_args__ = _fields
+    name = property(itemgetter(0))
+    like = property(itemgetter(1))
+
+    def __new__(cls, name: str, like: str) -> "Zeros":
+        return tuple.__new__(cls, (name, like))
 
 
-class Rename(NamedTuple):
-    old: str
-    new: str
+class Repeat(NamedFields):
+    __slots__ = ()
+    _fields = ("name", "reps")
+    __match_args__ = _fields
+    name = property(itemgetter(0))
+    reps = property(itemgetter(1))
+
+    def __new__(cls, name: str, reps: tuple[int, ...]) -> "Repeat":
+        return tuple.__new__(cls, (name, reps))
 
 
-class Take(NamedTuple):
-    name: str
-    dim: int
-    ranges: tuple[tuple[int, int], ...]
+class Rename(NamedFields):
+    __slots__ = ()
+    _fields = ("old", "new")
+    __match_args__ = _fields
+    old = property(itemgetter(0))
+    new = property(itemgetter(1))
+
+    def __new__(cls, old: str, new: str) -> "Rename":
+        return tuple.__new__(cls, (old, new))
 
 
-Step = Union[Reshape, Cat, Zeros, Repeat, Rename, Take]
+class Take(NamedFields):
+    __slots__ = ()
+    _fields = ("name", "dim", "ranges")
+    __match_args__ = _fields
+    name = property(itemgetter(0))
+    dim = property(itemgetter(1))
+    ranges = property(itemgetter(2))
+
+    def __new__(cls, name: str, dim: int, ranges: tuple[tuple[int, int], ...]) -> "Take":
+        return tuple.__new__(cls, (name, dim, ranges))
+
+
+Step = Reshape | Cat | Zeros | Repeat | Rename | Take
 
 
 def numel(shape: Sequence[int]) -> int:
