@@ -7,7 +7,7 @@ compiled until a check evaluates them: pydantic is imported only to compile rule
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine.rule_compile import CompiledRule
@@ -113,14 +113,14 @@ def _validated(
 def _stored(stored: "compiled_rules.Stored", index: int, programs: dict[str, Any]) -> CompiledRule:
     """A rule of the compiled artifact as a plain record (engine/rule_record.py) holding the
     fields a check reads, the rest parsed from its line when first read."""
-    name, check, derived = stored.checks[index]
-    stem = name[: -len(".yaml")] if name.endswith(".yaml") else name
+    name, values, derived = stored.rules[index]
     try:
-        rule = PartialRule(check, lambda: stored.whole(index))
-        compiled = CompiledRule.stored(rule, name, programs, derived)
+        record = partial(stored.record, index)
+        rule = PartialRule(values, record)
+        compiled = CompiledRule.stored(rule, name, programs, derived, record)
     except (ValueError, TypeError, KeyError, IndexError) as exc:  # (only an artifact edited by hand)
         raise InputError(name, "(root)", f"compiled artifact: {exc}") from None
-    if stem != rule.id:
+    if (name[: -len(".yaml")] if name.endswith(".yaml") else name) != rule.id:
         raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
     return compiled
 
@@ -141,7 +141,7 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
         stored = compiled_rules.load(shipped)
         if stored is not None:
             programs: dict[str, Any] = {}
-            return tuple(_stored(stored, index, programs) for index in range(len(stored.checks)))
+            return tuple([_stored(stored, index, programs) for index in range(len(stored.rules))])
     from pathlib import Path
 
     compiled, _ = compile_folder(Path(directory) if directory else rules_dir())
