@@ -11,7 +11,6 @@ from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine.rule_compile import CompiledRule
-from inkling_compat.engine.rule_order import check_after, check_order, dependency_order
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
 
@@ -144,6 +143,8 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
             return tuple([_stored(stored, index, programs) for index in range(len(stored.rules))])
     from pathlib import Path
 
+    from inkling_compat.engine.rule_order import check_order
+
     compiled, _ = compile_folder(Path(directory) if directory else rules_dir())
     return check_order(compiled)
 
@@ -154,6 +155,7 @@ def compile_folder(folder: Path) -> tuple[list[CompiledRule], list[tuple[str, di
     # Imported here: a start from the compiled artifact needs none of these modules.
     from inkling_compat.engine import cel_tree, definitions
     from inkling_compat.engine.paths import check_rule_paths
+    from inkling_compat.engine.rule_order import check_after, dependency_order
 
     defs = definitions.load_definitions(folder)
     expanded = _expanded_folder(folder, defs)
