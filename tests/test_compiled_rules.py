@@ -133,9 +133,10 @@ def test_a_damaged_line_of_the_artifact_is_said_with_the_rule(tmp_path, monkeypa
     compiled, expanded = compile_folder(rules_dir())
     module, wholes = compiled_rules.render(compiled_rules.rules_digest(rules_dir()), check_order(compiled), dict(expanded))
     lines = wholes.split("\n")
-    name = json.loads(lines[1])[0]
+    first = 1 + json.loads(lines[0])["rules"]  # (the head, the check lines, then each rule's whole data)
+    name = json.loads(lines[first])[0]
     if damage == "line":
-        lines[1] = "[" + json.dumps(name) + ", {"
+        lines[first] = "[" + json.dumps(name) + ", {"
     elif damage == "generation":  # (a data file of another generation than the module's)
         lines[0] = lines[0].replace(compiled_rules.rules_digest(rules_dir()), "0" * 32)
     _write(tmp_path, module, "\n".join(lines), monkeypatch)
@@ -154,6 +155,24 @@ def test_a_variant_reads_its_other_fields_from_its_rules_data():
     variant = next(v for v in c._versions.values() if v is not None and v is not c)
     merged = c.rule.for_version(variant.rule.sglang_versions[0])
     assert variant.rule.model_dump() == merged.model_dump() and variant.rule.variants == []
+
+
+def test_without_bytecode_the_rows_come_from_the_data_file(tmp_path, monkeypatch):
+    """Where the module has no current bytecode and none may be written (PYTHONDONTWRITEBYTECODE),
+    its rows are read from the data file's JSON lines (not its source compiled at every start):
+    the same rows, the same rules."""
+    fresh = _snapshot(load_rules(str(rules_dir()) + "/"))
+    load_rules.cache_clear()
+    path = _write(tmp_path, *(Path(p).read_text(encoding="utf-8") for p in (compiled_rules.artifact_path(), compiled_rules.wholes_path())), monkeypatch)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    with pytest.raises(compiled_rules._NoBytecode):
+        compiled_rules._constants(str(path))
+    lines, rows, digest = compiled_rules._json_rows()
+    assert _snapshot(load_rules()) == fresh
+    load_rules.cache_clear()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert compiled_rules._constants(str(path)) == (rows, digest)  # (its bytecode written now)
+    assert _snapshot(load_rules()) == fresh
 
 
 def _artifact_with(tmp_path, monkeypatch, digest, condition="false"):
