@@ -121,14 +121,13 @@ class CompiledRule:
         fields when first read."""
         self = object.__new__(StoredRule)
         self._derived = derived
-        rank, _, when, condition, params, fields, conjuncts, reads, by_name, variants = derived
+        rank, _, when, condition, params, fields, conjuncts, (reads, when_reads, gates), by_name, variants = derived
         self.rule, self.file, self.rank, self._programs = rule, file, rank, programs
-        self.expression = f"({rule.when}) && ({rule.condition})"
         self._when_program = self._condition_program = self._program = self._param_programs = None
         self.cel_paths = frozenset(when + condition + params)
         self.fields = frozenset(fields)
         self.when_conjuncts = conjuncts
-        self.reads = tuple([frozenset(names) if names else _NONE for names in reads])
+        self.reads = (frozenset(reads) if reads else _NONE, frozenset(when_reads) if when_reads else _NONE, frozenset(gates) if gates else _NONE)
         self.by_name = by_name
         self._versions = dict.fromkeys(rule.sglang_versions, self)
         for index, (versions, values, variant_derived) in enumerate(variants):
@@ -249,6 +248,10 @@ class StoredRule(CompiledRule):
     constants when read."""
 
     __slots__ = ("_derived",)
+
+    @property  # type: ignore[override]
+    def expression(self) -> str:
+        return f"({self.rule.when}) && ({self.rule.condition})"
 
     @property  # type: ignore[override]
     def exact_params(self) -> dict[str, tuple[tuple[str, ...], ...]]:
