@@ -39,6 +39,15 @@ _INT64 = (-(2**63) + 1, 2**63 - 1)  # (-2**63 is written as the negation of a li
 _OTHER = (bool, str, list, dict)
 
 
+@functools.lru_cache(maxsize=1)
+def _grammar() -> Any:
+    import re
+
+    ident = r"[A-Za-z_][A-Za-z0-9_]*"
+    literal = r'null|true|false|"[^"\\\r\n]*"|-?(?:0|[1-9][0-9]{0,18})'
+    return re.compile(rf"\s*(!\s*)?({ident}(?:\s*\.\s*{ident})+)\s*(?:(==|!=)\s*({literal})\s*)?")
+
+
 class Form:
     """One plain form: its path, whether it is negated, and the comparison (`==` / `!=` with a
     literal: None for null, a bool, an int or a string) if any."""
@@ -73,47 +82,28 @@ class Form:
         return equal if self.op == "==" else not equal
 
 
-_SPACE = " \t\n\r\f"  # (CEL's whitespace)
-
-
 @functools.lru_cache(maxsize=4096)
 def form(text: str) -> Form | None:
-    """`text` as a plain form, or None (not one: its program runs). Read with string methods
-    (a regex compiled at every start would cost more than it saves)."""
-    body = text.strip(_SPACE)
-    negated = body.startswith("!")
-    if negated:
-        body = body[1:]
-    op = literal_text = None
-    for candidate in ("==", "!="):
-        left, found, right = body.partition(candidate)
-        if found:
-            if negated:  # (`!a == b` is `(!a) == b`)
-                return None
-            op, body, literal_text = candidate, left, right.strip(_SPACE)
-            break
-    path = tuple(segment.strip(_SPACE) for segment in body.split("."))
-    if len(path) < 2 or not all(segment.isascii() and segment.isidentifier() and segment not in _RESERVED for segment in path):
+    """`text` as a plain form, or None (not one: its program runs)."""
+    found = _grammar().fullmatch(text)
+    if found is None:
+        return None
+    negated, path_text, op, literal_text = found.groups()
+    if negated and op:  # (`!a == b` is `(!a) == b`)
+        return None
+    path = tuple(segment.strip() for segment in path_text.split("."))
+    if any(segment in _RESERVED for segment in path):
         return None
     literal: Any = None
-    if literal_text is not None:
-        literal = _literal(literal_text)
-        if literal is UNDECIDED:
-            return None
-    return Form(path, negated, op, literal)
-
-
-def _literal(text: str) -> Any:
-    """A literal's value (None for null), or UNDECIDED (not one read here)."""
-    if text == "null":
-        return None
-    if text in ("true", "false"):
-        return text == "true"
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        inner = text[1:-1]
-        return UNDECIDED if any(c in inner for c in '"\\\r\n') else inner
-    digits = text[1:] if text.startswith("-") else text
-    if not (digits.isascii() and digits.isdigit()) or (digits != "0" and digits.startswith("0")) or len(digits) > 19:
-        return UNDECIDED
-    value = int(text)
-    return value if _INT64[0] <= value <= _INT64[1] else UNDECIDED
+    if op is not None:
+        if literal_text == "null":
+            literal = None
+        elif literal_text in ("true", "false"):
+            literal = literal_text == "true"
+        elif literal_text.startswith('"'):
+            literal = literal_text[1:-1]
+        else:
+            literal = int(literal_text)
+            if not _INT64[0] <= literal <= _INT64[1]:
+                return None
+    return Form(path, bool(negated), op, literal)
