@@ -22,9 +22,6 @@ tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) 
   once (engine/guards.py): where a guard is false, so is every `(when) && (condition)` of
   its group, and their programs are not run; where it is true, a rule's condition runs
   alone (`true && x` is `x` for a bool `x`; anything else is what the joined program says);
-- in a kept context (below), an operand or condition that is a plain form (a path, its negation,
-  a path compared with a literal: engine/plain_reads.py) is read from the variables the context
-  was built from where its value is certain, without compiling or running its program;
 - in a check of three or more adapters, the adapter rules that read nothing of who an adapter
   is run once per distinct content, the others in a context of what they read (engine/alike.py);
 - the facts of inputs of equal content (engine/content.py) are derived once;
@@ -45,7 +42,7 @@ import marshal
 import os
 from typing import Any, Protocol
 
-from inkling_compat.engine import cel, plain_reads
+from inkling_compat.engine import cel
 from inkling_compat.engine.context import Contexts, cel_context
 from inkling_compat.engine.guards import Guards
 from inkling_compat.engine.plan import Plan, Selection
@@ -153,15 +150,12 @@ class ReferenceEvaluator:
         return Contexts(inputs, facts, plan, build=self.context)
 
 
-_UNREAD: Any = object()
-
-
 class _Guarded:
     """A list's `when && condition` results behind its shared `when` guards (see the module's
     docstring). A rule alone behind its `when` gets a guard too: coverage needs to know
     whether its `when` held (not applicable) or its condition was false (checked)."""
 
-    __slots__ = ("rules", "groups", "guards", "conditions", "forms")
+    __slots__ = ("rules", "groups", "guards", "conditions")
 
     def __init__(self, rules: tuple[CompiledRule, ...], compile: Any):
         self.rules = rules
@@ -173,7 +167,6 @@ class _Guarded:
         # `when` where its operands do not decide it (engine/guards.py).
         self.groups: list[tuple[int | None, list[tuple[int, CompiledRule]]]] = []
         self.conditions: list[Any] = [None] * len(rules)  # (each rule's condition program, once compiled)
-        self.forms: list[Any] = [_UNREAD] * len(rules)  # (each rule's condition as a plain form, or None: engine/plain_reads.py)
         programs, conjuncts = [], []
         for when, members in by_when.items():
             slot = None
@@ -185,18 +178,17 @@ class _Guarded:
             self.groups.append((slot, [(i, rules[i]) for i in members]))
         self.guards = Guards(programs, compile, conjuncts)
 
-    def run(self, ctx: Any, variables: "dict[str, Any] | None" = None) -> tuple[list[Any], list[Any]]:
-        """`variables`: what `ctx` was built from, if known (plain forms are read from them)."""
+    def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
         try:
-            return self._run(ctx, variables)
+            return self._run(ctx)
         except Exception:  # noqa: BLE001 - located rule by rule, as the reference does
-            return [_hit(c, ctx) for c in self.rules], self.applies(ctx, variables)
+            return [_hit(c, ctx) for c in self.rules], self.applies(ctx)
 
-    def _run(self, ctx: Any, variables: "dict[str, Any] | None") -> tuple[list[Any], list[Any]]:
+    def _run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
         size = len(self.rules)
         out: list[Any] = [False] * size
         applies: list[Any] = [True] * size
-        values = self.guards.values(ctx, variables)
+        values = self.guards.values(ctx)
         for slot, members in self.groups:
             held: Any = True
             if slot is not None:
@@ -210,15 +202,6 @@ class _Guarded:
                         applies[member[0]] = None
             for index, c in members:
                 if held is True:
-                    if variables is not None:
-                        form = self.forms[index]
-                        if form is _UNREAD:
-                            form = self.forms[index] = plain_reads.form(c.rule.condition)
-                        if form is not None:
-                            value = form.read(variables)
-                            if value is True or value is False:
-                                out[index] = value
-                                continue
                     condition = self.conditions[index]
                     if condition is None:
                         condition = self.conditions[index] = c.condition_program
@@ -232,9 +215,9 @@ class _Guarded:
                 out[index] = c.program.execute(ctx) is True  # (an error: the whole list goes rule by rule)
         return out, applies
 
-    def applies(self, ctx: Any, variables: "dict[str, Any] | None" = None) -> list[Any]:
+    def applies(self, ctx: Any) -> list[Any]:
         applies: list[Any] = [True] * len(self.rules)
-        values = self.guards.values(ctx, variables)  # (None where it fails, e.g. `adapter` undefined: unknown)
+        values = self.guards.values(ctx)  # (None where it fails, e.g. `adapter` undefined: unknown)
         for slot, members in self.groups:
             held = values[slot] if slot is not None else True
             for member in members:
@@ -282,7 +265,7 @@ class _ContextStore:
 
     def __init__(self) -> None:
         self.built = _Kept(self.MAX_ENTRIES)
-        self._results: dict[int, tuple[Any, dict[Any, Any], list[Any]]] = {}  # id(kept context) -> (it, results by prepared, [its variables' marshal key, read back when first asked])
+        self._results: dict[int, tuple[Any, dict[Any, Any]]] = {}  # id(kept context) -> (it, results by prepared)
 
     def context(self, variables: dict[str, Any]) -> Any:
         if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
@@ -298,7 +281,7 @@ class _ContextStore:
             if len(self.built.entries) >= self.built.size:  # (the oldest goes, and what it kept)
                 self._results.pop(id(self.built.entries[next(iter(self.built.entries))]), None)
             ctx = self.built.put(key, cel_context(variables))
-            self._results[id(ctx)] = (ctx, {}, [key])
+            self._results[id(ctx)] = (ctx, {})
         return ctx
 
     def results(self, ctx: Any) -> dict[Any, Any] | None:
@@ -306,17 +289,6 @@ class _ContextStore:
         None. (The entry holds the context itself, so its id is not reused while it is here.)"""
         entry = self._results.get(id(ctx))
         return entry[1] if entry is not None and entry[0] is ctx else None
-
-    def variables(self, ctx: Any) -> dict[str, Any] | None:
-        """The variables a kept context was built from (a copy: its key read back, every type as
-        it was), else None."""
-        entry = self._results.get(id(ctx))
-        if entry is None or entry[0] is not ctx:
-            return None
-        held = entry[2]
-        if type(held[0]) is bytes:
-            held[0] = marshal.loads(held[0])
-        return held[0]
 
     def clear(self) -> None:
         self.built.clear()
@@ -339,7 +311,7 @@ class _Remembered:
             return self.prepared.run(ctx)
         found = kept.get((self, "run"))
         if found is None:
-            found = self.prepared.run(ctx, self.store.variables(ctx))
+            found = self.prepared.run(ctx)
             if any(isinstance(hit, Exception) for hit in found[0]):
                 return found
             kept[(self, "run")] = found
@@ -351,7 +323,7 @@ class _Remembered:
             return self.prepared.applies(ctx)
         found = kept.get((self, "applies"))
         if found is None:
-            found = kept[(self, "applies")] = self.prepared.applies(ctx, self.store.variables(ctx))
+            found = kept[(self, "applies")] = self.prepared.applies(ctx)
         return list(found)
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from inkling_compat.engine import plain_reads
-
 _UNSET = object()
 
 
@@ -28,7 +26,7 @@ class Guards:
     not decide it, an operand only when a guard reaches it (most guards stop at an operand
     another guard already found false)."""
 
-    __slots__ = ("programs", "makers", "parts", "conjunct_programs", "texts", "forms", "compile")
+    __slots__ = ("programs", "makers", "parts", "conjunct_programs", "texts", "compile")
 
     def __init__(self, programs: list[Any], compile: Callable[[str], Any], conjuncts: "list[tuple[str, ...] | None] | None" = None):
         """`programs`: each guard's own program (`when` compiled), or a function that returns
@@ -40,7 +38,6 @@ class Guards:
         self.compile = compile
         distinct: dict[str, int] = {}
         self.texts: list[str] = []
-        self.forms: list[plain_reads.Form | None] = []  # (each conjunct read without its program where it is a plain form)
         self.conjunct_programs: list[Any] = []
         self.parts: list[tuple[int, ...] | None] = []
         for index, program in enumerate(programs):
@@ -74,7 +71,6 @@ class Guards:
                         return None
                 self.conjunct_programs.append(program)
                 self.texts.append(piece)
-                self.forms.append(plain_reads.form(piece))
                 distinct[piece] = len(self.texts) - 1
             indices.append(distinct[piece])
         return tuple(indices)
@@ -85,10 +81,8 @@ class Guards:
             program = self.programs[index] = self.makers[index]()
         return program
 
-    def values(self, ctx: Any, variables: "dict[str, Any] | None" = None) -> list[Any]:
-        """Each guard's value in `ctx`, in the order of `programs`; `variables`: what `ctx` was
-        built from, if known (a conjunct that is a plain form is read from them:
-        engine/plain_reads.py)."""
+    def values(self, ctx: Any) -> list[Any]:
+        """Each guard's value in `ctx`, in the order of `programs`."""
         memo: list[Any] = [_UNSET] * len(self.conjunct_programs)
         out: list[Any] = []
         for slot, parts in enumerate(self.parts):
@@ -97,11 +91,7 @@ class Guards:
                 erred = False  # (an operand that errors or is not a bool: False if a later one is, else an error)
                 for index in parts:
                     item = memo[index]
-                    if item is _UNSET and variables is not None:
-                        form = self.forms[index]
-                        if form is not None:
-                            item = memo[index] = form.read(variables)
-                    if item is _UNSET or item is plain_reads.UNDECIDED:
+                    if item is _UNSET:
                         conjunct = self.conjunct_programs[index]
                         if conjunct is None:
                             try:
