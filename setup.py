@@ -32,15 +32,18 @@ def packages() -> list[str]:
 
 
 def check_artifact() -> None:
-    """Refuse to build with a stale inkling_compat/data/rules.compiled.json."""
+    """Refuse to build with a stale compiled rules artifact (inkling_compat/data/rules_compiled.py
+    and rules.compiled.json)."""
     path = os.path.join(HERE, "inkling_compat", "engine", "compiled_rules.py")
     spec = importlib.util.spec_from_file_location("_inkling_compat_compiled_rules", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # (standard library only at import)
-    with open(os.path.join(HERE, "inkling_compat", "data", module.ARTIFACT), "rb") as handle:
-        artifact = handle.read()
-    if not module.is_current_for(os.path.join(HERE, "rules"), artifact):
-        raise SystemExit(f"inkling_compat/data/{module.ARTIFACT} is not current for rules/ and the code: run `make generate`")
+    files = []
+    for name in (module.ARTIFACT, module.WHOLES):
+        with open(os.path.join(HERE, "inkling_compat", "data", name), "rb") as handle:
+            files.append(handle.read())
+    if not module.is_current_for(os.path.join(HERE, "rules"), *files):
+        raise SystemExit(f"inkling_compat/data/{module.ARTIFACT} and {module.WHOLES} are not current for rules/ and the code: run `make generate`")
 
 
 class BuildPy(build_py):

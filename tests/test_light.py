@@ -68,14 +68,19 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # and with it bz2 and lzma: no parser built for a check asks it), shlex (compose's string
 # commands only), logging (the CEL core binds it and never logs: engine/cel.py), the CEL parse
 # tree and the rules' path check (the compiled artifact says what each rule reads), string (its
-# Formatter writes the messages of rules that fire). Each is imported only where it is used;
+# Formatter writes the messages of rules that fire), datetime (the CEL core reads its C API from
+# `_datetime`: engine/cel.py), the check order (the compiled artifact holds each rule's rank) and
+# the other releases' site data (a check of the default release). Each is imported only where it is used;
 # the start-up figure is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
     "logging",
     "string",
+    "datetime",
     "inkling_compat.engine.cel_tree",
     "inkling_compat.engine.paths",
+    "inkling_compat.engine.rule_order",
+    "inkling_compat.engine.sites",
     "pydantic",
     "pydantic_core",
     "annotated_types",

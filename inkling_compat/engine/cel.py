@@ -9,6 +9,13 @@ log records) but logs nothing while it compiles or runs the rules' programs. Whi
 first reads from it: a check does not import `logging` and what it imports (traceback,
 threading, string: about 5 ms of every start), and the stand-in is in no one else's hands (it
 leaves sys.modules once the extension is loaded).
+
+The extension's first conversion of a value into a context (`update`, below) reads the datetime
+C API (`datetime.datetime_CAPI`, through the import system), which imports `datetime`: its pure
+Python body runs before it takes the C module's names (about 1 ms of every start). The C module
+`_datetime` holds the same capsule (it is where `datetime` takes it from), so while that first
+conversion runs `datetime` is `_datetime`, and it leaves sys.modules right after; the extension
+keeps the API it read, the same types, so every value converts as it would.
 """
 
 from __future__ import annotations
@@ -69,3 +76,22 @@ def _load_extension() -> Any:
 _core = _load_core()
 compile = _core.compile  # noqa: A001 - CEL's own name
 Context = _core.Context
+_api_read = False
+
+
+def update(ctx: Any, variables: dict[str, Any]) -> None:
+    """`ctx.update(variables)`; the first one with `datetime` not imported reads the datetime C
+    API from `_datetime` (module docstring)."""
+    global _api_read
+    if _api_read or "datetime" in sys.modules:
+        ctx.update(variables)
+        return
+    import _datetime
+
+    sys.modules["datetime"] = _datetime  # type: ignore[assignment]
+    try:
+        ctx.update(variables)
+    finally:
+        if sys.modules.get("datetime") is _datetime:
+            del sys.modules["datetime"]
+    _api_read = True

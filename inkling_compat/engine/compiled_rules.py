@@ -1,48 +1,51 @@
-"""The shipped rules compiled ahead of time: a read-only data file inside the package.
+"""The shipped rules compiled ahead of time: read-only data files inside the package.
 
-`inkling_compat/data/rules.compiled.json` holds, for every rule file of the package's `rules/`,
-after a load that passed every check (schema, path check, `after` references), in sglang's check
-order, one line each:
+Two files of `inkling_compat/data/`, for every rule file of the package's `rules/`, after a
+load that passed every check (schema, path check, `after` references), in sglang's check order:
 
-- first, what a check reads of every rule: the few plain fields the plan, coverage and the
-  ordering read (engine/rule_record.CHECK_FIELDS), and what the rule reads, worked out when the
-  file was generated (`CompiledRule.derived()`: the variable paths, the `&&` operands of its
-  `when`, the inputs coverage names, its place in the check order);
-- then its expanded data (families merged, guards written out: what `Rule.model_validate`
-  receives), parsed only for a rule whose other fields are read (one that fires, or has
-  variants: engine/rule_record.PartialRule).
+- `rules_compiled.py`, a module of constants (tuples, strings, numbers; nothing runs but
+  their load): per rule what a check reads of every rule, the few plain fields the plan,
+  coverage and the ordering read (engine/rule_record.CHECK_NAMES), and what the rule reads,
+  worked out when the file was generated (`CompiledRule.derived()`: the variable paths, the
+  `&&` operands of its `when`, the inputs coverage names, its place in the check order; the
+  same of each variant). pip compiles it to bytecode at install, so a start unmarshals it
+  (about 1 ms) instead of parsing JSON and converting it (about 10 ms);
+- `rules.compiled.json`: per rule its expanded data (families merged, guards written out:
+  what `Rule.model_validate` receives), one JSON line each, read and parsed only for a rule
+  whose other fields are read (one that fires: engine/rule_record.PartialRule).
 
-It is written by
+They are written by
 
     python -m inkling_compat.publish.compiled_rules            # regenerate after editing rules/
     python -m inkling_compat.publish.compiled_rules --check    # exit 1 if missing or stale
 
 and read by `load_rules()` into plain records (engine/rule_record.py), without validating them
 again; each CEL program is compiled when a check first evaluates it.
-The file records a digest of the rule files and of the code that decides what is valid and what
+Both record a digest of the rule files and of the code that decides what is valid and what
 a rule reads. Run from a source checkout (the tree, an editable install), a start whose digest
-differs (rules or that code edited since the file was generated) compiles the rules from their
+differs (rules or that code edited since the files were generated) compiles the rules from their
 files instead, so an edit is never hidden by a stale file. An installed copy (a wheel: the rules
 inside the package folder) does not read its rule files to hash them, about 4 ms of every start
 with hashlib's import: the wheel's build refuses an artifact that is not current (setup.py,
 `is_current_for`), and pip's RECORD holds every installed file's hash. Nothing is written at run
-time and nothing outside the package is read: no user-writable cache can hold rule logic. Rules
-from any other folder are always compiled from their files.
+time but the module's bytecode where Python writes every module's, and nothing outside the
+package is read: no user-writable cache can hold rule logic. Rules from any other folder are
+always compiled from their files.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-FORMAT = 3
-ARTIFACT = "rules.compiled.json"
+FORMAT = 4
+ARTIFACT = "rules_compiled.py"  # what a check reads of every rule (a module of constants)
+WHOLES = "rules.compiled.json"  # each rule's whole data, beside it
 COMMAND = "python -m inkling_compat.publish.compiled_rules"
-MAX_ARTIFACT_BYTES = 32 * 1024 * 1024  # the shipped file is well under 1 MB
+MAX_ARTIFACT_BYTES = 32 * 1024 * 1024  # the shipped files are well under 1 MB
 # The code that decides whether a rule set is valid and what its rules read, relative to the package folder: an edit of
 # any of them makes the artifact stale (and `load_rules()` compiles the files instead).
 VALIDITY_CODE = (
@@ -53,7 +56,12 @@ VALIDITY_CODE = (
 
 
 def artifact_path() -> str:
+    """The module of what a check reads of every rule (`wholes_path()`: beside it)."""
     return os.path.join(_package_folder(), "data", ARTIFACT)
+
+
+def wholes_path() -> str:
+    return os.path.join(os.path.dirname(artifact_path()), WHOLES)
 
 
 def rules_digest(folder: "Path | str") -> str:
@@ -86,13 +94,36 @@ def installed(folder: "Path | str") -> bool:
     return os.path.dirname(os.path.realpath(folder)) == _package_folder()
 
 
-def is_current_for(folder: "Path | str", artifact: bytes) -> bool:
-    """Whether `artifact` (the file's bytes) was generated from `folder`'s rules and this code."""
-    try:
-        head = json.loads(artifact[: artifact.index(b"\n")])
-    except ValueError:
+def is_current_for(folder: "Path | str", artifact: bytes, wholes: bytes | None = None) -> bool:
+    """Whether `artifact` (the module's bytes) was generated from `folder`'s rules and this
+    code, and `wholes` (the data file's bytes, if given) with it."""
+    digest = _head(artifact)
+    if digest is None or digest != rules_digest(folder):
         return False
-    return isinstance(head, dict) and head.get("format") == FORMAT and head.get("digest") == rules_digest(folder)
+    return wholes is None or _wholes_digest(wholes) == digest
+
+
+def _head(artifact: bytes) -> str | None:
+    """The module's digest, read from its text (not run) if its format is this code's."""
+    found: dict[bytes, bytes] = {}
+    for line in artifact.split(b"\n", 8)[:8]:
+        name, sep, value = line.partition(b" = ")
+        if sep and name in (b"FORMAT", b"DIGEST"):
+            found[name] = value.strip()
+    digest = found.get(b"DIGEST", b"")
+    if found.get(b"FORMAT") != str(FORMAT).encode() or len(digest) < 2 or digest[:1] != digest[-1:] or digest[:1] not in (b"'", b'"'):
+        return None
+    return digest[1:-1].decode("ascii", "replace")
+
+
+def _wholes_digest(wholes: bytes) -> str | None:
+    import json
+
+    try:
+        head = json.loads(wholes[: wholes.index(b"\n")])
+    except ValueError:
+        return None
+    return head.get("digest") if isinstance(head, dict) and head.get("format") == FORMAT else None
 
 
 def _bytes(path: str) -> bytes:
@@ -115,22 +146,29 @@ def _yaml_files(folder: str, prefix: str) -> list[tuple[str, str]]:
     return found
 
 
-def render(digest: str, ordered: Any, data: dict[str, dict[str, Any]]) -> str:
-    """The artifact's text: deterministic, one rule a line (readable diffs). `ordered`: the
-    compiled rules in check order (engine/rule_order.check_order); `data`: file name -> the
-    rule's expanded data."""
-    from inkling_compat.engine.rule_record import CHECK_FIELDS, Rule
+def render(digest: str, ordered: Any, data: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """The two files' text (the module, the whole data): deterministic, one rule a line
+    (readable diffs). `ordered`: the compiled rules in check order
+    (engine/rule_order.check_order); `data`: file name -> the rule's expanded data."""
+    import json
 
-    head = json.dumps({"format": FORMAT, "digest": digest, "rules": len(ordered), "note": f"Generated by `{COMMAND}` from rules/; do not edit."}, sort_keys=True)
-    checks, wholes = [], []
+    from inkling_compat.engine.rule_record import Rule, check_values
+
+    rows, checks, wholes = [], [], []
     for c in ordered:
         whole = data[c.file]
-        check = {key: value for key, value in whole.items() if key in CHECK_FIELDS}
-        check["sglang_versions"] = Rule(whole).sglang_versions  # (resolved: every version not taken by a variant)
+        # (values as the plain record of the whole data reads them: `sglang_versions` resolved)
+        row = (c.file, check_values(Rule(whole)), c.derived())
+        rows.append(f"    {row!r},\n")
+        checks.append(json.dumps(row, ensure_ascii=False, allow_nan=False))
         # Key order kept (no sort_keys): the rule pages show examples as they are written.
-        checks.append(json.dumps([c.file, check, c.derived()], ensure_ascii=False, allow_nan=False))
         wholes.append(json.dumps([c.file, whole], ensure_ascii=False, allow_nan=False))
-    return "\n".join([head, *checks, *wholes]) + "\n"
+    head = json.dumps({"format": FORMAT, "digest": digest, "rules": len(ordered), "note": _NOTE}, sort_keys=True)
+    module = f'"""{_NOTE} (engine/compiled_rules.py)"""\n\nFORMAT = {FORMAT}\nDIGEST = {digest!r}\n\n# (file, check values, derived)\nRULES = (\n' + "".join(rows) + ")\n"
+    return module, "\n".join([head, *checks, *wholes]) + "\n"
+
+
+_NOTE = f"Generated by `{COMMAND}` from rules/; do not edit."
 
 
 def expression_table(compiled: Any) -> dict[str, Any]:
@@ -150,59 +188,129 @@ def expression_table(compiled: Any) -> dict[str, Any]:
 
 class Stored:
     """The artifact read: per rule in check order, (file name, the fields a check reads, what
-    the rule reads); `whole(index)` parses that rule's expanded data (its own line) on demand."""
+    the rule reads); `whole(index)` parses that rule's expanded data (its own line of the
+    data file, read when first needed) on demand."""
 
-    __slots__ = ("checks", "_raw", "_start", "_lines")
+    __slots__ = ("rules", "digest", "_path", "_lines")
 
-    def __init__(self, checks: list[Any], raw: bytes, start: int):
-        """`raw[start:]`: the lines of the rules' whole data, in the order of `checks`."""
-        self.checks, self._raw, self._start = checks, raw, start
-        self._lines: list[bytes] | None = None
+    def __init__(self, rules: tuple[Any, ...], digest: str, path: str, lines: list[bytes] | None = None):
+        """`lines`: the data file's lines, if read already."""
+        self.rules, self.digest, self._path, self._lines = rules, digest, path, lines
+
+    def record(self, index: int, version: str | None = None) -> Any:
+        """The whole record of the rule at `index` (engine/rule_record.Rule), or as it reads in
+        `version` (its variant for that version merged in)."""
+        from inkling_compat.engine.rule_record import Rule
+
+        whole = Rule(self.whole(index))
+        return whole if version is None else whole.for_version(version)
 
     def whole(self, index: int) -> dict[str, Any]:
+        import json
+
         from inkling_compat.errors import RuleFileError
 
         if self._lines is None:
-            self._lines = self._raw[self._start :].split(b"\n")
-        name = self.checks[index][0]
+            raw = _read_regular(self._path, MAX_ARTIFACT_BYTES) or b""
+            # (lines of another generation than the module's are not read)
+            self._lines = raw.split(b"\n") if _wholes_digest(raw) == self.digest else []
+        name = self.rules[index][0]
         try:
-            item = json.loads(self._lines[index])
+            item = json.loads(self._lines[1 + len(self.rules) + index])
         except (ValueError, IndexError):
             item = None
         if not (isinstance(item, list) and len(item) == 2 and item[0] == name and isinstance(item[1], dict)):
-            raise RuleFileError(name, "(root)", f"compiled artifact: the line of {name} is damaged")  # (only an artifact edited by hand)
+            raise RuleFileError(name, "(root)", f"compiled artifact: the data of {name} is missing or damaged ({WHOLES})")  # (only an artifact edited by hand)
         return item[1]
+
+
+class _NoBytecode(Exception):
+    """The module has no current bytecode and none may be written."""
 
 
 def load(folder: "Path | str") -> Stored | None:
     """The artifact's rules when it is current for `folder` (the package's rules; an installed
-    copy's is current by its build: module docstring), else None. Only the head and the check
-    lines are parsed here."""
-    raw = _read_regular(artifact_path(), MAX_ARTIFACT_BYTES)
-    if raw is None:
-        return None
+    copy's is current by its build: module docstring), else None. Only the module is read
+    here, from its bytecode; where it has none that is current and none may be written
+    (PYTHONDONTWRITEBYTECODE: compiling its source costs some 70 ms a start), the same rows
+    from the data file's JSON lines."""
+    import stat
+
+    path = artifact_path()
     try:
-        first = raw.index(b"\n") + 1
-        head = json.loads(raw[:first])
-        if not (isinstance(head, dict) and head.get("format") == FORMAT and isinstance(head.get("rules"), int) and head["rules"] >= 0):
-            return None
-        end = first
-        for _ in range(head["rules"]):
-            end = raw.index(b"\n", end) + 1
-        if not installed(folder) and head.get("digest") != rules_digest(folder):
-            return None
-        checks = json.loads(b"[" + raw[first : end - 1].replace(b"\n", b",") + b"]") if end > first else []
-    except (ValueError, TypeError):
+        found = os.stat(path)
+    except (OSError, ValueError):
         return None
-    for item in checks:
-        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str) and isinstance(item[1], dict) and isinstance(item[2], dict)):
+    if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_ARTIFACT_BYTES:  # (a FIFO or device is never read)
+        return None
+    lines = None
+    try:
+        rules, digest = _constants(path)
+    except _NoBytecode:
+        lines, rules, digest = _json_rows()
+    except Exception:  # noqa: BLE001 - an unusable artifact is not used, never an error
+        return None
+    if not isinstance(rules, tuple) or not isinstance(digest, str):
+        return None
+    for row in rules:
+        if not (type(row) is tuple and len(row) == 3 and type(row[0]) is str and type(row[1]) is tuple and type(row[2]) is tuple):
             return None
-    return Stored(checks, raw, end)
+    if not installed(folder) and digest != rules_digest(folder):
+        return None
+    return Stored(rules, digest, wholes_path(), lines)
+
+
+def _constants(path: str) -> tuple[Any, Any]:
+    """(RULES, DIGEST) of the module at `path`, run from its bytecode (as an import: written
+    first where it is missing or stale and may be written)."""
+    import importlib.machinery
+    import sys
+
+    class Loader(importlib.machinery.SourceFileLoader):
+        def source_to_code(self, data: Any, path: Any, *, _optimize: int = -1) -> Any:  # type: ignore[override]
+            if sys.dont_write_bytecode:
+                raise _NoBytecode
+            return super().source_to_code(data, path, _optimize=_optimize)
+
+    name = "inkling_compat.data.rules_compiled"
+    code = Loader(name, path).get_code(name)
+    # Constants only: a module that names anything else (a call, an import) or holds a
+    # function is not run.
+    if not set(code.co_names) <= _NAMES or any(hasattr(const, "co_code") for const in code.co_consts):
+        return None, None
+    namespace: dict[str, Any] = {"__builtins__": {}}
+    exec(code, namespace)  # noqa: S102 - the package's own module of constants
+    if namespace.get("FORMAT") != FORMAT:
+        return None, None
+    return namespace.get("RULES"), namespace.get("DIGEST")
+
+
+def _json_rows() -> tuple[list[bytes] | None, Any, Any]:
+    """(the data file's lines, RULES, DIGEST) from the data file, whose check lines hold the
+    module's rows (JSON arrays for its tuples)."""
+    import json
+
+    raw = _read_regular(wholes_path(), MAX_ARTIFACT_BYTES)
+    if raw is None:
+        return None, None, None
+    lines = raw.split(b"\n")
+    head = json.loads(lines[0])
+    if not (isinstance(head, dict) and head.get("format") == FORMAT and type(head.get("rules")) is int and 0 <= head["rules"] < len(lines)):
+        return None, None, None
+    rows = json.loads(b"[" + b",".join(lines[1 : 1 + head["rules"]]) + b"]")
+    return lines, _tuples(rows), head.get("digest")
+
+
+def _tuples(value: Any) -> Any:
+    return tuple([_tuples(v) for v in value]) if type(value) is list else value
+
+
+_NAMES = frozenset({"__doc__", "FORMAT", "DIGEST", "RULES"})
 
 
 def _read_regular(path: "Path | str", cap: int) -> bytes | None:
     """The bytes of a regular file of at most `cap` bytes, else None (inputs/limits.read_bounded:
-    a FIFO or device is never read); an unusable artifact is not used, never an error."""
+    a FIFO or device is never read)."""
     from inkling_compat.errors import InputError
     from inkling_compat.inputs.limits import read_bounded
 

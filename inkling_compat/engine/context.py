@@ -60,10 +60,10 @@ def cel_context(variables: dict[str, Any]) -> Any:
     ctx.add_function("first", first_not_null)
     ctx.add_function("unknown_keys_text", unknown_keys_text)
     try:
-        ctx.update(variables)
+        cel.update(ctx, variables)
     except ValueError:
         # A string CEL cannot hold: a file name that is not UTF-8 (lone surrogates) read as text.
-        ctx.update(_as_text(variables))
+        cel.update(ctx, _as_text(variables))
     return ctx
 
 

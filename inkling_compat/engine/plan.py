@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.engine import coverage, sites
+from inkling_compat.engine import coverage
 from inkling_compat.engine.rule_compile import CompiledRule, reads_lora_paths_by_name
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
@@ -29,7 +29,11 @@ class Plan:
     def __init__(self, compiled: tuple[CompiledRule, ...], version: str):
         # The rules' sites are the default release's: only another release's data is read. A
         # rule's variant for the release was written for that release's code: it is kept.
-        lacking = frozenset() if version == SGLANG_DEFAULT_VERSION else sites.absent(version)
+        lacking: frozenset[str] = frozenset()
+        if version != SGLANG_DEFAULT_VERSION:  # (the sites' data: read only for another release)
+            from inkling_compat.engine import sites
+
+            lacking = sites.absent(version)
         versioned = ((c, c.for_version(version)) for c in compiled)
         self.ordered = tuple(v for c, v in versioned if v is not None and (v is not c or v.rule.id not in lacking))
         self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")

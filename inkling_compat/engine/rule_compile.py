@@ -8,10 +8,11 @@ are for rules compiled from their files, and imported or compiled there (not at 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine import cel
+from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
 
 if TYPE_CHECKING:  # a pydantic rule_schema.Rule (compiled from files) or a plain rule_record.Rule (from the artifact)
@@ -112,57 +113,58 @@ class CompiledRule:
                 self._versions[version] = compiled
 
     @classmethod
-    def stored(cls, rule: Rule, file: str, programs: dict[str, Any], derived: dict[str, Any]) -> "CompiledRule":
-        """A rule of the compiled artifact, what it reads as `derived()` wrote it when the
-        artifact was generated (from the same rule compiled from its files): nothing is parsed
-        again. `rule`: its record (engine/rule_record.PartialRule)."""
-        self = object.__new__(cls)
-        self.rule, self.file, self.rank, self._programs = rule, file, derived["rank"], programs
-        self.expression = f"({rule.when}) && ({rule.condition})"
+    def stored(cls, rule: Rule, file: str, programs: dict[str, Any], derived: tuple[Any, ...], record: Any) -> "CompiledRule":
+        """A rule of the compiled artifact (a `StoredRule`), what it reads as `derived()` wrote
+        it when the artifact was generated (from the same rule compiled from its files): nothing
+        is parsed again. `rule`: its record (engine/rule_record.PartialRule); `record(version)`:
+        its whole record, or its variant's for `version`, from which each reads the rest of its
+        fields when first read."""
+        self = object.__new__(StoredRule)
+        self._derived = derived
+        rank, _, when, condition, params, fields, conjuncts, (reads, when_reads, gates), by_name, variants = derived
+        self.rule, self.file, self.rank, self._programs = rule, file, rank, programs
         self._when_program = self._condition_program = self._program = self._param_programs = None
-        self.exact_params = {name: tuple(tuple(p) for p in paths) for name, paths in derived["exact_params"].items()}
-        self.when_paths = {tuple(p) for p in derived["when_paths"]}
-        self.gate_paths = self.when_paths.union(tuple(p) for p in derived["condition_paths"])
-        self.cel_paths = self.gate_paths.union(tuple(p) for p in derived["param_paths"])
-        self.paths = self.cel_paths.union(*self.exact_params.values())
-        self.fields = frozenset(derived["fields"])
-        conjuncts = derived["when_conjuncts"]
-        self.when_conjuncts = tuple(conjuncts) if conjuncts is not None else None
-        self.reads = tuple(frozenset(names) for names in derived["reads"])
-        self.by_name = derived["by_name"]
-        self._versions = {v: self for v in rule.sglang_versions or ()}
-        for index, variant_derived in enumerate(derived.get("variants", ())):
-            variant = rule.variants[index]
-            merged = rule.for_version(variant.sglang_versions[0])
-            compiled = cls.stored(merged, f"{file} (variants[{index}])", programs, variant_derived)
-            for version in variant.sglang_versions:
+        self.cel_paths = frozenset(when + condition + params)
+        self.fields = frozenset(fields)
+        self.when_conjuncts = conjuncts
+        self.reads = (frozenset(reads) if reads else _NONE, frozenset(when_reads) if when_reads else _NONE, frozenset(gates) if gates else _NONE)
+        self.by_name = by_name
+        self._versions = dict.fromkeys(rule.sglang_versions, self)
+        for index, (versions, values, variant_derived) in enumerate(variants):
+            merged = PartialRule(values, partial(record, versions[0]))
+            compiled = cls.stored(merged, f"{file} (variants[{index}])", programs, variant_derived, record)
+            for version in versions:
                 self._versions[version] = compiled
         return self
 
-    def derived(self) -> dict[str, Any]:
-        """What the rule reads, as JSON, for the compiled artifact (`stored` reads it back):
-        its paths, fields and `when` operands, the inputs coverage names, whether it reads
-        `facts.lora_paths` by name, its rank, and the same of each variant."""
+    def derived(self) -> tuple[Any, ...]:
+        """What the rule reads, for the compiled artifact (`stored` reads it back; constants
+        only: tuples, strings, numbers): its rank, exact params, paths, fields and `when`
+        operands, the inputs coverage names, whether it reads `facts.lora_paths` by name, and
+        per variant its versions, fields a check reads (rule_record.check_values) and the same."""
         from inkling_compat.engine import coverage
+        from inkling_compat.engine.rule_record import check_values
 
-        def paths(found: Any) -> list[list[str]]:
-            return sorted(list(p) for p in found)
+        def paths(found: Any) -> tuple[tuple[str, ...], ...]:
+            return tuple(sorted(tuple(p) for p in found))
 
-        out: dict[str, Any] = {
-            "rank": self.rank,
-            "exact_params": {name: [list(p) for p in found] for name, found in self.exact_params.items()},
-            "when_paths": paths(self.when_paths),
-            "condition_paths": paths(self.gate_paths - self.when_paths),
-            "param_paths": paths(self.cel_paths - self.gate_paths),
-            "fields": sorted(self.fields),
-            "when_conjuncts": list(self.when_conjuncts) if self.when_conjuncts is not None else None,
-            "reads": [sorted(names) for names in coverage.rule_reads(self)],
-            "by_name": reads_lora_paths_by_name((self,)),
-        }
-        if self.rule.variants:
-            variants = [self.for_version(variant.sglang_versions[0]) for variant in self.rule.variants]
-            out["variants"] = [v.derived() for v in variants if v is not None]
-        return out
+        variants = []
+        for variant in self.rule.variants:
+            compiled = self.for_version(variant.sglang_versions[0])
+            assert compiled is not None
+            variants.append((tuple(variant.sglang_versions), check_values(compiled.rule), compiled.derived()))
+        return (
+            self.rank,
+            tuple((name, tuple(tuple(p) for p in found)) for name, found in self.exact_params.items()),
+            paths(self.when_paths),
+            paths(self.gate_paths - self.when_paths),
+            paths(self.cel_paths - self.gate_paths),
+            tuple(sorted(self.fields)),
+            tuple(self.when_conjuncts) if self.when_conjuncts is not None else None,
+            tuple(tuple(sorted(names)) for names in coverage.rule_reads(self)),
+            reads_lora_paths_by_name((self,)),
+            tuple(variants),
+        )
 
     @property
     def when_program(self) -> Any:
@@ -234,6 +236,38 @@ class CompiledRule:
             return _pattern(self.rule.message_pattern)
         except re.error as exc:
             raise InputError(self.file, "message_pattern", f"not a valid regex: {exc}") from None
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+class StoredRule(CompiledRule):
+    """A rule of the compiled artifact (`CompiledRule.stored`): what the plan reads of every
+    rule is set at load; the paths read only of some rules (by the fleet's alike adapters,
+    coverage, the load-time path check, a rule that fires) are made from the artifact's
+    constants when read."""
+
+    __slots__ = ("_derived",)
+
+    @property  # type: ignore[override]
+    def expression(self) -> str:
+        return f"({self.rule.when}) && ({self.rule.condition})"
+
+    @property  # type: ignore[override]
+    def exact_params(self) -> dict[str, tuple[tuple[str, ...], ...]]:
+        return dict(self._derived[1])
+
+    @property  # type: ignore[override]
+    def when_paths(self) -> set[tuple[str, ...]]:
+        return set(self._derived[2])
+
+    @property  # type: ignore[override]
+    def gate_paths(self) -> set[tuple[str, ...]]:
+        return set(self._derived[2] + self._derived[3])
+
+    @property  # type: ignore[override]
+    def paths(self) -> set[tuple[str, ...]]:
+        return set(self.cel_paths).union(*self.exact_params.values())
 
 
 @lru_cache(maxsize=512)

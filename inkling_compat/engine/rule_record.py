@@ -239,30 +239,31 @@ class Rule(_Plain, RuleReading):
 
 class PartialRule(Rule):
     """A `Rule` of the compiled artifact with only the fields a check reads of every rule set
-    (`CHECK_FIELDS`): the others are read from the rule's whole data (`rest()`, the artifact's
-    line of that rule) when one is first read. A check reads the rest only of the rules it
-    reports or that have variants, so it parses a fraction of the artifact; every field reads
-    as the whole record's (tests/test_compiled_rules.py)."""
+    (`CHECK_FIELDS`): the others are read from the rule's whole record (`rest()`: parsed from
+    the artifact's line of that rule) when one is first read. A check reads the rest only of
+    the rules it reports, so it parses a fraction of the artifact; every field reads as the
+    whole record's (tests/test_compiled_rules.py)."""
 
     __slots__ = ("_rest",)
 
-    def __init__(self, data: dict[str, Any], rest: Any):
-        """`data`: the `CHECK_FIELDS` present in the rule's data, `sglang_versions` resolved."""
-        object.__setattr__(self, "_rest", rest)
-        for name, default in _CHECK_DEFAULTS:
-            if name in data:
-                object.__setattr__(self, name, data[name])
-            elif default is _REQUIRED:
-                raise ValueError(f"Rule: missing field {name!r}")
-            else:
-                object.__setattr__(self, name, default() if default is list or default is dict else default)
+    def __init__(self, values: tuple[Any, ...], rest: Any):
+        """`values`: the `CHECK_FIELDS` in `CHECK_NAMES` order, defaults filled in and
+        `sglang_versions` resolved, lists and mappings written as tuples (`check_values`)."""
+        self._rest = rest
+        (
+            self.id, self.severity, self.origin, self.error_class, params, self.sglang_versions, self.stage, self.order,
+            self.scope, self.after, self.stops, self.any_model, self.inkling_only, self.when, self.condition,
+        ) = values  # fmt: skip
+        self.params = dict(params)
+        self.sglang_versions = list(self.sglang_versions)
+        self.after = list(self.after)
 
     def __getattr__(self, name: str) -> Any:
         # (called only for a field not set yet: the slots set read without it)
         rest = object.__getattribute__(self, "_rest")
         if rest is None or name not in _RULE_FIELD_NAMES:
             raise AttributeError(name)
-        whole = Rule(rest())
+        whole = rest()
         for field in _RULE_FIELD_NAMES:
             if field not in CHECK_FIELDS:
                 object.__setattr__(self, field, getattr(whole, field))
@@ -281,11 +282,20 @@ class PartialRule(Rule):
 
 _RULE_FIELD_NAMES = frozenset(name for name, _, _ in Rule.FIELDS)
 # What a check reads of every rule (the plan, coverage, ordering and reporting of what fired
-# read the rest, of the rules they report): plain values, none a nested record.
-CHECK_FIELDS = frozenset({
+# read the rest, of the rules they report): plain values, none a nested record; in the order
+# of `PartialRule`'s values (each a field whose key in the file is its name).
+CHECK_NAMES = (
     "id", "severity", "origin", "error_class", "params", "sglang_versions", "stage", "order", "scope", "after", "stops", "any_model",
     "inkling_only", "when", "condition",
-})  # fmt: skip
-# (each a field whose key in the file is its name)
-_CHECK_DEFAULTS = tuple((name, default) for name, key, default in Rule.FIELDS if name in CHECK_FIELDS and key == name)
-assert len(_CHECK_DEFAULTS) == len(CHECK_FIELDS)
+)  # fmt: skip
+CHECK_FIELDS = frozenset(CHECK_NAMES)
+
+
+def check_values(rule: Rule) -> tuple[Any, ...]:
+    """A whole record's `CHECK_FIELDS` as `PartialRule` reads them (what the artifact holds):
+    lists and mappings as tuples (constants of the artifact's module)."""
+    out = []
+    for name in CHECK_NAMES:
+        value = getattr(rule, name)
+        out.append(tuple(value.items()) if isinstance(value, dict) else tuple(value) if isinstance(value, list) else value)
+    return tuple(out)

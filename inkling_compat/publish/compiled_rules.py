@@ -1,4 +1,4 @@
-"""The compiled rules artifact (inkling_compat/data/rules.compiled.json), generated from rules/.
+"""The compiled rules artifact (inkling_compat/data/rules_compiled.py and rules.compiled.json), generated from rules/.
 
     python -m inkling_compat.publish.compiled_rules            # (re)write the artifact
     python -m inkling_compat.publish.compiled_rules --check    # exit 1 if missing or stale
@@ -20,16 +20,21 @@ from inkling_compat.engine.rule_load import compile_folder, rules_dir
 from inkling_compat.engine.rule_order import check_order
 
 
-def fresh_text() -> str:
-    """The artifact as a fresh compile of the package's rules/ writes it."""
+def fresh_text() -> tuple[str, str]:
+    """The artifact's two files (the module, the whole data) as a fresh compile of the
+    package's rules/ writes them."""
     folder = rules_dir()
     compiled, expanded = compile_folder(folder)
     return compiled_rules.render(compiled_rules.rules_digest(folder), check_order(compiled), dict(expanded))
 
 
+def _paths() -> tuple[Path, Path]:
+    return Path(compiled_rules.artifact_path()), Path(compiled_rules.wholes_path())
+
+
 def is_current() -> bool:
     try:
-        return Path(compiled_rules.artifact_path()).read_text(encoding="utf-8") == fresh_text()
+        return tuple(path.read_text(encoding="utf-8") for path in _paths()) == fresh_text()
     except OSError:
         return False
 
@@ -38,16 +43,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=compiled_rules.COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the artifact is missing or out of date")
     args = parser.parse_args(argv)
-    path = Path(compiled_rules.artifact_path())
+    paths = _paths()
     if args.check:
         if not is_current():
-            print(f"out of date: {path.name}; run `{compiled_rules.COMMAND}`", file=sys.stderr)
+            print(f"out of date: {paths[0].name} / {paths[1].name}; run `{compiled_rules.COMMAND}`", file=sys.stderr)
             return 1
-        print(f"{path.name} is current")
+        print(f"{paths[0].name} and {paths[1].name} are current")
         return 0
-    text = fresh_text()
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path} ({len(text)} bytes)")
+    for path, text in zip(paths, fresh_text()):
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path} ({len(text)} bytes)")
     return 0
 
 
