@@ -45,9 +45,10 @@ def _actions(parser) -> list[tuple]:
 
 
 def test_the_parser_is_the_one_add_argument_builds() -> None:
-    """`argument_table._add` adds each row's action without `add_argument`'s checks of
+    """`argument_table._parser` makes each row's action without `add_argument`'s checks of
     hand-written calls: for every release's table, the parser is the one `add_argument` builds
-    from the same arguments (each action's class and attributes, the option strings it answers)."""
+    from the same arguments (each action's class and attributes, the option strings it answers,
+    its group)."""
     from inkling_compat.inputs.versions import SGLANG_RELEASES
 
     for release in SGLANG_RELEASES:
@@ -62,3 +63,17 @@ def test_the_parser_is_the_one_add_argument_builds() -> None:
         assert {k: fast._actions.index(v) for k, v in fast._option_string_actions.items()} == {
             k: slow._actions.index(v) for k, v in slow._option_string_actions.items()
         }, release
+        for built in (fast, slow):  # (each action in the parser's option group, as `_add_action` places it)
+            assert built._optionals._group_actions == built._actions, release
+            assert all(a.container is built._optionals for a in built._actions), release
+        assert fast._has_negative_number_optionals == slow._has_negative_number_optionals == [], release
+
+
+def test_a_class_not_made_by_copy_is_constructed(monkeypatch) -> None:
+    """Where an action class's constructor does not store its keywords as given (`_made` None:
+    another Python's argparse), every row is added through its constructor: the same parser."""
+    copied = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
+    monkeypatch.setattr(argument_table, "_made", lambda built, kind: None)
+    constructed = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
+    assert _actions(copied) == _actions(constructed)
+    assert list(copied._option_string_actions) == list(constructed._option_string_actions)

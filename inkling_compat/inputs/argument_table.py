@@ -356,13 +356,62 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    for row in _table(release)["arguments"]:
-        if row["action"] == "help":
+    group = built._optionals
+    actions, by_option, group_actions = built._actions, built._option_string_actions, group._group_actions
+    rows = [row for row in _table(release)["arguments"] if row["action"] != "help"]
+    options = [option for row in rows for option in row["options"]]
+    # Each row's action made as `add_argument` makes it (below) where argparse would add it
+    # without a word: no option string taken twice, none like a negative number, every row an option.
+    plain = len(set(options)) == len(options) and not by_option.keys() & set(options) and all(row["options"] for row in rows)
+    plain = plain and not any(built._negative_number_matcher.match(option) for option in options if option[1:2] != "-")
+    store, store_true = (_made(built, "store"), _made(built, "store_true")) if plain else (None, None)
+    for row in rows:
+        kind = row["action"]
+        if kind == "store_true" and store_true is not None:
+            cls, attributes = store_true
+            attributes = {**attributes, "option_strings": [*row["options"]], "dest": row["dest"], "container": group}
+        elif kind == "store" and store is not None and row["const"] is None and "type_constants" not in row and not isinstance(row["choices"], dict):
+            cls, attributes = store
+            name = row["type"]
+            attributes = {**attributes, "option_strings": [*row["options"]], "dest": row["dest"], "container": group, "type": TYPES[name] if name else None, "nargs": row["nargs"], "choices": row["choices"]}
+        else:
+            action = _add(built, row)
+            if row["required"] and require_model_path:
+                action.required = True
             continue
-        _add(built, row)
+        # What `add_argument` makes of the row (`_arguments`): the class's attributes with the
+        # row's values of the keywords its constructor stores as given (`_made`), added to
+        # the parser's option group as `_add_action` adds it.
+        action = cls.__new__(cls)
+        action.__dict__ = attributes
         if row["required"] and require_model_path:
-            built._actions[-1].required = True
+            attributes["required"] = True
+        actions.append(action)
+        for option in attributes["option_strings"]:
+            by_option[option] = action
+        group_actions.append(action)
     return built
+
+
+def _made(built: argparse.ArgumentParser, kind: str) -> tuple[type, dict[str, Any]] | None:
+    """(the class, the attributes) of an action `add_argument(action=kind)` makes for the table's
+    keywords, where its constructor stores each keyword as given under its own name and derives
+    nothing else from those of a row (told by two actions of different values): then any row's
+    action of this kind is these attributes with the row's values. Else None (constructed)."""
+    cls = built._registry_get("action", kind, None)
+    if cls is None:
+        return None
+    made = []
+    for name, values in (("x", dict(type=int, nargs="+", choices=["a"])), ("y", dict(type=None, nargs=None, choices=None))):
+        kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, **(values if kind == "store" else {})}
+        options = [f"--{name}"]
+        attributes = vars(cls(option_strings=options, **kwargs))
+        if attributes.get("option_strings") is not options or any(attributes.get(k, attributes) is not v for k, v in kwargs.items()):
+            return None
+        made.append({k: v for k, v in attributes.items() if k not in kwargs and k != "option_strings"})
+    if made[0] != made[1]:
+        return None
+    return cls, {**made[0], "default": argparse.SUPPRESS}
 
 
 def parse(argv: list[str], require_model_path: bool = True, version: str | None = None) -> dict[str, Any]:
