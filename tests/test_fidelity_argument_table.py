@@ -77,3 +77,68 @@ def test_a_class_not_made_by_copy_is_constructed(monkeypatch) -> None:
     constructed = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
     assert _actions(copied) == _actions(constructed)
     assert list(copied._option_string_actions) == list(constructed._option_string_actions)
+
+
+def _outcome(parser, argv: list[str]) -> tuple:
+    """What argparse makes of argv: (values, extras) or the refusal's text and option."""
+    import argparse
+
+    import contextlib
+    import io
+
+    namespace = argparse.Namespace()
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            found, extras = parser.parse_known_args(list(argv), namespace)
+    except SystemExit as exc:  # (the help action: argparse prints the whole help)
+        return ("exit", exc.code, printed.getvalue())
+    except (argument_table.ArgumentsRefused, argparse.ArgumentError) as exc:
+        return ("refused", str(exc), getattr(exc, "option", None), sorted(vars(namespace).items(), key=repr))
+    return ("parsed", sorted(vars(found).items(), key=repr), extras)
+
+
+def _words(rng, rows) -> list[str]:
+    """Random words of a launch: option strings, their abbreviations and `=value` forms,
+    single-dash groups, unknown options, values (negative numbers, `-`, `--`)."""
+    options = [o for row in rows for o in row["options"]]
+    words = []
+    for _ in range(rng.randint(0, 12)):
+        option = rng.choice(options)
+        kind = rng.randint(0, 9)
+        if kind == 0:
+            word = option[: rng.randint(2, len(option))]  # an abbreviation, maybe ambiguous
+        elif kind == 1:
+            word = option + "=" + rng.choice(["1", "x", "", "a=b", "-1"])
+        elif kind == 2:
+            word = rng.choice(["-", "--", "-1", "-.5", "-x", "-tp", "--no-such", "--no", "--mod", "--lora", "-h3", "--=x", "-h"])
+        elif kind == 3:
+            word = rng.choice(["1", "x", "{}", "[1]", "None", "true", "a b"])
+        else:
+            word = option
+        words.append(word)
+        if rng.random() < 0.5:
+            words.append(rng.choice(["8", "0.5", "x", "auto", "-3", "triton", "a=b", "{\"lora_name\": \"a\", \"lora_path\": \"b\"}"]))
+    if rng.random() < 0.7:
+        words[:0] = ["--model-path", "/m"]
+    return words
+
+
+def test_a_parser_for_the_words_parses_them_as_the_whole_parser() -> None:
+    """`parser_for(argv)` (only the actions argparse can reach from argv) gives every result
+    and refusal the release's whole parser gives: random words of every release's table, with
+    abbreviations, `=` forms, unknown and single-dash words, and the required --model-path."""
+    import random
+
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    rng = random.Random(31)
+    for release in SGLANG_RELEASES:
+        rows = [row for row in argument_table._table(release)["arguments"] if row["action"] != "help"]
+        assert argument_table._reach(release) is not None, release  # (every shipped table is plain)
+        wholes = {required: argument_table._parser.__wrapped__(required, release) for required in (True, False)}
+        for _ in range(80):
+            argv = _words(rng, rows)
+            for required, whole in wholes.items():
+                part = argument_table.parser_for(argv, required, release)
+                assert _outcome(part, argv) == _outcome(whole, argv), (release, argv)

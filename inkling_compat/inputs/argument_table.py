@@ -355,15 +355,110 @@ def parser(require_model_path: bool = True, version: str | None = None) -> argpa
 
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
+    return _build(require_model_path, [row for row in _table(release)["arguments"] if row["action"] != "help"])
+
+
+def parser_for(argv: list[str], require_model_path: bool = True, version: str | None = None) -> argparse.ArgumentParser:
+    """A parser that parses `argv` as the release's whole parser does, holding only the actions
+    argparse can reach from these words (`_Reach`): where the table allows it, a launch check
+    builds a few dozen actions rather than the release's five hundred."""
+    release = table_release(version or _SELECTED.get())
+    reach = _reach(release)
+    rows = reach.rows_for(argv) if reach is not None else None
+    if rows is None:
+        return _parser(require_model_path, release)
+    return _part(require_model_path, release, rows)
+
+
+@functools.lru_cache(maxsize=64)
+def _part(require_model_path: bool, release: str, rows: tuple[int, ...]) -> argparse.ArgumentParser:
+    reach = _reach(release)
+    assert reach is not None
+    return _build(require_model_path, [reach.rows[i] for i in rows])
+
+
+class _Reach:
+    """Which of a table's rows argparse can reach from given words. argparse reads a word as
+    an option only if it starts with `-`; then it looks up the word, its part before `=`, and
+    (abbreviations, single-dash groups) the option strings that start with the word's part
+    before `=` or that the word starts with. Every other action of the parser takes part in a
+    parse only if it is required (argparse names the missing ones), or shares a dest with an
+    action that may set it (argparse converts a default it finds in the namespace), so the
+    rows kept are: those, every row with a single-dash option, and every row an option string
+    of the words' reaches. They are kept in table order, the order argparse lists options in
+    its messages (tests/test_fidelity_argument_table.py: every refusal and result the same).
+    Made only for a table whose rows argparse adds without a word (no option string twice, none
+    like a negative number, every row an option); else the whole parser is used."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        import bisect
+
+        self.rows = rows
+        self._bisect = bisect.bisect_left
+        self.by_option: dict[str, int] = {}
+        by_dest: dict[str, list[int]] = {}
+        always = []
+        for i, row in enumerate(rows):
+            options = row["options"]
+            for option in options:
+                self.by_option[option] = i
+                if option[1:2] != "-":
+                    always.append(i)
+            if row["required"]:
+                always.append(i)
+            by_dest.setdefault(row["dest"], []).append(i)
+        self.sorted = sorted(self.by_option)
+        self.longest = max(map(len, self.sorted), default=0)
+        self.shared = {i: found for found in by_dest.values() if len(found) > 1 for i in found}
+        self.always = frozenset(always)
+
+    def rows_for(self, argv: list[str]) -> tuple[int, ...] | None:
+        """The rows argparse can reach from argv, or None where it can reach the help action
+        (which prints every option)."""
+        chosen = set(self.always)
+        by_option, ordered = self.by_option, self.sorted
+        for word in set(argv):
+            if word[:1] != "-":
+                continue
+            head = word.partition("=")[0]
+            if word.startswith(("-h", "--help")) or "--help".startswith(head) or "-h".startswith(head):
+                return None
+            at = self._bisect(ordered, head)
+            while at < len(ordered) and ordered[at].startswith(head):
+                chosen.add(by_option[ordered[at]])
+                at += 1
+            for end in range(1, min(len(word), self.longest) + 1):
+                found = by_option.get(word[:end])
+                if found is not None:
+                    chosen.add(found)
+        for i in [i for i in chosen if i in self.shared]:
+            chosen.update(self.shared[i])
+        return tuple(sorted(chosen))
+
+
+@functools.lru_cache(maxsize=None)
+def _reach(release: str) -> _Reach | None:
+    rows = [row for row in _table(release)["arguments"] if row["action"] != "help"]
+    return _Reach(rows) if _plain(rows) else None
+
+
+def _plain(rows: list[dict[str, Any]]) -> bool:
+    """argparse adds these rows without a word: no option string twice (nor the help action's),
+    none that may look like a negative number to argparse (`-` and a digit or `.`: its
+    `_negative_number_matcher` then changes how it reads `-1`), each an option."""
+    options = [option for row in rows for option in row["options"]]
+    if len(set(options)) != len(options) or "-h" in options or "--help" in options:
+        return False
+    return all(row["options"] for row in rows) and not any(option[1:2] == "." or option[1:2].isdecimal() for option in options if option[1:2] != "-")
+
+
+def _build(require_model_path: bool, rows: list[dict[str, Any]]) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
     group = built._optionals
     actions, by_option, group_actions = built._actions, built._option_string_actions, group._group_actions
-    rows = [row for row in _table(release)["arguments"] if row["action"] != "help"]
-    options = [option for row in rows for option in row["options"]]
-    # Each row's action made as `add_argument` makes it (below) where argparse would add it
-    # without a word: no option string taken twice, none like a negative number, every row an option.
-    plain = len(set(options)) == len(options) and not by_option.keys() & set(options) and all(row["options"] for row in rows)
-    plain = plain and not any(built._negative_number_matcher.match(option) for option in options if option[1:2] != "-")
+    # Each row's action made as `add_argument` makes it (below) where argparse adds the rows
+    # without a word (`_plain`).
+    plain = _plain(rows)
     store, store_true = (_made(built, "store"), _made(built, "store_true")) if plain else (None, None)
     for row in rows:
         kind = row["action"]
@@ -417,7 +512,7 @@ def _made(built: argparse.ArgumentParser, kind: str) -> tuple[type, dict[str, An
 def parse(argv: list[str], require_model_path: bool = True, version: str | None = None) -> dict[str, Any]:
     """The dests the arguments set (argparse's values), or ArgumentsRefused with its text."""
     try:
-        namespace = parser(require_model_path, version).parse_args(argv)
+        namespace = parser_for(argv, require_model_path, version).parse_args(argv)
     except argparse.ArgumentError as exc:
         raise ArgumentsRefused(str(exc), exc.argument_name) from None
     values = vars(namespace)

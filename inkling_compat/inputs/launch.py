@@ -274,7 +274,7 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     try:
         # (a --model-path the file does not define, or words that may hold it: not "required")
         required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
-        namespace, extras = _parse_known(argument_table.parser(required), argv, started)
+        namespace, extras = _parse_known(argument_table.parser_for(argv, required), argv, started)
     except Exception as exc:  # ArgumentsRefused, argparse.ArgumentError (the warnings logged before it stand)
         refusal = exc if isinstance(exc, argument_table.ArgumentsRefused) else argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
         return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file), _warnings(started, argv, origins, label, config_file))
