@@ -138,6 +138,10 @@ def test_a_launch_check_imports_only_what_it_uses():
     assert data["code"] == 0, data["code"]
     found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
     assert found == [], f"a check of examples/launch.sh imported {found}"
+    # tree-sitter's and tree-sitter-bash's compiled bindings, without their packages' `__init__`
+    # (typing, importlib.resources: inputs/shell.py `_binding`)
+    assert {"tree_sitter._binding", "tree_sitter_bash._binding"} <= set(data["modules"])
+    assert not {"tree_sitter", "tree_sitter_bash"} & set(data["modules"])
 
 
 # The records of inputs/, facts/ and sglang/ are made without the dataclasses module

@@ -294,42 +294,43 @@ _PARSER: Any = None
 def _parser() -> Any:
     global _PARSER
     if _PARSER is None:
-        import tree_sitter
-
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(_bash_language()))
+        binding = _binding("tree_sitter")
+        _PARSER = binding.Parser(binding.Language(_binding("tree_sitter_bash").language()))
     return _PARSER
 
 
-def _bash_language() -> Any:
-    """tree-sitter-bash's grammar from its compiled binding. The package's `__init__` is not
-    run: it imports `importlib.resources` for its highlight queries, which the checker does
-    not read (about 5 ms of a start: docs/performance.md); where the binding is not found so,
+def _binding(package: str) -> Any:
+    """A package's compiled `_binding` module (tree-sitter's parser, tree-sitter-bash's grammar),
+    loaded without running the package's `__init__`: tree_sitter's imports `typing` for a
+    Protocol of its query API, tree_sitter_bash's `importlib.resources` for its highlight
+    queries, neither used here (docs/performance.md). The module is registered under its
+    name, so a later `import tree_sitter` takes it as its binding; where it is not found so,
     the package is imported."""
-    import importlib.machinery
-    import importlib.util
     import sys
 
-    binding = sys.modules.get("tree_sitter_bash._binding")
-    spec = importlib.util.find_spec("tree_sitter_bash") if binding is None else None
+    name = f"{package}._binding"
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            found = importlib.util.spec_from_file_location("tree_sitter_bash._binding", f"{folder}/_binding{suffix}")
-            if found is None or found.loader is None:
+            located = importlib.util.spec_from_file_location(name, f"{folder}/_binding{suffix}")
+            if located is None or located.loader is None:
                 continue
             try:
-                module = importlib.util.module_from_spec(found)
-                found.loader.exec_module(module)
+                module = importlib.util.module_from_spec(located)
+                located.loader.exec_module(module)
             except (ImportError, OSError):
                 continue
-            binding = sys.modules["tree_sitter_bash._binding"] = module
-            break
-        if binding is not None:
-            break
-    if binding is None:
-        import tree_sitter_bash
+            sys.modules[name] = module
+            return module
+    import importlib
 
-        return tree_sitter_bash.language()
-    return binding.language()
+    return importlib.import_module(name)
 
 
 class _Walker:
