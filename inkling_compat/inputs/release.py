@@ -127,10 +127,8 @@ def _distribution_version(name: str) -> str | None:
             entries = os.listdir(folder or ".")
         except (OSError, TypeError, ValueError):
             continue
-        for entry in sorted(entries):
+        for entry in sorted(e for e in entries if e.endswith((".dist-info", ".egg-info"))):
             stem, dot, suffix = entry.rpartition(".")
-            if not dot or suffix not in ("dist-info", "egg-info"):
-                continue
             if normalized_name(stem.partition("-")[0]) != wanted:
                 continue
             path = os.path.join(folder or ".", entry)
@@ -241,6 +239,9 @@ def _search_text(path: str, pattern: _Pattern, what: str) -> Release | None:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")
     except OSError:
+        return None
+    folded = text.casefold()  # (a line the pattern matches holds its needles: so does the text)
+    if not all(needle in folded for needle in pattern.needles):
         return None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
