@@ -142,3 +142,40 @@ def test_a_parser_for_the_words_parses_them_as_the_whole_parser() -> None:
             for required, whole in wholes.items():
                 part = argument_table.parser_for(argv, required, release)
                 assert _outcome(part, argv) == _outcome(whole, argv), (release, argv)
+
+
+def _config_keys(rows) -> dict:
+    """ConfigArgumentMerger's `_config_keys` over the rows (dest, every `--long` option with `-` -> `_`)."""
+    out = {}
+    for row in rows:
+        if row["action"] != "help":
+            out[row["dest"]] = row
+            out.update({o[2:].replace("-", "_"): row for o in row["options"] if o.startswith("--")})
+    return out
+
+
+def test_each_table_file_holds_its_index_and_its_rows_line_by_line() -> None:
+    """The index in each shipped table's head is the one its rows give, and each row read from
+    its own line, each key looked up, is the table's (tests/oracle/sglang_argparse.py writes them)."""
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    for release in SGLANG_RELEASES:
+        whole = argument_table._table(release)
+        rows = whole["arguments"]
+        assert whole["index"] == argument_table.index_of(rows), release
+        lazy = argument_table._Rows(release)
+        assert lazy.lines, release  # (laid out by rows: not read whole)
+        assert [lazy.row(i) for i in range(len(rows))] == rows, release
+        keys = _config_keys(rows)
+        assert argument_table.known_keys(release) == list(keys), release
+        assert all(argument_table.lookup(key, release) == row for key, row in keys.items()), release
+        assert argument_table.lookup("no_such_key", release) is None
+
+
+def test_a_table_not_laid_out_by_rows_is_read_whole(monkeypatch) -> None:
+    text = json.dumps(argument_table._table(SGLANG_DEFAULT_VERSION))
+    monkeypatch.setattr(argument_table, "_text", lambda release: text)
+    lazy = argument_table._Rows(SGLANG_DEFAULT_VERSION)
+    assert not lazy.lines
+    assert lazy.index == argument_table._table(SGLANG_DEFAULT_VERSION)["index"]
+    assert lazy.row(1) == argument_table._table(SGLANG_DEFAULT_VERSION)["arguments"][1]

@@ -3,8 +3,10 @@
 Each release's table (inkling_compat/data/sglang-X-arguments.json, gzipped for every release
 but the default one) is generated from that release's own wheel by
 tests/oracle/sglang_argparse.py, and a fidelity test regenerates it. A table is read on first
-use only (a check whose config holds only the typed fields never reads one), and the default
-release's reading is what it was with one table.
+use only (a check whose config holds only the typed fields never reads one): its head line
+holds its index (`index_of`: which row each config key and option string names), and a row is
+parsed from its own line when first read (`_Rows`), so a launch check reads the index and the
+few dozen rows its words reach.
 
 The release read is the one selected for the check in progress (`using(version)`, a context
 variable the check sets once: the loaders below it are called from many places that do not
@@ -14,7 +16,9 @@ otherwise know the release); every function also takes it explicitly.
   (its dest, or any long option with dashes as underscores: `_config_keys`);
 * `parse(argv)`: Python's own argparse on a parser rebuilt from the table (prog "sglang serve",
   as prepare_server_args builds it), so abbreviations, nargs, choices and every message are
-  argparse's; defaults are left out of the result (only what the arguments set);
+  argparse's; defaults are left out of the result (only what the arguments set). The parser
+  holds the actions argparse can reach from those words (`parser_for`, `_Reach`), each made
+  as `add_argument` makes it (`_build`);
 * each custom `type` of sglang is implemented once below under its own name (argparse's
   "invalid <name> value" message names the function).
 """
@@ -73,36 +77,111 @@ def table(version: str | None = None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
+    return json.loads(_text(release))
+
+
+def _text(release: str) -> str:
     with open(os.path.join(package_dir(), "data", table_file(release)), "rb") as handle:
         raw = handle.read()
     if table_file(release).endswith(".gz"):
         import gzip
 
-        return json.loads(gzip.decompress(raw))
-    return json.loads(raw)
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")
 
 
-def _by_key(version: str | None = None) -> dict[str, dict[str, Any]]:
+_HEAD_END = ', "arguments": ['
+
+
+class _Rows:
+    """A table read row by row: the file (tests/oracle/sglang_argparse.py `dumps`) holds its
+    head, with the table's `index`, on its first line and one row per line after it, so a check
+    parses the index and the rows it reads, not the release's five hundred rows. A file not so
+    laid out is parsed whole."""
+
+    def __init__(self, release: str) -> None:
+        self.release = release
+        text = _text(release)
+        lines = text.split("\n")
+        head: dict[str, Any] | None = None
+        if lines[0].endswith(_HEAD_END):
+            head = json.loads(lines[0][: -len(_HEAD_END)] + "}")
+        index = head.get("index") if head is not None else None
+        if index is None or len(lines) != index["rows"] + 3 or lines[-2] != "]}" or lines[-1] != "":
+            index, lines = index_of(json.loads(text)["arguments"]), []
+        self.index, self.lines = index, lines
+        self.found: dict[int, dict[str, Any]] = {}
+
+    def row(self, i: int) -> dict[str, Any]:
+        found = self.found.get(i)
+        if found is None:
+            if not self.lines:  # (a file not laid out by rows: read whole)
+                found = _table(self.release)["arguments"][i]
+            else:
+                line = self.lines[i + 1]
+                found = json.loads(line[:-1] if line.endswith(",") else line)
+            self.found[i] = found
+        return found
+
+
+@functools.lru_cache(maxsize=None)
+def _rows(release: str) -> _Rows:
+    return _Rows(release)
+
+
+def index_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a check looks up in a table, by row number (written into the table file):
+
+    * `keys`: ConfigArgumentMerger's `_config_keys`, the dest and every `--long` option with
+      `-` -> `_` (a later registration of a key wins, as its dict comprehensions do), in the
+      order its dict holds them;
+    * `options`: every option string (but the help action's), sorted; `option_rows`: the row of each;
+    * `always`: the rows argparse may reach whatever the words (`_Reach`): required, or with a
+      single-dash option; `shared`: the groups of rows with one dest;
+    * `plain`: argparse adds the rows without a word (`_plain`); `rows`: how many."""
+    keys: dict[str, int] = {}
+    options: dict[str, int] = {}
+    by_dest: dict[str, list[int]] = {}
+    always = []
+    for i, row in enumerate(rows):
+        if row["action"] == "help":
+            continue
+        keys[row["dest"]] = i
+        for option in row["options"]:
+            if option.startswith("--"):
+                keys[option[2:].replace("-", "_")] = i
+            else:
+                always.append(i)
+            options[option] = i
+        if row["required"]:
+            always.append(i)
+        by_dest.setdefault(row["dest"], []).append(i)
+    return {
+        "keys": [[key, i] for key, i in keys.items()],
+        "options": sorted(options),
+        "option_rows": [options[option] for option in sorted(options)],
+        "always": sorted(set(always)),
+        "shared": [found for found in by_dest.values() if len(found) > 1],
+        "plain": _plain([row for row in rows if row["action"] != "help"]),
+        "rows": len(rows),
+    }
+
+
+def _by_key(version: str | None = None) -> dict[str, int]:
     return _keys(table_release(version or _SELECTED.get()))
 
 
 @functools.lru_cache(maxsize=None)
-def _keys(release: str) -> dict[str, dict[str, Any]]:
-    """ConfigArgumentMerger's `_config_keys`: dest, and every `--long` option with `-` -> `_`
-    (a later registration of a key wins, as its dict comprehensions do)."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in _table(release)["arguments"]:
-        if row["action"] == "help":
-            continue
-        out[row["dest"]] = row
-        for option in row["options"]:
-            if option.startswith("--"):
-                out[option[2:].replace("-", "_")] = row
-    return out
+def _keys(release: str) -> dict[str, int]:
+    """Each config key (`index_of`) -> its row's number."""
+    return dict(_rows(release).index["keys"])
 
 
 def lookup(key: str, version: str | None = None) -> dict[str, Any] | None:
-    return _by_key(version).get(str(key).replace("-", "_"))
+    """The row a config key names (ConfigArgumentMerger's keys), or None."""
+    release = table_release(version or _SELECTED.get())
+    found = _keys(release).get(str(key).replace("-", "_"))
+    return None if found is None else _rows(release).row(found)
 
 
 def known_keys(version: str | None = None) -> list[str]:
@@ -372,9 +451,8 @@ def parser_for(argv: list[str], require_model_path: bool = True, version: str | 
 
 @functools.lru_cache(maxsize=64)
 def _part(require_model_path: bool, release: str, rows: tuple[int, ...]) -> argparse.ArgumentParser:
-    reach = _reach(release)
-    assert reach is not None
-    return _build(require_model_path, [reach.rows[i] for i in rows])
+    found = _rows(release)
+    return _build(require_model_path, [found.row(i) for i in rows])
 
 
 class _Reach:
@@ -387,30 +465,18 @@ class _Reach:
     rows kept are: those, every row with a single-dash option, and every row an option string
     of the words' reaches. They are kept in table order, the order argparse lists options in
     its messages (tests/test_fidelity_argument_table.py: every refusal and result the same).
-    Made only for a table whose rows argparse adds without a word (no option string twice, none
-    like a negative number, every row an option); else the whole parser is used."""
+    Made only for a table whose rows argparse adds without a word (`_plain`); else the whole
+    parser is used."""
 
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, index: dict[str, Any]) -> None:
         import bisect
 
-        self.rows = rows
         self._bisect = bisect.bisect_left
-        self.by_option: dict[str, int] = {}
-        by_dest: dict[str, list[int]] = {}
-        always = []
-        for i, row in enumerate(rows):
-            options = row["options"]
-            for option in options:
-                self.by_option[option] = i
-                if option[1:2] != "-":
-                    always.append(i)
-            if row["required"]:
-                always.append(i)
-            by_dest.setdefault(row["dest"], []).append(i)
-        self.sorted = sorted(self.by_option)
+        self.sorted = index["options"]
+        self.by_option = dict(zip(index["options"], index["option_rows"]))
         self.longest = max(map(len, self.sorted), default=0)
-        self.shared = {i: found for found in by_dest.values() if len(found) > 1 for i in found}
-        self.always = frozenset(always)
+        self.shared = {i: found for found in index["shared"] for i in found}
+        self.always = frozenset(index["always"])
 
     def rows_for(self, argv: list[str]) -> tuple[int, ...] | None:
         """The rows argparse can reach from argv, or None where it can reach the help action
@@ -438,8 +504,8 @@ class _Reach:
 
 @functools.lru_cache(maxsize=None)
 def _reach(release: str) -> _Reach | None:
-    rows = [row for row in _table(release)["arguments"] if row["action"] != "help"]
-    return _Reach(rows) if _plain(rows) else None
+    index = _rows(release).index
+    return _Reach(index) if index["plain"] else None
 
 
 def _plain(rows: list[dict[str, Any]]) -> bool:
