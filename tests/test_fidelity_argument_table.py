@@ -179,3 +179,25 @@ def test_a_table_not_laid_out_by_rows_is_read_whole(monkeypatch) -> None:
     assert not lazy.lines
     assert lazy.index == argument_table._table(SGLANG_DEFAULT_VERSION)["index"]
     assert lazy.row(1) == argument_table._table(SGLANG_DEFAULT_VERSION)["arguments"][1]
+
+
+def test_first_not_below_is_bisect_left() -> None:
+    import bisect
+    import random
+
+    rng = random.Random(5)
+    ordered = sorted(argument_table._rows(SGLANG_DEFAULT_VERSION).index["options"])
+    for key in [*ordered, "", "-", "--", "--a", "--zzz", "--model", "--model-path-x", *("--" + "".join(rng.choice("abtlmo-") for _ in range(4)) for _ in range(200))]:
+        assert argument_table._first_not_below(ordered, key) == bisect.bisect_left(ordered, key), key
+
+
+def test_the_selected_release_is_per_thread() -> None:
+    import threading
+
+    seen = []
+    with argument_table.using("0.5.16"):
+        worker = threading.Thread(target=lambda: seen.append(argument_table.selected()))
+        worker.start()
+        worker.join()
+        assert argument_table.selected() == "0.5.16"
+    assert seen == [SGLANG_DEFAULT_VERSION] and argument_table.selected() == SGLANG_DEFAULT_VERSION

@@ -8,8 +8,8 @@ holds its index (`index_of`: which row each config key and option string names),
 parsed from its own line when first read (`_Rows`), so a launch check reads the index and the
 few dozen rows its words reach.
 
-The release read is the one selected for the check in progress (`using(version)`, a context
-variable the check sets once: the loaders below it are called from many places that do not
+The release read is the one selected for the check in progress (`using(version)`, a value per
+thread the check sets once: the loaders below it are called from many places that do not
 otherwise know the release); every function also takes it explicitly.
 
 * `lookup(key)`: the argument a config key names, as sglang's ConfigArgumentMerger accepts keys
@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import contextvars
 import functools
 import json
 import os
 import re
+from _thread import _local
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
@@ -39,7 +39,13 @@ from inkling_compat.inputs.package_files import package_dir
 
 PROG = "sglang serve"
 
-_SELECTED: contextvars.ContextVar[str] = contextvars.ContextVar("sglang_release", default=SGLANG_DEFAULT_VERSION)
+class _Selected(_local):
+    """The release of the check in progress, per thread (a check runs in one thread, start to end)."""
+
+    release = SGLANG_DEFAULT_VERSION
+
+
+_SELECTED = _Selected()
 
 
 def table_release(version: str) -> str:
@@ -60,19 +66,19 @@ TABLE_FILE = table_file(SGLANG_DEFAULT_VERSION)
 @contextlib.contextmanager
 def using(version: str) -> Iterator[None]:
     """Read `version`'s table in this context (the check's release)."""
-    token = _SELECTED.set(table_release(version))
+    previous, _SELECTED.release = _SELECTED.release, table_release(version)
     try:
         yield
     finally:
-        _SELECTED.reset(token)
+        _SELECTED.release = previous
 
 
 def selected() -> str:
-    return _SELECTED.get()
+    return _SELECTED.release
 
 
 def table(version: str | None = None) -> dict[str, Any]:
-    return _table(table_release(version or _SELECTED.get()))
+    return _table(table_release(version or _SELECTED.release))
 
 
 @functools.lru_cache(maxsize=None)
@@ -168,7 +174,7 @@ def index_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _by_key(version: str | None = None) -> dict[str, int]:
-    return _keys(table_release(version or _SELECTED.get()))
+    return _keys(table_release(version or _SELECTED.release))
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,7 +185,7 @@ def _keys(release: str) -> dict[str, int]:
 
 def lookup(key: str, version: str | None = None) -> dict[str, Any] | None:
     """The row a config key names (ConfigArgumentMerger's keys), or None."""
-    release = table_release(version or _SELECTED.get())
+    release = table_release(version or _SELECTED.release)
     found = _keys(release).get(str(key).replace("-", "_"))
     return None if found is None else _rows(release).row(found)
 
@@ -429,7 +435,7 @@ def _arguments(row: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
 
 def parser(require_model_path: bool = True, version: str | None = None) -> argparse.ArgumentParser:
     """sglang's parser rebuilt from the release's table (built once per process, on first use)."""
-    return _parser(require_model_path, table_release(version or _SELECTED.get()))
+    return _parser(require_model_path, table_release(version or _SELECTED.release))
 
 
 @functools.lru_cache(maxsize=None)
@@ -441,7 +447,7 @@ def parser_for(argv: list[str], require_model_path: bool = True, version: str | 
     """A parser that parses `argv` as the release's whole parser does, holding only the actions
     argparse can reach from these words (`_Reach`): where the table allows it, a launch check
     builds a few dozen actions rather than the release's five hundred."""
-    release = table_release(version or _SELECTED.get())
+    release = table_release(version or _SELECTED.release)
     reach = _reach(release)
     rows = reach.rows_for(argv) if reach is not None else None
     if rows is None:
@@ -469,9 +475,6 @@ class _Reach:
     parser is used."""
 
     def __init__(self, index: dict[str, Any]) -> None:
-        import bisect
-
-        self._bisect = bisect.bisect_left
         self.sorted = index["options"]
         self.by_option = dict(zip(index["options"], index["option_rows"]))
         self.longest = max(map(len, self.sorted), default=0)
@@ -489,7 +492,7 @@ class _Reach:
             head = word.partition("=")[0]
             if word.startswith(("-h", "--help")) or "--help".startswith(head) or "-h".startswith(head):
                 return None
-            at = self._bisect(ordered, head)
+            at = _first_not_below(ordered, head)
             while at < len(ordered) and ordered[at].startswith(head):
                 chosen.add(by_option[ordered[at]])
                 at += 1
@@ -500,6 +503,18 @@ class _Reach:
         for i in [i for i in chosen if i in self.shared]:
             chosen.update(self.shared[i])
         return tuple(sorted(chosen))
+
+
+def _first_not_below(ordered: list[str], key: str) -> int:
+    """`bisect.bisect_left(ordered, key)` (that module is not otherwise imported by a check)."""
+    low, high = 0, len(ordered)
+    while low < high:
+        middle = (low + high) // 2
+        if ordered[middle] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 @functools.lru_cache(maxsize=None)
