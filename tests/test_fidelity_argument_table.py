@@ -173,7 +173,7 @@ def test_each_table_file_holds_its_index_and_its_rows_line_by_line() -> None:
 
 
 def test_a_table_not_laid_out_by_rows_is_read_whole(monkeypatch) -> None:
-    text = json.dumps(argument_table._table(SGLANG_DEFAULT_VERSION))
+    text = json.dumps(argument_table._table(SGLANG_DEFAULT_VERSION)).encode()
     monkeypatch.setattr(argument_table, "_text", lambda release: text)
     lazy = argument_table._Rows(SGLANG_DEFAULT_VERSION)
     assert not lazy.lines

@@ -86,17 +86,18 @@ def _table(release: str) -> dict[str, Any]:
     return json.loads(_text(release))
 
 
-def _text(release: str) -> str:
+def _text(release: str) -> bytes:
+    """The table file's UTF-8 text."""
     with open(os.path.join(package_dir(), "data", table_file(release)), "rb") as handle:
         raw = handle.read()
     if table_file(release).endswith(".gz"):
         import gzip
 
         raw = gzip.decompress(raw)
-    return raw.decode("utf-8")
+    return raw
 
 
-_HEAD_END = ', "arguments": ['
+_HEAD_END = b', "arguments": ['
 
 
 class _Rows:
@@ -108,12 +109,12 @@ class _Rows:
     def __init__(self, release: str) -> None:
         self.release = release
         text = _text(release)
-        lines = text.split("\n")
+        lines = text.split(b"\n")
         head: dict[str, Any] | None = None
         if lines[0].endswith(_HEAD_END):
-            head = json.loads(lines[0][: -len(_HEAD_END)] + "}")
+            head = json.loads(lines[0][: -len(_HEAD_END)] + b"}")
         index = head.get("index") if head is not None else None
-        if index is None or len(lines) != index["rows"] + 3 or lines[-2] != "]}" or lines[-1] != "":
+        if index is None or len(lines) != index["rows"] + 3 or lines[-2] != b"]}" or lines[-1] != b"":
             index, lines = index_of(json.loads(text)["arguments"]), []
         self.index, self.lines = index, lines
         self.found: dict[int, dict[str, Any]] = {}
@@ -125,7 +126,7 @@ class _Rows:
                 found = _table(self.release)["arguments"][i]
             else:
                 line = self.lines[i + 1]
-                found = json.loads(line[:-1] if line.endswith(",") else line)
+                found = json.loads(line[:-1] if line.endswith(b",") else line)
             self.found[i] = found
         return found
 
