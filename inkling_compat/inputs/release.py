@@ -198,10 +198,10 @@ def _candidates(folder: str) -> tuple[str, ...]:
     hit = _LISTINGS.get(key)
     if hit is None:
         try:
-            names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+            names = sorted(n for n in os.listdir(folder) if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
         except OSError:
             names = []
-        hit = tuple(n for n in names if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
+        hit = tuple(n for n in names if os.path.isfile(os.path.join(folder, n)))  # (as DirEntry.is_file: links followed)
         _remember(_LISTINGS, key, hit)
     return hit
 
