@@ -76,7 +76,30 @@ def _pattern(source: str | bytes) -> re.Pattern:  # type: ignore[type-arg]
 
 _IFS = r"[ \t\n]+"
 _GLOB_SOURCE = r"(?<!\\)[*?\[]"  # unescaped, in an unquoted word's source
-_TAIL = rb"(?:[ \t]|\\[^\n]|\\\n)*"  # blanks and escapes after a command's last word
+
+
+def _tail_end(source: bytes, start: int) -> int:
+    """Where the blanks and escapes after a command's last word end: what
+    `re.match(rb"(?:[ \t]|\\[^\n]|\\\n)*", source[start:])` matches (a blank, or a `\\` and the
+    byte after it), without compiling it."""
+    end, size = start, len(source)
+    while end < size:
+        byte = source[end]
+        if byte == 32 or byte == 9:
+            end += 1
+        elif byte == 92 and end + 1 < size:
+            end += 2
+        else:
+            break
+    return end
+
+
+def _joined(text: str) -> str:
+    """`re.sub(r"\\\r?\n", "", text)`: `\\`-newline continuations removed (in a text without
+    `\r`, as a launch file's text always is once read, the one literal: no pattern compiled)."""
+    if "\r" in text:
+        return re.sub(r"\\\r?\n", "", text)
+    return text.replace("\\\n", "")
 
 
 @dataclass(frozen=True)
@@ -600,7 +623,7 @@ class _Run:
         raw = self.source[start:end]
         if b"\\" not in raw:  # (the common case: a blank)
             return raw.decode("utf-8", "surrogatepass")
-        return re.sub(r"\\\r?\n", "", raw.decode("utf-8", "surrogatepass"))
+        return _joined(raw.decode("utf-8", "surrogatepass"))
 
     def word_list(self, nodes: list[Any], scope: _Scope) -> list[_Word]:
         """The words of a command's name and arguments; nodes with nothing between them (or
@@ -615,9 +638,10 @@ class _Run:
             else:
                 groups.append([node])
         if groups:
-            tail = _pattern(_TAIL).match(self.source, groups[-1][-1].end_byte).group(0)  # type: ignore[union-attr]
+            start = groups[-1][-1].end_byte
+            tail = self.source[start : _tail_end(self.source, start)]
             if b"\\" in tail:
-                self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
+                self._strays(_joined(tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
         for group in groups:
             node = group[0]
@@ -718,9 +742,9 @@ class _Run:
                 else:
                     pieces.mark(f"~ (the home folder), not set in {self.walker.origin}", text)
                     return
-            if not quoted and _pattern(_GLOB_SOURCE).search(text):
+            if not quoted and _has_glob(text) and _pattern(_GLOB_SOURCE).search(text):
                 pieces.pattern = True
-            pieces.add(_unescape(text) if not quoted else re.sub(r"\\\r?\n", "", text), quoted=True)
+            pieces.add(_unescape(text) if not quoted else _joined(text), quoted=True)
         elif kind == "raw_string":
             pieces.add(self.text(node.start_byte + 1, node.end_byte - 1), quoted=True)
         elif kind == "ansi_c_string":
@@ -878,7 +902,7 @@ def _unescape(text: str) -> str:
     """An unquoted word's text: `\\`-newline removed, `\\x` is x."""
     if "\\" not in text:
         return text
-    text = re.sub(r"\\\r?\n", "", text)
+    text = _joined(text)
     return re.sub(r"\\(.)", r"\1", text, flags=re.S)
 
 
