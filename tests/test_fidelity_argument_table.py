@@ -45,9 +45,10 @@ def _actions(parser) -> list[tuple]:
 
 
 def test_the_parser_is_the_one_add_argument_builds() -> None:
-    """`argument_table._add` adds each row's action without `add_argument`'s checks of
+    """`argument_table._parser` makes each row's action without `add_argument`'s checks of
     hand-written calls: for every release's table, the parser is the one `add_argument` builds
-    from the same arguments (each action's class and attributes, the option strings it answers)."""
+    from the same arguments (each action's class and attributes, the option strings it answers,
+    its group)."""
     from inkling_compat.inputs.versions import SGLANG_RELEASES
 
     for release in SGLANG_RELEASES:
@@ -62,3 +63,141 @@ def test_the_parser_is_the_one_add_argument_builds() -> None:
         assert {k: fast._actions.index(v) for k, v in fast._option_string_actions.items()} == {
             k: slow._actions.index(v) for k, v in slow._option_string_actions.items()
         }, release
+        for built in (fast, slow):  # (each action in the parser's option group, as `_add_action` places it)
+            assert built._optionals._group_actions == built._actions, release
+            assert all(a.container is built._optionals for a in built._actions), release
+        assert fast._has_negative_number_optionals == slow._has_negative_number_optionals == [], release
+
+
+def test_a_class_not_made_by_copy_is_constructed(monkeypatch) -> None:
+    """Where an action class's constructor does not store its keywords as given (`_made` None:
+    another Python's argparse), every row is added through its constructor: the same parser."""
+    copied = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
+    monkeypatch.setattr(argument_table, "_made", lambda built, kind: None)
+    constructed = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
+    assert _actions(copied) == _actions(constructed)
+    assert list(copied._option_string_actions) == list(constructed._option_string_actions)
+
+
+def _outcome(parser, argv: list[str]) -> tuple:
+    """What argparse makes of argv: (values, extras) or the refusal's text and option."""
+    import argparse
+
+    import contextlib
+    import io
+
+    namespace = argparse.Namespace()
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            found, extras = parser.parse_known_args(list(argv), namespace)
+    except SystemExit as exc:  # (the help action: argparse prints the whole help)
+        return ("exit", exc.code, printed.getvalue())
+    except (argument_table.ArgumentsRefused, argparse.ArgumentError) as exc:
+        return ("refused", str(exc), getattr(exc, "option", None), sorted(vars(namespace).items(), key=repr))
+    return ("parsed", sorted(vars(found).items(), key=repr), extras)
+
+
+def _words(rng, rows) -> list[str]:
+    """Random words of a launch: option strings, their abbreviations and `=value` forms,
+    single-dash groups, unknown options, values (negative numbers, `-`, `--`)."""
+    options = [o for row in rows for o in row["options"]]
+    words = []
+    for _ in range(rng.randint(0, 12)):
+        option = rng.choice(options)
+        kind = rng.randint(0, 9)
+        if kind == 0:
+            word = option[: rng.randint(2, len(option))]  # an abbreviation, maybe ambiguous
+        elif kind == 1:
+            word = option + "=" + rng.choice(["1", "x", "", "a=b", "-1"])
+        elif kind == 2:
+            word = rng.choice(["-", "--", "-1", "-.5", "-x", "-tp", "--no-such", "--no", "--mod", "--lora", "-h3", "--=x", "-h"])
+        elif kind == 3:
+            word = rng.choice(["1", "x", "{}", "[1]", "None", "true", "a b"])
+        else:
+            word = option
+        words.append(word)
+        if rng.random() < 0.5:
+            words.append(rng.choice(["8", "0.5", "x", "auto", "-3", "triton", "a=b", "{\"lora_name\": \"a\", \"lora_path\": \"b\"}"]))
+    if rng.random() < 0.7:
+        words[:0] = ["--model-path", "/m"]
+    return words
+
+
+def test_a_parser_for_the_words_parses_them_as_the_whole_parser() -> None:
+    """`parser_for(argv)` (only the actions argparse can reach from argv) gives every result
+    and refusal the release's whole parser gives: random words of every release's table, with
+    abbreviations, `=` forms, unknown and single-dash words, and the required --model-path."""
+    import random
+
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    rng = random.Random(31)
+    for release in SGLANG_RELEASES:
+        rows = [row for row in argument_table._table(release)["arguments"] if row["action"] != "help"]
+        assert argument_table._reach(release) is not None, release  # (every shipped table is plain)
+        wholes = {required: argument_table._parser.__wrapped__(required, release) for required in (True, False)}
+        for _ in range(80):
+            argv = _words(rng, rows)
+            for required, whole in wholes.items():
+                part = argument_table.parser_for(argv, required, release)
+                assert _outcome(part, argv) == _outcome(whole, argv), (release, argv)
+
+
+def _config_keys(rows) -> dict:
+    """ConfigArgumentMerger's `_config_keys` over the rows (dest, every `--long` option with `-` -> `_`)."""
+    out = {}
+    for row in rows:
+        if row["action"] != "help":
+            out[row["dest"]] = row
+            out.update({o[2:].replace("-", "_"): row for o in row["options"] if o.startswith("--")})
+    return out
+
+
+def test_each_table_file_holds_its_index_and_its_rows_line_by_line() -> None:
+    """The index in each shipped table's head is the one its rows give, and each row read from
+    its own line, each key looked up, is the table's (tests/oracle/sglang_argparse.py writes them)."""
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    for release in SGLANG_RELEASES:
+        whole = argument_table._table(release)
+        rows = whole["arguments"]
+        assert whole["index"] == argument_table.index_of(rows), release
+        lazy = argument_table._Rows(release)
+        assert lazy.lines, release  # (laid out by rows: not read whole)
+        assert [lazy.row(i) for i in range(len(rows))] == rows, release
+        keys = _config_keys(rows)
+        assert argument_table.known_keys(release) == list(keys), release
+        assert all(argument_table.lookup(key, release) == row for key, row in keys.items()), release
+        assert argument_table.lookup("no_such_key", release) is None
+
+
+def test_a_table_not_laid_out_by_rows_is_read_whole(monkeypatch) -> None:
+    text = json.dumps(argument_table._table(SGLANG_DEFAULT_VERSION)).encode()
+    monkeypatch.setattr(argument_table, "_text", lambda release: text)
+    lazy = argument_table._Rows(SGLANG_DEFAULT_VERSION)
+    assert not lazy.lines
+    assert lazy.index == argument_table._table(SGLANG_DEFAULT_VERSION)["index"]
+    assert lazy.row(1) == argument_table._table(SGLANG_DEFAULT_VERSION)["arguments"][1]
+
+
+def test_first_not_below_is_bisect_left() -> None:
+    import bisect
+    import random
+
+    rng = random.Random(5)
+    ordered = sorted(argument_table._rows(SGLANG_DEFAULT_VERSION).index["options"])
+    for key in [*ordered, "", "-", "--", "--a", "--zzz", "--model", "--model-path-x", *("--" + "".join(rng.choice("abtlmo-") for _ in range(4)) for _ in range(200))]:
+        assert argument_table._first_not_below(ordered, key) == bisect.bisect_left(ordered, key), key
+
+
+def test_the_selected_release_is_per_thread() -> None:
+    import threading
+
+    seen = []
+    with argument_table.using("0.5.16"):
+        worker = threading.Thread(target=lambda: seen.append(argument_table.selected()))
+        worker.start()
+        worker.join()
+        assert argument_table.selected() == "0.5.16"
+    assert seen == [SGLANG_DEFAULT_VERSION] and argument_table.selected() == SGLANG_DEFAULT_VERSION

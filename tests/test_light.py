@@ -69,8 +69,9 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # commands only), logging (the CEL core binds it and never logs: engine/cel.py), the CEL parse
 # tree and the rules' path check (the compiled artifact says what each rule reads), string (its
 # Formatter writes the messages of rules that fire), datetime (the CEL core reads its C API from
-# `_datetime`: engine/cel.py), the check order (the compiled artifact holds each rule's rank) and
-# the other releases' site data (a check of the default release). Each is imported only where it is used;
+# `_datetime`: engine/cel.py), the check order (the compiled artifact holds each rule's rank),
+# the other releases' site data (a check of the default release) and the problems' places in the
+# files (none to place in a check that passes: inputs/source_map.py). Each is imported only where it is used;
 # the start-up figure is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
@@ -103,6 +104,7 @@ NOT_ON_THE_LAUNCH_PATH = (
     "torch",
     "triton",
     "inkling_compat.inputs.yaml_read",
+    "inkling_compat.inputs.source_map",
     "inkling_compat.engine.rule_schema",
     "inkling_compat.engine.definitions",
     "inkling_compat.engine.fixes",
@@ -143,6 +145,10 @@ def test_a_launch_check_imports_only_what_it_uses():
     assert data["code"] == 0, data["code"]
     found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
     assert found == [], f"a check of examples/launch.sh imported {found}"
+    # tree-sitter's and tree-sitter-bash's compiled bindings, without their packages' `__init__`
+    # (typing, importlib.resources: inputs/shell.py `_binding`)
+    assert {"tree_sitter._binding", "tree_sitter_bash._binding"} <= set(data["modules"])
+    assert not {"tree_sitter", "tree_sitter_bash"} & set(data["modules"])
 
 
 # The records of inputs/, facts/ and sglang/ are made without the dataclasses module

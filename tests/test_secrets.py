@@ -151,3 +151,59 @@ def test_each_command_masks_its_own_inputs_secrets(capsys: pytest.CaptureFixture
     capsys.readouterr()
     assert main(["check", "--format", "json", "--", "python", "-m", "sglang.launch_server", "--model-path", "examples/model"]) == 0
     assert '"problems": []' in capsys.readouterr().out
+
+
+# The string readings of secrets.py against the patterns they stand for.
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+import re  # noqa: E402
+import sys  # noqa: E402
+
+_TRICKY = "aZkKs\u017f\u212a\u0130\u00dfT0_-.=: \n9HTTPServerTOKENkeYpassWsecretghp_hf_sk-AKIAxoxb-\u00e9"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_TRICKY, max_size=40))
+def test_name_words_are_the_patterns(name: str) -> None:
+    assert secrets.name_words(name) == re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)
+
+
+def test_name_words_examples() -> None:
+    for name in ["HTTPServer", "ABc", "HF_TOKEN", "apiKey", "sslKeyfilePassword", "A", "a1B2", "KEY9key", "", "--api-key", "xYZw"]:
+        assert secrets.name_words(name) == re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name), name
+
+
+def test_the_hint_takes_each_character_the_pattern_takes() -> None:
+    """Every code point in place of each letter of each hint: the same answer as the pattern."""
+    pattern = re.compile(r"(?i)token|key|secret|passw")
+    letters = re.compile(r"(?i)[tokenyscrpaw]")
+    for point in range(sys.maxunicode + 1):
+        c = chr(point)
+        if letters.fullmatch(c) or c.lower() in "tokenyscrpaw" and c.lower():
+            for hint in ("token", "key", "secret", "passw"):
+                for at in range(len(hint)):
+                    line = "x" + hint[:at] + c + hint[at + 1 :] + "x"
+                    assert secrets._hinted(line) == bool(pattern.search(line)), (hex(point), line)
+    for c in ("\u0130", "\u00df", "\ufb05", "\u212a", "\u017f"):  # (lower case of several characters, ligatures)
+        for line in (f"to{c}en", f"{c}ey", f"secre{c}", f"pa{c}w", f"pas{c}w", f"{c}"):
+            assert secrets._hinted(line) == bool(pattern.search(line)), line
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_TRICKY, max_size=60))
+def test_the_hint_is_the_pattern(line: str) -> None:
+    assert secrets._hinted(line) == bool(re.search(r"(?i)token|key|secret|passw", line))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="hf_sk-gpousrithbAKIxoa0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ. \n", max_size=80))
+def test_mask_replaces_every_token_shape(text: str) -> None:
+    assert secrets.mask(text) == re.sub(secrets.TOKEN_SHAPES, secrets.MASK, text)
+
+
+def test_mask_replaces_each_token_shape() -> None:
+    tokens = ["hf_" + "a" * 16, "sk-" + "b_" * 8, "ghp_" + "A" * 20, "ghr_" + "9" * 20, "github_pat_" + "x_" * 10, "AKIA" + "B7" * 8, "xoxs-" + "z-" * 5]
+    for token in tokens:
+        for text in (token, f"at {token}.", f"{token} and {token}", "x" + token):
+            assert secrets.mask(text) == re.sub(secrets.TOKEN_SHAPES, secrets.MASK, text), text
+        assert secrets.mask(f"key {token}") == f"key {secrets.MASK}"

@@ -9,6 +9,7 @@ their launch part, paths kept as written)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inkling_compat.errors import InputError
+from inkling_compat.inputs import shell
 from inkling_compat.inputs.launch import cli_config, env_values, parse_launch
 from inkling_compat.inputs.shell import FoundCommand, find_commands, find_in_argv
 from in_process import run_main
@@ -375,3 +377,18 @@ def test_word_tests_read_words_as_their_patterns(word: str) -> None:
     m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)
     assert shell._assignment(word) == (None if m is None else (m.group(1), m.group(2)))
     assert launch._assigns(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word) is not None)
+
+
+# The string readings of inputs/shell.py against the patterns they stand for.
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=30), st.integers(0, 30))
+def test_the_tail_after_a_command_is_the_patterns(source: bytes, start: int) -> None:
+    start = min(start, len(source))
+    found = re.compile(rb"(?:[ \t]|\\[^\n]|\\\n)*").match(source, start)
+    assert shell._tail_end(source, start) == found.end()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="\\\r\n a\t$", max_size=30))
+def test_continuations_are_joined_as_the_pattern_joins_them(text: str) -> None:
+    assert shell._joined(text) == re.sub(r"\\\r?\n", "", text)

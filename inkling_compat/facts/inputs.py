@@ -10,7 +10,7 @@ from typing import Any
 
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, server_config_or_refusal
 from inkling_compat.inputs.models import PLATFORM_PRESETS, LoraRef, ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
-from inkling_compat.inputs.source_map import Sources, model_file, path_of
+from inkling_compat.inputs.sources import Sources, model_file, path_of
 from inkling_compat.sglang.plain_dataclass import dataclass
 
 

@@ -3,18 +3,22 @@
 Each release's table (inkling_compat/data/sglang-X-arguments.json, gzipped for every release
 but the default one) is generated from that release's own wheel by
 tests/oracle/sglang_argparse.py, and a fidelity test regenerates it. A table is read on first
-use only (a check whose config holds only the typed fields never reads one), and the default
-release's reading is what it was with one table.
+use only (a check whose config holds only the typed fields never reads one): its head line
+holds its index (`index_of`: which row each config key and option string names), and a row is
+parsed from its own line when first read (`_Rows`), so a launch check reads the index and the
+few dozen rows its words reach.
 
-The release read is the one selected for the check in progress (`using(version)`, a context
-variable the check sets once: the loaders below it are called from many places that do not
+The release read is the one selected for the check in progress (`using(version)`, a value per
+thread the check sets once: the loaders below it are called from many places that do not
 otherwise know the release); every function also takes it explicitly.
 
 * `lookup(key)`: the argument a config key names, as sglang's ConfigArgumentMerger accepts keys
   (its dest, or any long option with dashes as underscores: `_config_keys`);
 * `parse(argv)`: Python's own argparse on a parser rebuilt from the table (prog "sglang serve",
   as prepare_server_args builds it), so abbreviations, nargs, choices and every message are
-  argparse's; defaults are left out of the result (only what the arguments set);
+  argparse's; defaults are left out of the result (only what the arguments set). The parser
+  holds the actions argparse can reach from those words (`parser_for`, `_Reach`), each made
+  as `add_argument` makes it (`_build`);
 * each custom `type` of sglang is implemented once below under its own name (argparse's
   "invalid <name> value" message names the function).
 """
@@ -23,11 +27,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import contextvars
 import functools
 import json
 import os
 import re
+from _thread import _local
 from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
@@ -35,7 +39,13 @@ from inkling_compat.inputs.package_files import package_dir
 
 PROG = "sglang serve"
 
-_SELECTED: contextvars.ContextVar[str] = contextvars.ContextVar("sglang_release", default=SGLANG_DEFAULT_VERSION)
+class _Selected(_local):
+    """The release of the check in progress, per thread (a check runs in one thread, start to end)."""
+
+    release = SGLANG_DEFAULT_VERSION
+
+
+_SELECTED = _Selected()
 
 
 def table_release(version: str) -> str:
@@ -56,53 +66,129 @@ TABLE_FILE = table_file(SGLANG_DEFAULT_VERSION)
 @contextlib.contextmanager
 def using(version: str) -> Iterator[None]:
     """Read `version`'s table in this context (the check's release)."""
-    token = _SELECTED.set(table_release(version))
+    previous, _SELECTED.release = _SELECTED.release, table_release(version)
     try:
         yield
     finally:
-        _SELECTED.reset(token)
+        _SELECTED.release = previous
 
 
 def selected() -> str:
-    return _SELECTED.get()
+    return _SELECTED.release
 
 
 def table(version: str | None = None) -> dict[str, Any]:
-    return _table(table_release(version or _SELECTED.get()))
+    return _table(table_release(version or _SELECTED.release))
 
 
 @functools.lru_cache(maxsize=None)
 def _table(release: str) -> dict[str, Any]:
+    return json.loads(_text(release))
+
+
+def _text(release: str) -> bytes:
+    """The table file's UTF-8 text."""
     with open(os.path.join(package_dir(), "data", table_file(release)), "rb") as handle:
         raw = handle.read()
     if table_file(release).endswith(".gz"):
         import gzip
 
-        return json.loads(gzip.decompress(raw))
-    return json.loads(raw)
+        raw = gzip.decompress(raw)
+    return raw
 
 
-def _by_key(version: str | None = None) -> dict[str, dict[str, Any]]:
-    return _keys(table_release(version or _SELECTED.get()))
+_HEAD_END = b', "arguments": ['
+
+
+class _Rows:
+    """A table read row by row: the file (tests/oracle/sglang_argparse.py `dumps`) holds its
+    head, with the table's `index`, on its first line and one row per line after it, so a check
+    parses the index and the rows it reads, not the release's five hundred rows. A file not so
+    laid out is parsed whole."""
+
+    def __init__(self, release: str) -> None:
+        self.release = release
+        text = _text(release)
+        lines = text.split(b"\n")
+        head: dict[str, Any] | None = None
+        if lines[0].endswith(_HEAD_END):
+            head = json.loads(lines[0][: -len(_HEAD_END)] + b"}")
+        index = head.get("index") if head is not None else None
+        if index is None or len(lines) != index["rows"] + 3 or lines[-2] != b"]}" or lines[-1] != b"":
+            index, lines = index_of(json.loads(text)["arguments"]), []
+        self.index, self.lines = index, lines
+        self.found: dict[int, dict[str, Any]] = {}
+
+    def row(self, i: int) -> dict[str, Any]:
+        found = self.found.get(i)
+        if found is None:
+            if not self.lines:  # (a file not laid out by rows: read whole)
+                found = _table(self.release)["arguments"][i]
+            else:
+                line = self.lines[i + 1]
+                found = json.loads(line[:-1] if line.endswith(b",") else line)
+            self.found[i] = found
+        return found
 
 
 @functools.lru_cache(maxsize=None)
-def _keys(release: str) -> dict[str, dict[str, Any]]:
-    """ConfigArgumentMerger's `_config_keys`: dest, and every `--long` option with `-` -> `_`
-    (a later registration of a key wins, as its dict comprehensions do)."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in _table(release)["arguments"]:
+def _rows(release: str) -> _Rows:
+    return _Rows(release)
+
+
+def index_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a check looks up in a table, by row number (written into the table file):
+
+    * `keys`: ConfigArgumentMerger's `_config_keys`, the dest and every `--long` option with
+      `-` -> `_` (a later registration of a key wins, as its dict comprehensions do), in the
+      order its dict holds them;
+    * `options`: every option string (but the help action's), sorted; `option_rows`: the row of each;
+    * `always`: the rows argparse may reach whatever the words (`_Reach`): required, or with a
+      single-dash option; `shared`: the groups of rows with one dest;
+    * `plain`: argparse adds the rows without a word (`_plain`); `rows`: how many."""
+    keys: dict[str, int] = {}
+    options: dict[str, int] = {}
+    by_dest: dict[str, list[int]] = {}
+    always = []
+    for i, row in enumerate(rows):
         if row["action"] == "help":
             continue
-        out[row["dest"]] = row
+        keys[row["dest"]] = i
         for option in row["options"]:
             if option.startswith("--"):
-                out[option[2:].replace("-", "_")] = row
-    return out
+                keys[option[2:].replace("-", "_")] = i
+            else:
+                always.append(i)
+            options[option] = i
+        if row["required"]:
+            always.append(i)
+        by_dest.setdefault(row["dest"], []).append(i)
+    return {
+        "keys": [[key, i] for key, i in keys.items()],
+        "options": sorted(options),
+        "option_rows": [options[option] for option in sorted(options)],
+        "always": sorted(set(always)),
+        "shared": [found for found in by_dest.values() if len(found) > 1],
+        "plain": _plain([row for row in rows if row["action"] != "help"]),
+        "rows": len(rows),
+    }
+
+
+def _by_key(version: str | None = None) -> dict[str, int]:
+    return _keys(table_release(version or _SELECTED.release))
+
+
+@functools.lru_cache(maxsize=None)
+def _keys(release: str) -> dict[str, int]:
+    """Each config key (`index_of`) -> its row's number."""
+    return dict(_rows(release).index["keys"])
 
 
 def lookup(key: str, version: str | None = None) -> dict[str, Any] | None:
-    return _by_key(version).get(str(key).replace("-", "_"))
+    """The row a config key names (ConfigArgumentMerger's keys), or None."""
+    release = table_release(version or _SELECTED.release)
+    found = _keys(release).get(str(key).replace("-", "_"))
+    return None if found is None else _rows(release).row(found)
 
 
 def known_keys(version: str | None = None) -> list[str]:
@@ -350,25 +436,165 @@ def _arguments(row: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
 
 def parser(require_model_path: bool = True, version: str | None = None) -> argparse.ArgumentParser:
     """sglang's parser rebuilt from the release's table (built once per process, on first use)."""
-    return _parser(require_model_path, table_release(version or _SELECTED.get()))
+    return _parser(require_model_path, table_release(version or _SELECTED.release))
 
 
 @functools.lru_cache(maxsize=None)
 def _parser(require_model_path: bool, release: str) -> argparse.ArgumentParser:
+    return _build(require_model_path, [row for row in _table(release)["arguments"] if row["action"] != "help"])
+
+
+def parser_for(argv: list[str], require_model_path: bool = True, version: str | None = None) -> argparse.ArgumentParser:
+    """A parser that parses `argv` as the release's whole parser does, holding only the actions
+    argparse can reach from these words (`_Reach`): where the table allows it, a launch check
+    builds a few dozen actions rather than the release's five hundred."""
+    release = table_release(version or _SELECTED.release)
+    reach = _reach(release)
+    rows = reach.rows_for(argv) if reach is not None else None
+    if rows is None:
+        return _parser(require_model_path, release)
+    return _part(require_model_path, release, rows)
+
+
+@functools.lru_cache(maxsize=64)
+def _part(require_model_path: bool, release: str, rows: tuple[int, ...]) -> argparse.ArgumentParser:
+    found = _rows(release)
+    return _build(require_model_path, [found.row(i) for i in rows])
+
+
+class _Reach:
+    """Which of a table's rows argparse can reach from given words. argparse reads a word as
+    an option only if it starts with `-`; then it looks up the word, its part before `=`, and
+    (abbreviations, single-dash groups) the option strings that start with the word's part
+    before `=` or that the word starts with. Every other action of the parser takes part in a
+    parse only if it is required (argparse names the missing ones), or shares a dest with an
+    action that may set it (argparse converts a default it finds in the namespace), so the
+    rows kept are: those, every row with a single-dash option, and every row an option string
+    of the words' reaches. They are kept in table order, the order argparse lists options in
+    its messages (tests/test_fidelity_argument_table.py: every refusal and result the same).
+    Made only for a table whose rows argparse adds without a word (`_plain`); else the whole
+    parser is used."""
+
+    def __init__(self, index: dict[str, Any]) -> None:
+        self.sorted = index["options"]
+        self.by_option = dict(zip(index["options"], index["option_rows"]))
+        self.longest = max(map(len, self.sorted), default=0)
+        self.shared = {i: found for found in index["shared"] for i in found}
+        self.always = frozenset(index["always"])
+
+    def rows_for(self, argv: list[str]) -> tuple[int, ...] | None:
+        """The rows argparse can reach from argv, or None where it can reach the help action
+        (which prints every option)."""
+        chosen = set(self.always)
+        by_option, ordered = self.by_option, self.sorted
+        for word in set(argv):
+            if word[:1] != "-":
+                continue
+            head = word.partition("=")[0]
+            if word.startswith(("-h", "--help")) or "--help".startswith(head) or "-h".startswith(head):
+                return None
+            at = _first_not_below(ordered, head)
+            while at < len(ordered) and ordered[at].startswith(head):
+                chosen.add(by_option[ordered[at]])
+                at += 1
+            for end in range(1, min(len(word), self.longest) + 1):
+                found = by_option.get(word[:end])
+                if found is not None:
+                    chosen.add(found)
+        for i in [i for i in chosen if i in self.shared]:
+            chosen.update(self.shared[i])
+        return tuple(sorted(chosen))
+
+
+def _first_not_below(ordered: list[str], key: str) -> int:
+    """`bisect.bisect_left(ordered, key)` (that module is not otherwise imported by a check)."""
+    low, high = 0, len(ordered)
+    while low < high:
+        middle = (low + high) // 2
+        if ordered[middle] < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@functools.lru_cache(maxsize=None)
+def _reach(release: str) -> _Reach | None:
+    index = _rows(release).index
+    return _Reach(index) if index["plain"] else None
+
+
+def _plain(rows: list[dict[str, Any]]) -> bool:
+    """argparse adds these rows without a word: no option string twice (nor the help action's),
+    none that may look like a negative number to argparse (`-` and a digit or `.`: its
+    `_negative_number_matcher` then changes how it reads `-1`), each an option."""
+    options = [option for row in rows for option in row["options"]]
+    if len(set(options)) != len(options) or "-h" in options or "--help" in options:
+        return False
+    return all(row["options"] for row in rows) and not any(option[1:2] == "." or option[1:2].isdecimal() for option in options if option[1:2] != "-")
+
+
+def _build(require_model_path: bool, rows: list[dict[str, Any]]) -> argparse.ArgumentParser:
     built = _SglangArgParser(prog=PROG, exit_on_error=False)
-    for row in _table(release)["arguments"]:
-        if row["action"] == "help":
+    group = built._optionals
+    actions, by_option, group_actions = built._actions, built._option_string_actions, group._group_actions
+    # Each row's action made as `add_argument` makes it (below) where argparse adds the rows
+    # without a word (`_plain`).
+    plain = _plain(rows)
+    store, store_true = (_made(built, "store"), _made(built, "store_true")) if plain else (None, None)
+    for row in rows:
+        kind = row["action"]
+        if kind == "store_true" and store_true is not None:
+            cls, attributes = store_true
+            attributes = {**attributes, "option_strings": [*row["options"]], "dest": row["dest"], "container": group}
+        elif kind == "store" and store is not None and row["const"] is None and "type_constants" not in row and not isinstance(row["choices"], dict):
+            cls, attributes = store
+            name = row["type"]
+            attributes = {**attributes, "option_strings": [*row["options"]], "dest": row["dest"], "container": group, "type": TYPES[name] if name else None, "nargs": row["nargs"], "choices": row["choices"]}
+        else:
+            action = _add(built, row)
+            if row["required"] and require_model_path:
+                action.required = True
             continue
-        _add(built, row)
+        # What `add_argument` makes of the row (`_arguments`): the class's attributes with the
+        # row's values of the keywords its constructor stores as given (`_made`), added to
+        # the parser's option group as `_add_action` adds it.
+        action = cls.__new__(cls)
+        action.__dict__ = attributes
         if row["required"] and require_model_path:
-            built._actions[-1].required = True
+            attributes["required"] = True
+        actions.append(action)
+        for option in attributes["option_strings"]:
+            by_option[option] = action
+        group_actions.append(action)
     return built
+
+
+def _made(built: argparse.ArgumentParser, kind: str) -> tuple[type, dict[str, Any]] | None:
+    """(the class, the attributes) of an action `add_argument(action=kind)` makes for the table's
+    keywords, where its constructor stores each keyword as given under its own name and derives
+    nothing else from those of a row (told by two actions of different values): then any row's
+    action of this kind is these attributes with the row's values. Else None (constructed)."""
+    cls = built._registry_get("action", kind, None)
+    if cls is None:
+        return None
+    made = []
+    for name, values in (("x", dict(type=int, nargs="+", choices=["a"])), ("y", dict(type=None, nargs=None, choices=None))):
+        kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, **(values if kind == "store" else {})}
+        options = [f"--{name}"]
+        attributes = vars(cls(option_strings=options, **kwargs))
+        if attributes.get("option_strings") is not options or any(attributes.get(k, attributes) is not v for k, v in kwargs.items()):
+            return None
+        made.append({k: v for k, v in attributes.items() if k not in kwargs and k != "option_strings"})
+    if made[0] != made[1]:
+        return None
+    return cls, {**made[0], "default": argparse.SUPPRESS}
 
 
 def parse(argv: list[str], require_model_path: bool = True, version: str | None = None) -> dict[str, Any]:
     """The dests the arguments set (argparse's values), or ArgumentsRefused with its text."""
     try:
-        namespace = parser(require_model_path, version).parse_args(argv)
+        namespace = parser_for(argv, require_model_path, version).parse_args(argv)
     except argparse.ArgumentError as exc:
         raise ArgumentsRefused(str(exc), exc.argument_name) from None
     values = vars(namespace)

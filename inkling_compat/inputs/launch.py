@@ -32,11 +32,17 @@ import re
 from typing import Any
 
 from inkling_compat.errors import InputError
-from inkling_compat.inputs import argument_table, refusals
-from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
+from inkling_compat.inputs import argument_table
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
 COMMAND = "<command>"
+
+
+def _refusals() -> Any:
+    """inputs/refusals.py, imported where sglang refuses or warns (a launch it takes needs none)."""
+    from inkling_compat.inputs import refusals
+
+    return refusals
 
 
 def _assigns(word: str) -> bool:
@@ -242,39 +248,42 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
         if any(why for _, (_, why) in pairs):
             argv, origins, unknown_values = _without_unknown(argv, origins, [why for _, (_, why) in pairs])
     config_file = None
-    try:
-        config_file = config_file_path(argv) if "--config" in argv else None
-        if config_file is not None:
-            check_yaml_path(config_file)
-    except ConfigRefused as exc:
-        at = argv.index("--config") + 1
-        return _refused(env, argv, label, None, refusals.item("config-file", str(exc), "ValueError", label, f"argument {at}: --config", refusals.config_fix(str(exc))))
-    if config_file is not None:
-        from inkling_compat.inputs.loading import read_document
+    if "--config" in argv:  # (sglang's own config file: its format's module imported only here)
+        from inkling_compat.inputs.sglang_config import ConfigRefused, check_root, check_yaml_path, config_file_path, config_to_args
 
         try:
-            data = read_document(config_file)
-        except InputError as exc:
-            if exc.reason.startswith("malformed YAML"):  # yaml.safe_load's error: sglang stops with it
-                return _refused(env, argv, label, config_file, _unreadable_yaml(config_file))
-            if exc.field != "(root)" or not exc.reason.startswith("expected a mapping"):
-                raise
-            data = []  # a root that is not a mapping: sglang's own refusal below
-        try:
-            pairs = config_to_args(check_root(data))
+            config_file = config_file_path(argv)
+            if config_file is not None:
+                check_yaml_path(config_file)
         except ConfigRefused as exc:
-            key = exc.key or ""
-            return _refused(env, argv, label, config_file, refusals.item("config-file", str(exc), "ValueError", config_file, key, refusals.config_fix(str(exc))))
-        config_words = [w for _key, ws in pairs for w in ws]
-        config_origins = [("config", key) for key, ws in pairs for _ in ws]
-        index = argv.index("--config")
-        argv = config_words + argv[:index] + argv[index + 2 :]
-        origins = config_origins + origins[:index] + origins[index + 2 :]
+            at = argv.index("--config") + 1
+            return _refused(env, argv, label, None, _refusals().item("config-file", str(exc), "ValueError", label, f"argument {at}: --config", _refusals().config_fix(str(exc))))
+        if config_file is not None:
+            from inkling_compat.inputs.loading import read_document
+
+            try:
+                data = read_document(config_file)
+            except InputError as exc:
+                if exc.reason.startswith("malformed YAML"):  # yaml.safe_load's error: sglang stops with it
+                    return _refused(env, argv, label, config_file, _unreadable_yaml(config_file))
+                if exc.field != "(root)" or not exc.reason.startswith("expected a mapping"):
+                    raise
+                data = []  # a root that is not a mapping: sglang's own refusal below
+            try:
+                pairs = config_to_args(check_root(data))
+            except ConfigRefused as exc:
+                key = exc.key or ""
+                return _refused(env, argv, label, config_file, _refusals().item("config-file", str(exc), "ValueError", config_file, key, _refusals().config_fix(str(exc))))
+            config_words = [w for _key, ws in pairs for w in ws]
+            config_origins = [("config", key) for key, ws in pairs for _ in ws]
+            index = argv.index("--config")
+            argv = config_words + argv[:index] + argv[index + 2 :]
+            origins = config_origins + origins[:index] + origins[index + 2 :]
     started = argparse.Namespace()  # (argparse fills it in place: what was read before a refusal)
     try:
         # (a --model-path the file does not define, or words that may hold it: not "required")
         required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
-        namespace, extras = _parse_known(argument_table.parser(required), argv, started)
+        namespace, extras = _parse_known(argument_table.parser_for(argv, required), argv, started)
     except Exception as exc:  # ArgumentsRefused, argparse.ArgumentError (the warnings logged before it stand)
         refusal = exc if isinstance(exc, argument_table.ArgumentsRefused) else argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
         return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file), _warnings(started, argv, origins, label, config_file))
@@ -283,7 +292,7 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
     values.pop(argument_table.WARNINGS, None)
     if extras:  # sglang's parse_args: the same parse, then argparse's error about the rest
         first = next((i for i, w in enumerate(argv) if w == extras[0]), None)
-        refusal = _at(refusals.item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
+        refusal = _at(_refusals().item("unrecognized-arguments", "unrecognized arguments: " + " ".join(extras), "SystemExit", label, ""), first, argv, origins, label, config_file)
         refusal.update(_suggested(extras[0]))
         return _refused(env, argv, label, config_file, refusal, warnings)
     return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), warnings=warnings, unknown_values=unknown_values, more_commands=more)
@@ -305,9 +314,9 @@ def _unreadable_yaml(config_file: str) -> dict[str, Any]:
             yaml.safe_load(handle)
     except yaml.YAMLError as exc:
         cls = f"{type(exc).__module__}.{type(exc).__name__}"
-        return refusals.item("config-file", str(exc), cls, config_file, "", "Fix the YAML syntax where the message points")
+        return _refusals().item("config-file", str(exc), cls, config_file, "", "Fix the YAML syntax where the message points")
     except (OSError, ValueError, RecursionError) as exc:  # (read as sglang reads it: the same refusal)
-        return refusals.item("config-file", str(exc), type(exc).__name__, config_file, "", "")
+        return _refusals().item("config-file", str(exc), type(exc).__name__, config_file, "", "")
     raise InputError(config_file, "(yaml)", "malformed YAML")  # (PyYAML takes what libyaml refused: not expected)
 
 
@@ -332,7 +341,7 @@ def _warnings(namespace: Any, argv: list[str], origins: list[tuple[str, Any]], l
 
 def _warning(option: str, said: str, new_flag: str, argv: list[str], origins: list[tuple[str, Any]], label: str, config_file: str | None) -> dict[str, Any]:
     index = next((i for i, w in enumerate(argv) if w.split("=", 1)[0] == option), None)
-    found = _at(refusals.item("deprecated", said, "", label, ""), index, argv, origins, label, config_file)
+    found = _at(_refusals().item("deprecated", said, "", label, ""), index, argv, origins, label, config_file)
     found["fix"] = f"Use {new_flag} instead of {option}" if new_flag else f"Remove {option}"
     return found
 
@@ -480,10 +489,10 @@ def _placed(exc: Any, argv: list[str], origins: list[tuple[str, Any]], label: st
     index = next((i for i, word in enumerate(argv) if word.split("=", 1)[0] in names), None)
     if message.startswith(("json.decoder.JSONDecodeError: ", "AssertionError: ")):
         cls, _, said = message.partition(": ")
-        found = refusals.item("lora-paths-action", said, cls, label, "")
+        found = _refusals().item("lora-paths-action", said, cls, label, "")
     else:
-        found = refusals.item("", message, "SystemExit", label, "")
-        found.update(refusals.argparse_refusal(message))
+        found = _refusals().item("", message, "SystemExit", label, "")
+        found.update(_refusals().argparse_refusal(message))
     return _at(found, index, argv, origins, label, config_file)
 
 

@@ -614,7 +614,7 @@ _READERS: dict[type, dict[str, Any]] = {}
 def _readers(cls: type) -> dict[str, Any]:
     readers = _READERS.get(cls)
     if readers is None:
-        readers = {name: _reader(spec.annotation, spec.metadata) for name, spec in cls.model_fields.items()}  # type: ignore[attr-defined]
+        readers = {name: _shared_reader(spec.annotation, spec.metadata) for name, spec in cls.model_fields.items()}  # type: ignore[attr-defined]
         for name in _ARGPARSE_INTS if cls is ServerConfig else ():
             readers[name] = _argparse(readers[name], int)
         if cls is ServerConfig:
@@ -628,6 +628,23 @@ def _readers(cls: type) -> dict[str, Any]:
                 readers[name] = lambda v, inner_tuple=inner_tuple: inner_tuple(v) if type(v) is tuple else _NO
         _READERS[cls] = readers
     return readers
+
+
+_SHARED: dict[tuple[Any, ...], Any] = {}
+
+
+def _shared_reader(annotation: Any, metadata: list[Any]) -> Any:
+    """`_reader`, made once for fields of one annotation and equal metadata (a reader is a pure
+    function of them; a bound or marker equals only itself: 23 of ServerConfig's fields are
+    plain `bool`)."""
+    key = (annotation, *metadata)
+    try:
+        found = _SHARED.get(key)
+    except TypeError:  # (an annotation that is not hashable)
+        return _reader(annotation, metadata)
+    if found is None:
+        found = _SHARED[key] = _reader(annotation, metadata)
+    return found
 
 
 def _argparse(inner: Any, kind: type) -> Any:

@@ -12,6 +12,8 @@ name, with the same results on these values.
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import math
 import sys
 import types
@@ -91,11 +93,31 @@ class _RecordType(type):
                 if isinstance(base, _RecordType) and base.__dict__.get("__annotations__"):
                     resolved.update(base.model_fields)
             for name, text in cls.__dict__.get("__annotations__", {}).items():
-                annotation = eval(text, namespace) if isinstance(text, str) else text  # noqa: S307 - the package's own class bodies
+                annotation = _evaluated(text, cls.__module__, namespace) if isinstance(text, str) else text
                 resolved[name] = cls.__fact_fields__[name].resolved(annotation)  # type: ignore[attr-defined]
             resolved = {name: resolved[name] for name in cls.__fact_fields__}  # type: ignore[attr-defined]
             type.__setattr__(cls, "_resolved_fields", resolved)
         return resolved
+
+
+_EVALUATED: dict[tuple[str, str], Any] = {}  # (module, annotation text) -> its value
+
+
+def _evaluated(text: str, module: str, namespace: dict[str, Any]) -> Any:
+    """An annotation's text evaluated in its module, as `eval` evaluates it: a name read from the
+    module or the builtins (no compile), any other text evaluated once per module (the classes
+    of a module share their `str | None`; each `eval` compiles its text)."""
+    key = (module, text)
+    if key in _EVALUATED:
+        return _EVALUATED[key]
+    if text.isidentifier() and text in namespace:
+        value = namespace[text]
+    elif text.isidentifier() and hasattr(builtins, text) and not keyword.iskeyword(text):
+        value = getattr(builtins, text)
+    else:
+        value = eval(text, namespace)  # noqa: S307 - the package's own class bodies
+    _EVALUATED[key] = value
+    return value
 
 
 class Record(metaclass=_RecordType):

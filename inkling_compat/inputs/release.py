@@ -127,10 +127,8 @@ def _distribution_version(name: str) -> str | None:
             entries = os.listdir(folder or ".")
         except (OSError, TypeError, ValueError):
             continue
-        for entry in sorted(entries):
+        for entry in sorted(e for e in entries if e.endswith((".dist-info", ".egg-info"))):
             stem, dot, suffix = entry.rpartition(".")
-            if not dot or suffix not in ("dist-info", "egg-info"):
-                continue
             if normalized_name(stem.partition("-")[0]) != wanted:
                 continue
             path = os.path.join(folder or ".", entry)
@@ -200,10 +198,10 @@ def _candidates(folder: str) -> tuple[str, ...]:
     hit = _LISTINGS.get(key)
     if hit is None:
         try:
-            names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+            names = sorted(n for n in os.listdir(folder) if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
         except OSError:
             names = []
-        hit = tuple(n for n in names if n == "pyproject.toml" or (n.startswith("requirements") and n.endswith(".txt")))
+        hit = tuple(n for n in names if os.path.isfile(os.path.join(folder, n)))  # (as DirEntry.is_file: links followed)
         _remember(_LISTINGS, key, hit)
     return hit
 
@@ -241,6 +239,9 @@ def _search_text(path: str, pattern: _Pattern, what: str) -> Release | None:
         with open(path, "rb") as handle:
             text = handle.read(MAX_READ).decode("utf-8", errors="replace")
     except OSError:
+        return None
+    folded = text.casefold()  # (a line the pattern matches holds its needles: so does the text)
+    if not all(needle in folded for needle in pattern.needles):
         return None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()

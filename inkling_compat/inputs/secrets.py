@@ -31,13 +31,65 @@ from typing import Iterable
 
 MASK = "****"
 MIN_LENGTH = 4
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ENDINGS = ("token", "key", "secret", "password", "passwd")
 _STRONG = ("secret", "password", "passwd")  # a secret wherever they stand (SECRET_KEY_BASE, ssl_keyfile_password)
-TOKEN_SHAPES = re.compile(
+TOKEN_SHAPES = (
     r"\bhf_[A-Za-z0-9]{16,}|\bsk-[A-Za-z0-9_\-]{16,}|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
     r"|\bAKIA[0-9A-Z]{16}\b|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
 )
+# The literal start of each token shape: a text holding none of them holds no token, and the
+# pattern is compiled only for one that does.
+_TOKEN_STARTS = ("hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-")
+
+
+@functools.cache
+def _token_shapes() -> re.Pattern[str]:
+    return re.compile(TOKEN_SHAPES)
+
+
+def _upper(c: str) -> bool:
+    return "A" <= c <= "Z"
+
+
+def _lower(c: str) -> bool:
+    return "a" <= c <= "z"
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a name, as `re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)` finds
+    them (ASCII letters and digits; a capital before a small letter starts a word: HTTPServer ->
+    HTTP, Server), with string tests: no pattern compiled for the names of every check."""
+    words: list[str] = []
+    i, n = 0, len(name)
+    while i < n:
+        c = name[i]
+        if _upper(c):
+            j = i + 1
+            while j < n and _upper(name[j]):
+                j += 1
+            if j == n or not _lower(name[j]):
+                words.append(name[i:j])  # capitals not followed by a small letter
+                i = j
+                continue
+            if j - i >= 2:
+                words.append(name[i : j - 1])  # the last capital starts the next word
+                i = j - 1
+                continue
+        if _upper(c) or _lower(c):  # (a capital here is followed by a small letter)
+            j = i + 1
+            while j < n and _lower(name[j]):
+                j += 1
+            words.append(name[i:j])
+            i = j
+        elif "0" <= c <= "9":
+            j = i + 1
+            while j < n and "0" <= name[j] <= "9":
+                j += 1
+            words.append(name[i:j])
+            i = j
+        else:
+            i += 1
+    return words
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _VALUE = r"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s"',}\]#]+))"""
 # NAME=VALUE, NAME: VALUE, "NAME": "VALUE" (the name quoted or not)
@@ -61,7 +113,7 @@ def _assignments() -> tuple[re.Pattern[str], ...]:
 
 def secret_name(name: str) -> bool:
     """Whether a name (a variable, a key, a flag) holds a secret (see the module doc)."""
-    words = [w.lower() for w in _WORDS.findall(name)]
+    words = [w.lower() for w in name_words(name)]
     return bool(words) and (words[-1].endswith(_ENDINGS) or any(w.startswith(_STRONG) for w in words))
 
 
@@ -79,8 +131,18 @@ def _value(match: re.Match[str]) -> str:
     return next(v for v in (match.group("dq"), match.group("sq"), match.group("bare")) if v is not None)
 
 
-# A line that can name a secret holds one of these (the value may be on the next line).
-_HINT = re.compile(r"(?i)token|key|secret|passw")
+# A line that can name a secret holds one of these, in any case (the value may be on the next line).
+_HINTS = ("token", "key", "secret", "passw")
+
+
+def _hinted(line: str) -> bool:
+    """`re.search(r"(?i)token|key|secret|passw", line)`: the characters that pattern takes for
+    each letter are those whose lower case is it, and the long s for `s` (tests/test_secrets.py,
+    every code point)."""
+    folded = line.lower()
+    if "\u017f" in folded:
+        folded = folded.replace("\u017f", "s")
+    return any(hint in folded for hint in _HINTS)
 
 
 def in_text(text: str) -> set[str]:
@@ -89,7 +151,7 @@ def in_text(text: str) -> set[str]:
     found: set[str] = set()
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if not _HINT.search(line):
+        if not _hinted(line):
             continue
         window = line + "\n" + lines[i + 1] if i + 1 < len(lines) else line
         for pattern in _assignments():
@@ -132,4 +194,6 @@ def mask(text: str, secrets: Iterable[str] = ()) -> str:
     for form in forms:
         if form in text:
             text = text.replace(form, MASK)
-    return TOKEN_SHAPES.sub(MASK, text)
+    if any(start in text for start in _TOKEN_STARTS):
+        text = _token_shapes().sub(MASK, text)
+    return text

@@ -76,7 +76,30 @@ def _pattern(source: str | bytes) -> re.Pattern:  # type: ignore[type-arg]
 
 _IFS = r"[ \t\n]+"
 _GLOB_SOURCE = r"(?<!\\)[*?\[]"  # unescaped, in an unquoted word's source
-_TAIL = rb"(?:[ \t]|\\[^\n]|\\\n)*"  # blanks and escapes after a command's last word
+
+
+def _tail_end(source: bytes, start: int) -> int:
+    """Where the blanks and escapes after a command's last word end: what
+    `re.match(rb"(?:[ \t]|\\[^\n]|\\\n)*", source[start:])` matches (a blank, or a `\\` and the
+    byte after it), without compiling it."""
+    end, size = start, len(source)
+    while end < size:
+        byte = source[end]
+        if byte == 32 or byte == 9:
+            end += 1
+        elif byte == 92 and end + 1 < size:
+            end += 2
+        else:
+            break
+    return end
+
+
+def _joined(text: str) -> str:
+    """`re.sub(r"\\\r?\n", "", text)`: `\\`-newline continuations removed (in a text without
+    `\r`, as a launch file's text always is once read, the one literal: no pattern compiled)."""
+    if "\r" in text:
+        return re.sub(r"\\\r?\n", "", text)
+    return text.replace("\\\n", "")
 
 
 @dataclass(frozen=True)
@@ -294,42 +317,43 @@ _PARSER: Any = None
 def _parser() -> Any:
     global _PARSER
     if _PARSER is None:
-        import tree_sitter
-
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(_bash_language()))
+        binding = _binding("tree_sitter")
+        _PARSER = binding.Parser(binding.Language(_binding("tree_sitter_bash").language()))
     return _PARSER
 
 
-def _bash_language() -> Any:
-    """tree-sitter-bash's grammar from its compiled binding. The package's `__init__` is not
-    run: it imports `importlib.resources` for its highlight queries, which the checker does
-    not read (about 5 ms of a start: docs/performance.md); where the binding is not found so,
+def _binding(package: str) -> Any:
+    """A package's compiled `_binding` module (tree-sitter's parser, tree-sitter-bash's grammar),
+    loaded without running the package's `__init__`: tree_sitter's imports `typing` for a
+    Protocol of its query API, tree_sitter_bash's `importlib.resources` for its highlight
+    queries, neither used here (docs/performance.md). The module is registered under its
+    name, so a later `import tree_sitter` takes it as its binding; where it is not found so,
     the package is imported."""
-    import importlib.machinery
-    import importlib.util
     import sys
 
-    binding = sys.modules.get("tree_sitter_bash._binding")
-    spec = importlib.util.find_spec("tree_sitter_bash") if binding is None else None
+    name = f"{package}._binding"
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            found = importlib.util.spec_from_file_location("tree_sitter_bash._binding", f"{folder}/_binding{suffix}")
-            if found is None or found.loader is None:
+            located = importlib.util.spec_from_file_location(name, f"{folder}/_binding{suffix}")
+            if located is None or located.loader is None:
                 continue
             try:
-                module = importlib.util.module_from_spec(found)
-                found.loader.exec_module(module)
+                module = importlib.util.module_from_spec(located)
+                located.loader.exec_module(module)
             except (ImportError, OSError):
                 continue
-            binding = sys.modules["tree_sitter_bash._binding"] = module
-            break
-        if binding is not None:
-            break
-    if binding is None:
-        import tree_sitter_bash
+            sys.modules[name] = module
+            return module
+    import importlib
 
-        return tree_sitter_bash.language()
-    return binding.language()
+    return importlib.import_module(name)
 
 
 class _Walker:
@@ -599,7 +623,7 @@ class _Run:
         raw = self.source[start:end]
         if b"\\" not in raw:  # (the common case: a blank)
             return raw.decode("utf-8", "surrogatepass")
-        return re.sub(r"\\\r?\n", "", raw.decode("utf-8", "surrogatepass"))
+        return _joined(raw.decode("utf-8", "surrogatepass"))
 
     def word_list(self, nodes: list[Any], scope: _Scope) -> list[_Word]:
         """The words of a command's name and arguments; nodes with nothing between them (or
@@ -614,9 +638,10 @@ class _Run:
             else:
                 groups.append([node])
         if groups:
-            tail = _pattern(_TAIL).match(self.source, groups[-1][-1].end_byte).group(0)  # type: ignore[union-attr]
+            start = groups[-1][-1].end_byte
+            tail = self.source[start : _tail_end(self.source, start)]
             if b"\\" in tail:
-                self._strays(re.sub(r"\\\r?\n", "", tail.decode("utf-8", "surrogatepass")), groups)
+                self._strays(_joined(tail.decode("utf-8", "surrogatepass")), groups)
         words: list[_Word] = []
         for group in groups:
             node = group[0]
@@ -717,9 +742,9 @@ class _Run:
                 else:
                     pieces.mark(f"~ (the home folder), not set in {self.walker.origin}", text)
                     return
-            if not quoted and _pattern(_GLOB_SOURCE).search(text):
+            if not quoted and _has_glob(text) and _pattern(_GLOB_SOURCE).search(text):
                 pieces.pattern = True
-            pieces.add(_unescape(text) if not quoted else re.sub(r"\\\r?\n", "", text), quoted=True)
+            pieces.add(_unescape(text) if not quoted else _joined(text), quoted=True)
         elif kind == "raw_string":
             pieces.add(self.text(node.start_byte + 1, node.end_byte - 1), quoted=True)
         elif kind == "ansi_c_string":
@@ -877,7 +902,7 @@ def _unescape(text: str) -> str:
     """An unquoted word's text: `\\`-newline removed, `\\x` is x."""
     if "\\" not in text:
         return text
-    text = re.sub(r"\\\r?\n", "", text)
+    text = _joined(text)
     return re.sub(r"\\(.)", r"\1", text, flags=re.S)
 
 

@@ -1,6 +1,6 @@
 """Where a problem is in the user's files: field path -> (file, line, column).
 
-A check keeps only the paths of the files it read (`Sources`); the positions are found when
+A check keeps only the paths of the files it read (`Sources`, inputs/sources.py); the positions are found when
 a report has problems to place (`locate`), never on the way to "ok": the file is composed
 again by libyaml (JSON too: valid JSON is a YAML flow document), which keeps every key's
 line and column. A check's problems share one composition per file (`SourceMaps`); a file
@@ -26,6 +26,7 @@ import re
 import stat
 from typing import Any
 
+from inkling_compat.inputs.sources import Sources, model_file, path_of  # noqa: F401 - re-exported
 from inkling_compat.sglang.plain_dataclass import dataclass, field
 
 Position = tuple[int, int]  # (line, column), 1-based
@@ -61,35 +62,6 @@ class Location:
     def to_dict(self) -> dict[str, Any]:
         out = {"file": self.file, "field": self.field, "line": self.line, "column": self.column, "tensor": self.tensor}
         return {**out, "argument": self.argument} if self.argument else out
-
-
-@dataclass(frozen=True)
-class Sources:
-    """The files one check read, as given: None for an input given as a dict or model, or
-    not given (a platform preset too); `adapters` one entry per adapter, None for an adapter
-    directory or a dict (a directory's files are named by its manifest's `source`)."""
-
-    config: str | None = None
-    model: str | None = None
-    platform: str | None = None
-    adapters: tuple[str | None, ...] = ()
-    # A launch command's (dest, file, where) (inputs/launch.Launch.places); config is None then.
-    arguments: tuple[tuple[str, str, str], ...] = ()
-
-
-def path_of(source: Any) -> str | None:
-    """The file path an input was given as (str or PathLike), else None."""
-    if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)
-    return None
-
-
-def model_file(source: Any) -> str | None:
-    """The model's config.json as `load_model_config` reads it (a folder: its config.json)."""
-    path = path_of(source)
-    if path is not None and os.path.isdir(path):
-        return os.path.join(path, "config.json")
-    return path
 
 
 def positions(text: str) -> dict[str, Position]:

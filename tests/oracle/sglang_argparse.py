@@ -346,8 +346,13 @@ def table(loaded: SglangArgparse) -> dict[str, Any]:
 
 
 def dumps(data: dict[str, Any]) -> str:
-    """One argument per line: small diffs, and a file json.loads reads in about a millisecond."""
-    head = {k: v for k, v in data.items() if k != "arguments"}
+    """One argument per line, after a head line holding the table's index (what a check looks
+    up, by row: inkling_compat/inputs/argument_table.py `index_of`): small diffs, and a check
+    parses the index and the rows it reads (`argument_table._Rows`)."""
+    from inkling_compat.inputs.argument_table import index_of
+
+    head = {k: v for k, v in data.items() if k not in ("arguments", "index")}
+    head["index"] = index_of(data["arguments"])
     lines = [json.dumps(head, sort_keys=True)[:-1] + ', "arguments": [']
     rows = [json.dumps(row, sort_keys=True) for row in data["arguments"]]
     lines += [row + ("," if i < len(rows) - 1 else "") for i, row in enumerate(rows)]
