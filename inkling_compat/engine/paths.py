@@ -65,7 +65,7 @@ def variable_schemas() -> dict[str, dict[str, Any]]:
         "adapters": {"type": "array", "items": adapter, "$defs": manifest_defs},
         "input": {
             "type": "object",
-            "properties": {"unknown_keys": {"type": "array"}, "refusals": {"type": "array"}, "parse_warnings": {"type": "array"}},
+            "properties": {"unknown_keys": {"type": "array"}, "refusals": {"type": "array"}, "parse_warnings": {"type": "array"}, "choice_stop": {"type": ["string", "null"]}},
             "additionalProperties": False,
         },
     }

@@ -41,10 +41,13 @@ class Inputs:
     # (inputs/refusals.py; `input.refusals`, `input.parse_warnings` of the rules).
     refusals: tuple[dict[str, Any], ...] = ()
     parse_warnings: tuple[dict[str, Any], ...] = ()
+    # The LoRA argument (its dest) whose refused choice sglang's argparse stops at in a server
+    # config, its rule's to report (`input.choice_stop`; inputs/server_arguments.py), or None.
+    choice_stop: str | None = None
 
     def input_variable(self) -> dict[str, Any]:
         """The rules' `input`: what the loaders found about the inputs themselves."""
-        return {"unknown_keys": list(self.unknown_keys), "refusals": list(self.refusals), "parse_warnings": list(self.parse_warnings)}
+        return {"unknown_keys": list(self.unknown_keys), "refusals": list(self.refusals), "parse_warnings": list(self.parse_warnings), "choice_stop": self.choice_stop}
 
 
 def lora_path_entries(config: ServerConfig) -> list[LoraRef]:
@@ -112,7 +115,7 @@ def _adapter_items(adapter: Any) -> list[Any]:
 def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, platform: Any = None) -> Inputs:
     """Each input from a path (YAML/JSON), a dict or the typed model; `adapter` may be a list.
     Unusable input raises `InputError`; unknown keys are collected, not errors."""
-    server, unknown, refused = server_config_or_refusal(config)
+    server, unknown, refused, choice_stop = server_config_or_refusal(config)
     launch = callable(getattr(config, "server_config_data", None))  # a parsed launch command (inputs/launch.py)
     not_read: tuple[str, ...] = ()
     from_cache: tuple[str, ...] = ()
@@ -145,6 +148,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
         from_cache=from_cache,
         refusals=tuple(config.refusals) if launch else refused,
         parse_warnings=tuple(config.warnings) if launch else (),
+        choice_stop=choice_stop,
         given=frozenset(name for name, value in (("config", config), ("model", model), ("platform", platform)) if value is not None),
         sources=Sources(
             config=path_of(config),

@@ -369,13 +369,15 @@ def _validated(source: Any, *classes: type) -> Any:
 ARGPARSE_REFUSES = "sglang's argparse refuses it: "
 
 
-def server_config_or_refusal(source: Any) -> tuple[ServerConfig, list[dict[str, str]], tuple[dict[str, Any], ...]]:
+def server_config_or_refusal(source: Any) -> tuple[ServerConfig, list[dict[str, str]], tuple[dict[str, Any], ...], str | None]:
     """`load_server_config`, where a value of the server config that sglang's own argparse
     refuses (a choice it lacks, a text its `type` cannot convert) is sglang's refusal, as in a
     launch command: a problem of the deployment (`input.refusals`, exit 1), and sglang parses
-    nothing further, so the config is sglang's defaults. Other unusable input still raises."""
+    nothing further, so the config is sglang's defaults. Other unusable input still raises.
+    The last value: the LoRA argument whose refused choice sglang stops at, its rule's to report
+    (`sort_arguments`), or None."""
     try:
-        server, found = load_server_config(source)
+        server, found, stop = _server_config(source)
     except InputError as exc:
         if not exc.reason.startswith(ARGPARSE_REFUSES):
             raise
@@ -384,19 +386,24 @@ def server_config_or_refusal(source: Any) -> tuple[ServerConfig, list[dict[str, 
         message = exc.reason[len(ARGPARSE_REFUSES):]
         refusal = refusals.item("", message, "SystemExit", exc.file, exc.field)
         refusal.update(refusals.argparse_refusal(message))
-        return ServerConfig(), [], (refusal,)
-    return server, found, ()
+        return ServerConfig(), [], (refusal,), None
+    return server, found, (), stop
 
 
 def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]:
+    server, found, _ = _server_config(source)
+    return server, found
+
+
+def _server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]], str | None]:
     given = _validated(source, ServerConfig)
     if given is not None:
-        return given, []
+        return given, [], None
     if source is None:
-        return ServerConfig(), []
+        return ServerConfig(), [], None
     as_data = getattr(source, "server_config_data", None)
     if callable(as_data):  # a launch command (inputs/launch.Launch), already parsed as sglang parses it (its refusals: Inputs.refusals)
-        return validate(ServerConfig, as_data(), source.label), []
+        return validate(ServerConfig, as_data(), source.label), [], None
     try:
         data, file = _as_mapping(source, "<config>")
     except InputError as exc:
@@ -412,9 +419,9 @@ def load_server_config(source: Any) -> tuple[ServerConfig, list[dict[str, str]]]
     # own; a list or mapping is what sglang's merger makes of it), typed fields included.
     from inkling_compat.inputs.server_arguments import sort_arguments
 
-    data, found = sort_arguments(data, file)
+    data, found, stop = sort_arguments(data, file)
     found += [dict(item, file=file) for item in unknown_keys(ServerConfig, data)]
-    return validate(ServerConfig, data, file), found
+    return validate(ServerConfig, data, file), found, stop
 
 
 def yaml_documents(text: str, name: str) -> list[tuple[Any, Any]] | None:

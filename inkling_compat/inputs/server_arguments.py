@@ -102,18 +102,20 @@ def _taken_as_is(row: dict[str, Any], value: Any) -> bool:
     return kind is None or isinstance(value, str)
 
 
-def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[dict[str, Any]], str | None]:
     """Each key of a server config as the release's argparse reads it, in file order (sglang's
     merger passes the keys in that order): the typed fields' values, the other arguments'
     (`arguments`), and the keys argparse does not know. A value argparse refuses raises its
     refusal, unless a LoRA argument's choice it refuses came first: sglang stops there, and that
     argument's rule (rules/server_args/_family-argparse-lora-choices.yaml) reports it; a later
-    key argparse would refuse is left out (never read)."""
+    key argparse would refuse is left out (never read). The third value is that LoRA
+    argument's dest (`input.choice_stop`: a later refused LoRA choice is not sglang's to
+    report), None where no LoRA choice was refused."""
     fields = ServerConfig.__fact_fields__
     out: dict[str, Any] = {}
     arguments: dict[str, Any] = dict(data.get("arguments") or {}) if isinstance(data.get("arguments"), dict) else {}
     unknown: list[dict[str, Any]] = []
-    stopped = False
+    stopped: str | None = None
     for key, value in data.items():
         if key == "arguments":
             continue
@@ -121,13 +123,14 @@ def sort_arguments(data: dict[str, Any], file: str) -> tuple[dict[str, Any], lis
         try:
             _sort_one(key, value, row, file, fields, out, arguments, unknown)
         except InputError as exc:
-            if not (stopped and exc.reason.startswith("sglang's argparse refuses it: ")):
+            if not (stopped is not None and exc.reason.startswith("sglang's argparse refuses it: ")):
                 raise
             continue  # (a value sglang's argparse never reaches: the key is left out)
-        stopped = stopped or _ruled_choice_refused(row, value)
+        if stopped is None and row is not None and _ruled_choice_refused(row, value):
+            stopped = row["dest"]
     if arguments:
         out["arguments"] = arguments
-    return out, unknown
+    return out, unknown, stopped
 
 
 def _sort_one(key: Any, value: Any, row: dict[str, Any] | None, file: str, fields: Any, out: dict[str, Any], arguments: dict[str, Any], unknown: list[dict[str, Any]]) -> None:
