@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
@@ -126,10 +125,6 @@ class LayerPlan(NamedFields):
 
     __slots__ = ()
     _fields = ("steps", "shapes", "failure")
-    __match_args__ = _fields
-    steps = property(itemgetter(0))
-    shapes = property(itemgetter(1))
-    failure = property(itemgetter(2))
 
     def __new__(cls, steps: tuple[Step, ...], shapes: dict[str, list[int]], failure: NormalizeFailure | None) -> "LayerPlan":
         return tuple.__new__(cls, (steps, shapes, failure))

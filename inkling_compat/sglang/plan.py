@@ -40,6 +40,13 @@ class NamedFields(tuple):  # type: ignore[type-arg]
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Each of a subclass's `_fields` read by position, and matched by position in `case`."""
+        super().__init_subclass__(**kwargs)
+        cls.__match_args__ = cls._fields
+        for index, name in enumerate(cls._fields):
+            setattr(cls, name, property(itemgetter(index)))
+
     def __getnewargs__(self) -> tuple[object, ...]:
         return tuple(self)
 
@@ -50,10 +57,6 @@ class NamedFields(tuple):  # type: ignore[type-arg]
 class Reshape(NamedFields):
     __slots__ = ()
     _fields = ("name", "shape", "transpose01")
-    __match_args__ = _fields
-    name = property(itemgetter(0))
-    shape = property(itemgetter(1))
-    transpose01 = property(itemgetter(2))
 
     def __new__(cls, name: str, shape: tuple[int, ...], transpose01: bool = False) -> "Reshape":
         return tuple.__new__(cls, (name, shape, transpose01))
@@ -62,10 +65,6 @@ class Reshape(NamedFields):
 class Cat(NamedFields):
     __slots__ = ()
     _fields = ("out", "inputs", "dim")
-    __match_args__ = _fields
-    out = property(itemgetter(0))
-    inputs = property(itemgetter(1))
-    dim = property(itemgetter(2))
 
     def __new__(cls, out: str, inputs: tuple[str, ...], dim: int) -> "Cat":
         return tuple.__new__(cls, (out, inputs, dim))
@@ -74,9 +73,6 @@ class Cat(NamedFields):
 class Zeros(NamedFields):
     __slots__ = ()
     _fields = ("name", "like")
-    __match_args__ = _fields
-    name = property(itemgetter(0))
-    like = property(itemgetter(1))
 
     def __new__(cls, name: str, like: str) -> "Zeros":
         return tuple.__new__(cls, (name, like))
@@ -85,9 +81,6 @@ class Zeros(NamedFields):
 class Repeat(NamedFields):
     __slots__ = ()
     _fields = ("name", "reps")
-    __match_args__ = _fields
-    name = property(itemgetter(0))
-    reps = property(itemgetter(1))
 
     def __new__(cls, name: str, reps: tuple[int, ...]) -> "Repeat":
         return tuple.__new__(cls, (name, reps))
@@ -96,9 +89,6 @@ class Repeat(NamedFields):
 class Rename(NamedFields):
     __slots__ = ()
     _fields = ("old", "new")
-    __match_args__ = _fields
-    old = property(itemgetter(0))
-    new = property(itemgetter(1))
 
     def __new__(cls, old: str, new: str) -> "Rename":
         return tuple.__new__(cls, (old, new))
@@ -107,10 +97,6 @@ class Rename(NamedFields):
 class Take(NamedFields):
     __slots__ = ()
     _fields = ("name", "dim", "ranges")
-    __match_args__ = _fields
-    name = property(itemgetter(0))
-    dim = property(itemgetter(1))
-    ranges = property(itemgetter(2))
 
     def __new__(cls, name: str, dim: int, ranges: tuple[tuple[int, int], ...]) -> "Take":
         return tuple.__new__(cls, (name, dim, ranges))
