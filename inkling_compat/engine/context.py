@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inkling_compat.engine import cel
 from inkling_compat.engine.plan import Plan
 from inkling_compat.inputs.record import Record, dump
 from inkling_compat.inputs.models import TensorTable
@@ -51,6 +50,8 @@ def unknown_keys_text(keys: list[Any]) -> str:
 
 
 def cel_context(variables: dict[str, Any]) -> Any:
+    from inkling_compat.engine import cel  # (the fast evaluator's checks mostly never need it: engine/python_first.py)
+
     ctx = cel.Context()
     # Functions first: adding them after the variables measured slower (docs/performance.md).
     ctx.add_function("pytype", python_type_name)

@@ -383,6 +383,7 @@ def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None
     A param that names a path (or `first(...)` of paths) is read from the typed value
     (`exact(path)`: every digit of an int); the others are CEL expressions run in the rule's context (report/values.py writes
     them into the text)."""
+    from inkling_compat.engine.python_first import UNANSWERED, answer, cel_of
     from inkling_compat.report.values import FORMATTER  # (string's Formatter: imported when a rule fires)
 
     values = {}
@@ -396,11 +397,18 @@ def _render(c: CompiledRule, ctx: Any, exact: Any) -> tuple[str, str, str | None
             if value is not None:
                 break
         values[name] = value
-    for name, program in c.param_programs.items():
-        try:
-            values[name] = program.execute(ctx)
-        except Exception as exc:
-            raise RuleEvaluationError(c.rule.id, f"params.{name}: {type(exc).__name__}: {exc}") from None
+    exact_names = c.exact_params
+    for name, expression in c.rule.params.items():
+        if name in exact_names:
+            continue
+        value = answer(expression, ctx)  # (its Python form: engine/python_first.py)
+        if value is UNANSWERED:
+            program = c.param_programs[name]
+            try:
+                value = program.execute(cel_of(ctx))
+            except Exception as exc:
+                raise RuleEvaluationError(c.rule.id, f"params.{name}: {type(exc).__name__}: {exc}") from None
+        values[name] = value
     error_class = c.rule.error_class
     if "{" in error_class:
         error_class = FORMATTER.vformat(error_class, (), values)

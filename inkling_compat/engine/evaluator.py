@@ -42,9 +42,9 @@ import marshal
 import os
 from typing import Any, Protocol
 
-from inkling_compat.engine import cel
 from inkling_compat.engine.context import Contexts, cel_context
 from inkling_compat.engine.guards import Guards
+from inkling_compat.engine.python_first import Program, Variables, cel_of
 from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.errors import RuleEvaluationError
@@ -155,9 +155,10 @@ class _Guarded:
     docstring). A rule alone behind its `when` gets a guard too: coverage needs to know
     whether its `when` held (not applicable) or its condition was false (checked)."""
 
-    __slots__ = ("rules", "groups", "guards", "conditions")
+    __slots__ = ("rules", "groups", "guards", "conditions", "joined")
 
     def __init__(self, rules: tuple[CompiledRule, ...], compile: Any):
+        """`compile(text)`: a guard conjunct's program (engine/python_first.Program)."""
         self.rules = rules
         by_when: dict[str, list[int]] = {}
         for index, c in enumerate(rules):
@@ -165,15 +166,18 @@ class _Guarded:
         # Per group: its slot in `guards` (None for `true`); per member: index, rule. A program
         # is compiled when first run: a condition where its guard first holds, a guard's own
         # `when` where its operands do not decide it (engine/guards.py).
+        # Each program runs its Python form first (engine/python_first.py), the rule's CEL one
+        # where the form cannot answer.
         self.groups: list[tuple[int | None, list[tuple[int, CompiledRule]]]] = []
-        self.conditions: list[Any] = [None] * len(rules)  # (each rule's condition program, once compiled)
+        self.conditions: list[Any] = [None] * len(rules)  # (each rule's condition program, once made)
+        self.joined: list[Any] = [None] * len(rules)  # (each rule's `(when) && (condition)`, once made)
         programs, conjuncts = [], []
         for when, members in by_when.items():
             slot = None
             if when != "true":
                 slot = len(programs)
                 first = rules[members[0]]
-                programs.append(lambda first=first: first.when_program)
+                programs.append(lambda first=first: Program(first.rule.when.strip(), lambda: first.when_program))
                 conjuncts.append(first.when_conjuncts)
             self.groups.append((slot, [(i, rules[i]) for i in members]))
         self.guards = Guards(programs, compile, conjuncts)
@@ -181,8 +185,9 @@ class _Guarded:
     def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
         try:
             return self._run(ctx)
-        except Exception:  # noqa: BLE001 - located rule by rule, as the reference does
-            return [_hit(c, ctx) for c in self.rules], self.applies(ctx)
+        except Exception:  # noqa: BLE001 - located rule by rule, as the reference does (in CEL: its error texts)
+            cel = cel_of(ctx)
+            return [_hit(c, cel) for c in self.rules], self.applies(ctx)
 
     def _run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
         size = len(self.rules)
@@ -204,7 +209,7 @@ class _Guarded:
                 if held is True:
                     condition = self.conditions[index]
                     if condition is None:
-                        condition = self.conditions[index] = c.condition_program
+                        condition = self.conditions[index] = Program(c.rule.condition, lambda c=c: c.condition_program)
                     try:
                         value = condition.execute(ctx)
                     except Exception:  # noqa: BLE001 - the joined program below raises it
@@ -212,7 +217,10 @@ class _Guarded:
                     if value is True or value is False:
                         out[index] = value
                         continue
-                out[index] = c.program.execute(ctx) is True  # (an error: the whole list goes rule by rule)
+                joined = self.joined[index]
+                if joined is None:
+                    joined = self.joined[index] = Program(c.expression, lambda c=c: c.program)
+                out[index] = joined.execute(ctx) is True  # (an error: the whole list goes rule by rule)
         return out, applies
 
     def applies(self, ctx: Any) -> list[Any]:
@@ -269,18 +277,18 @@ class _ContextStore:
 
     def context(self, variables: dict[str, Any]) -> Any:
         if os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
-            return cel_context(variables)
+            return Variables(variables)
         try:
             key = marshal.dumps(variables)
         except ValueError:  # a value marshal cannot write: built every time
-            return cel_context(variables)
+            return Variables(variables)
         if len(key) > self.MAX_KEY:
-            return cel_context(variables)
+            return Variables(variables)
         ctx = self.built.get(key)
         if ctx is None:
             if len(self.built.entries) >= self.built.size:  # (the oldest goes, and what it kept)
                 self._results.pop(id(self.built.entries[next(iter(self.built.entries))]), None)
-            ctx = self.built.put(key, cel_context(variables))
+            ctx = self.built.put(key, Variables(variables))
             self._results[id(ctx)] = (ctx, {})
         return ctx
 
@@ -408,14 +416,34 @@ class FastEvaluator:
         return found if found is not None else self._splits.put(key, Split(selection, self.prepare))
 
     def _compile(self, expression: str) -> Any:
+        """A guard conjunct's program: its Python form first; CEL's compiled now where it has
+        none (a conjunct that does not compile is found here: engine/guards.py), else when first
+        needed (a form is made only of a shipped rule's text, which compiles)."""
         program = self._conjuncts.get(expression)
-        return program if program is not None else self._conjuncts.put(expression, cel.compile(expression))
+        if program is None:
+            from inkling_compat.engine.python_first import forms
+
+            if forms().get(expression) is None:
+                from inkling_compat.engine import cel
+
+                compiled = cel.compile(expression)
+                program = Program(expression, lambda: compiled)
+            else:
+                program = Program(expression, lambda: _cel_compile(expression))
+            self._conjuncts.put(expression, program)
+        return program
 
     def clear(self) -> None:
         """Forget everything kept (benchmarks; long-running processes)."""
         for kept in (self._plans, self._selections, self._prepared, self._conjuncts, self._splits, self._facts, self._contexts, self.contexts):
             kept.clear()
         self._last = (None, None)
+
+
+def _cel_compile(expression: str) -> Any:
+    from inkling_compat.engine import cel
+
+    return cel.compile(expression)
 
 
 REFERENCE = ReferenceEvaluator()

@@ -11,7 +11,6 @@ import re
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
-from inkling_compat.engine import cel
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
 
@@ -216,6 +215,8 @@ class CompiledRule:
     def _compile(self, expression: str, field: str) -> Any:
         program = self._programs.get(expression)
         if program is None:
+            from inkling_compat.engine import cel  # (imported where a program is first compiled: engine/python_first.py)
+
             try:
                 program = self._programs[expression] = cel.compile(expression)
             except ValueError as exc:

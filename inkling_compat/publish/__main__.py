@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STEPS: tuple[tuple[str, list[str], str | None], ...] = (
     ("schemas", ["-m", "inkling_compat.publish.schemas"], None),
     ("compiled rules", ["-m", "inkling_compat.publish.compiled_rules"], None),
+    ("rules' Python forms", ["-m", "inkling_compat.publish.rules_python"], None),
     ("sglang site data", ["tests/oracle/audit.py", "--write-data", "--if-stale"],
      "inkling_compat/data/sglang-sites.json left as it is (are the wheels of every supported release cached? see docs/fidelity.md)"),
     ("rule pages", ["-m", "inkling_compat.publish.pages"], None),

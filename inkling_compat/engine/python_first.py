@@ -1,0 +1,130 @@
+"""The fast evaluator's programs and contexts: a rule expression runs as its generated Python
+form (inkling_compat/data/rules_python.py, engine/cel_python.py) where it has one, and as its
+CEL program where it has none or the form cannot answer.
+
+A form returns exactly CEL's value for the same variables, or raises (engine/cel_forms.py); on
+any exception the CEL program is compiled (once), the variables converted into a CEL context
+(once per `Variables`) and the program run: its value, or its own error, is the answer. So a
+check whose expressions the forms answer neither imports the CEL extension nor compiles nor
+converts anything, and an error message is always CEL's. The forms run only on variables of
+plain values (str, bool, int within 64 bits, float, None, lists, tuples and dicts with str
+keys, all the way down: `is_plain`, decided once per `Variables`); anything else, or a context
+that is already CEL's (the second and later adapters of a fleet, engine/alike.py), runs CEL.
+The reference evaluator never comes here: it runs CEL only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+_MIN, _MAX = -(1 << 63), (1 << 63) - 1
+_FORMS: "dict[str, Any] | None" = None
+
+
+def forms() -> dict[str, Any]:
+    """Expression text -> its Python form (a function of the variables dict)."""
+    global _FORMS
+    if _FORMS is None:
+        try:
+            from inkling_compat.data.rules_python import FORMS
+        except ImportError:  # (not generated: every expression runs CEL)
+            FORMS = {}
+        _FORMS = FORMS
+    return _FORMS
+
+
+def is_plain(value: Any) -> bool:
+    """Whether every value in `value` is one the forms take as CEL does (module docstring)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and not _text(item):
+                return False
+        elif kind is dict:
+            for key, child in item.items():
+                if type(key) is not str or not key.isascii() and not _text(key):
+                    return False
+                stack.append(child)
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is int:
+            if not _MIN <= item <= _MAX:
+                return False
+        elif not (item is None or kind is bool or kind is float):
+            return False
+    return True
+
+
+def _text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # (a lone surrogate: engine/context.py writes it with escapes for CEL)
+        return False
+    return True
+
+
+class Variables:
+    """A check's variables, with their CEL context built on first need (`cel()`)."""
+
+    __slots__ = ("variables", "plain", "_cel")
+
+    def __init__(self, variables: dict[str, Any]):
+        self.variables = variables
+        self.plain = is_plain(variables)
+        self._cel: Any = None
+
+    def cel(self) -> Any:
+        if self._cel is None:
+            from inkling_compat.engine.context import cel_context
+
+            self._cel = cel_context(self.variables)
+        return self._cel
+
+
+def cel_of(ctx: Any) -> Any:
+    """The CEL context of `ctx` (a `Variables`, or one already CEL's)."""
+    return ctx.cel() if type(ctx) is Variables else ctx
+
+
+UNANSWERED: Any = object()  # (`answer` where the form cannot)
+
+
+def answer(text: str, ctx: Any) -> Any:
+    """The Python form's value of `text` in `ctx`, or `UNANSWERED` where there is none or it raised."""
+    if type(ctx) is Variables and ctx.plain:
+        form = forms().get(text)
+        if form is not None:
+            try:
+                return form(ctx.variables)
+            except Exception:  # noqa: BLE001 - the form cannot answer: CEL does
+                pass
+    return UNANSWERED
+
+
+
+class Program:
+    """An expression's program for the fast evaluator: `execute(ctx)` as a CEL program's,
+    the Python form first; `make()` gives the CEL program (compiled when first needed)."""
+
+    __slots__ = ("source", "form", "make", "_program")
+
+    def __init__(self, source: str, make: Callable[[], Any]):
+        self.source, self.make = source, make
+        self.form = forms().get(source)
+        self._program: Any = None
+
+    def execute(self, ctx: Any) -> Any:
+        if type(ctx) is Variables:
+            form = self.form
+            if form is not None and ctx.plain:
+                try:
+                    return form(ctx.variables)
+                except Exception:  # noqa: BLE001 - the form cannot answer: CEL does
+                    pass
+            ctx = ctx.cel()
+        program = self._program
+        if program is None:
+            program = self._program = self.make()
+        return program.execute(ctx)
