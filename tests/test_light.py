@@ -69,11 +69,15 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # commands only), logging (the CEL core binds it and never logs: engine/cel.py), the CEL parse
 # tree and the rules' path check (the compiled artifact says what each rule reads), string (its
 # Formatter writes the messages of rules that fire), datetime (the CEL core reads its C API from
-# `_datetime`: engine/cel.py), the check order (the compiled artifact holds each rule's rank),
+# `_datetime`: engine/cel.py), the CEL core itself (the rules' expressions run as their generated
+# Python forms: engine/python_first.py; CEL only where a form cannot answer), the check order (the compiled artifact holds each rule's rank),
 # the other releases' site data (a check of the default release) and the problems' places in the
 # files (none to place in a check that passes: inputs/source_map.py). Each is imported only where it is used;
 # the start-up figure is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
+    "cel",
+    "inkling_compat.engine.cel",
+    "inkling_compat.engine.cel_python",
     "yaml",
     "logging",
     "string",

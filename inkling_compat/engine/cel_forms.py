@@ -17,6 +17,7 @@ pair by operand pair (tests/test_cel_python.py compares every helper with it):
   divisor is an error; double `%` and mixed int/double arithmetic are errors;
 - `&&` and `||` absorb errors (`false && error` is false either way round); a non-bool operand
   is an error, and so is a non-bool `?:` condition;
+- `size` of a string is its length in UTF-8 bytes (not code points);
 - a map handed back from CEL has no fixed key order, so a result holding a map is not
   answered, nor is what a map's order could change (`map`/`filter` over a map's keys, `join`
   of a map's text).
@@ -161,7 +162,7 @@ def div(a: Any, b: Any) -> Any:
 
 
 def mod(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int and b != 0:
+    if type(a) is int and type(b) is int and b != 0 and not (a == _MIN and b == -1):  # (an overflow in CEL)
         rest = abs(a) % abs(b)  # (the sign of the dividend, as CEL's)
         return -rest if a < 0 else rest
     raise Unanswered("%")
@@ -215,8 +216,10 @@ def index(a: Any, i: Any) -> Any:
 
 def size(a: Any) -> int:
     ta = type(a)
-    if ta is str or ta is list or ta is tuple or ta is dict:
-        return len(a)  # (a str's length counts code points, as CEL's size)
+    if ta is str:
+        return len(a) if a.isascii() else len(a.encode("utf-8"))  # (this core's size of a string counts its UTF-8 bytes)
+    if ta is list or ta is tuple or ta is dict:
+        return len(a)
     raise Unanswered("size")
 
 

@@ -109,9 +109,11 @@ class _ReferencePrepared:
         self.rules = rules
 
     def run(self, ctx: Any) -> tuple[list[Any], list[Any]]:
+        ctx = cel_of(ctx)  # (the fast evaluator's context, converted: the reference runs CEL only)
         return [_hit(c, ctx) for c in self.rules], self.applies(ctx)
 
     def applies(self, ctx: Any) -> list[Any]:
+        ctx = cel_of(ctx)
         return [_when(c, ctx) for c in self.rules]
 
 

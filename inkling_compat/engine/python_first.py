@@ -23,14 +23,43 @@ _FORMS: "dict[str, Any] | None" = None
 
 def forms() -> dict[str, Any]:
     """Expression text -> its Python form (a function of the variables dict)."""
+    return _FORMS if _FORMS is not None else load_forms()
+
+
+class _NoBytecode(Exception):
+    """The generated module has no current bytecode and none may be written."""
+
+
+def load_forms(source: bool = False) -> dict[str, Any]:
+    """The generated forms (kept for `forms()`), run from the module's bytecode: written first
+    where it is missing or stale and may be written (an installed wheel has it: pip compiles
+    at install). Where none may be written (PYTHONDONTWRITEBYTECODE), compiling the module's
+    source (about 30 ms) costs more than CEL's programs, so there are none (every expression
+    runs CEL), unless `source` (the tests: the forms compared with CEL in the sandbox)."""
     global _FORMS
-    if _FORMS is None:
-        try:
-            from inkling_compat.data.rules_python import FORMS
-        except ImportError:  # (not generated: every expression runs CEL)
-            FORMS = {}
-        _FORMS = FORMS
-    return _FORMS
+    import importlib.machinery
+    import os
+    import sys
+
+    class Loader(importlib.machinery.SourceFileLoader):
+        def source_to_code(self, data: Any, path: Any, *, _optimize: int = -1) -> Any:  # type: ignore[override]
+            if sys.dont_write_bytecode and not source:
+                raise _NoBytecode
+            return super().source_to_code(data, path, _optimize=_optimize)
+
+    name = "inkling_compat.data.rules_python"
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "rules_python.py")
+    found: dict[str, Any] = {}
+    try:
+        code = Loader(name, path).get_code(name)
+        namespace: dict[str, Any] = {"__name__": name}
+        exec(code, namespace)  # noqa: S102 - the package's own generated module
+        if type(namespace.get("FORMS")) is dict:
+            found = namespace["FORMS"]
+    except (_NoBytecode, OSError, ImportError, SyntaxError):  # (not generated, or no bytecode: CEL runs every expression)
+        pass
+    _FORMS = found
+    return found
 
 
 def is_plain(value: Any) -> bool:
