@@ -15,6 +15,10 @@ An `Evaluator` gives a check what it runs on:
 meaning. `FAST` gives the same results (compared on every rule example by
 tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) and holds every shortcut and every cache the engine takes:
 
+- each expression runs as its generated Python form (engine/python_first.py), exactly CEL's
+  value or an exception, and as its CEL program only where that raised: the CEL extension is
+  imported, a program compiled and the variables converted into a CEL context only then (a
+  context is a `Variables`; the reference runs CEL only, in a context converted from it);
 - the plan of a rule set and version, the selections per set of missing inputs and the
   prepared rules per selection are kept (bounded) for the next check;
 - rules that share a `when` (the named guards of rules/_guards.yaml) run behind one
@@ -28,7 +32,7 @@ tests/test_rule_examples.py, on the hostile corpus by tests/test_evaluators.py) 
 - the contexts of a check of at most one adapter are kept with them (its variables are built
   from those inputs alone);
 - a built context is kept for inputs whose variables are equal (`_ContextStore`), so a
-  repeated check of the same inputs converts nothing into CEL, and with it what each prepared
+  repeated check of the same inputs converts nothing into CEL (where CEL ran), and with it what each prepared
   rule list gave in it (`_Remembered`): the same inputs run each rule once per process.
 
 A cache only ever hands back what the reference would compute for the same key: none of them
