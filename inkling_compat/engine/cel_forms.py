@@ -34,6 +34,20 @@ class Unanswered(Exception):
     """The Python form cannot say what CEL would: CEL answers."""
 
 
+class Error(Exception):
+    """CEL's answer is an error, for certain: a variable it always evaluates is not defined
+    (`var`), as evaluated in CEL's order (`&&`/`||` absorb it, `exists`/`all` stop before
+    it, as CEL's do)."""
+
+
+def var(v: dict[str, Any], name: str) -> Any:
+    """A variable that a check may not define (`adapter` without adapters)."""
+    try:
+        return v[name]
+    except KeyError:
+        raise Error(name) from None
+
+
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 _EXACT = 1 << 53  # (ints up to this are exact as doubles: int/double comparisons agree)
 _SEQ = (list, tuple)
@@ -328,35 +342,97 @@ def matches(a: Any, pattern: Any) -> bool:
     return False
 
 
-def _items(a: Any) -> Any:
-    ta = type(a)
-    if ta is list or ta is tuple or ta is dict:
-        return a  # (a map's keys: `exists`/`all`/`exists_one` do not depend on their order)
-    raise Unanswered("not a list")
-
-
 def exists(a: Any, predicate: Any) -> bool:
-    found = False
-    for item in _items(a):
-        if cond(predicate(item)):
-            found = True
-    return found
+    """In order, true at the first true item (this core's `exists` stops there: an error after
+    it is not reached, one before it is the answer)."""
+    if type(a) is list or type(a) is tuple:
+        for item in a:
+            if cond(predicate(item)):
+                return True
+        return False
+    return any(_every(a, predicate))
 
 
 def all_(a: Any, predicate: Any) -> bool:
-    every = True
-    for item in _items(a):
-        if not cond(predicate(item)):
-            every = False
-    return every
+    """In order, false at the first false item (as `exists`)."""
+    if type(a) is list or type(a) is tuple:
+        for item in a:
+            if not cond(predicate(item)):
+                return False
+        return True
+    return all(_every(a, predicate))
+
+
+def _every(a: Any, predicate: Any) -> list[bool]:
+    """The predicate of each key of a map (whose order in CEL is not fixed: answered only where
+    none errs)."""
+    if type(a) is not dict:
+        raise Unanswered("not a list or map")
+    try:
+        return [cond(predicate(key)) for key in a]
+    except Exception:  # noqa: BLE001 - which key CEL reaches first is not known
+        raise Unanswered("a map's keys") from None
 
 
 def exists_one(a: Any, predicate: Any) -> bool:
+    """Every item evaluated (an error anywhere is this core's answer)."""
+    if type(a) is dict:
+        return _every(a, predicate).count(True) == 1
+    if type(a) is not list and type(a) is not tuple:
+        raise Unanswered("not a list or map")
     count = 0
-    for item in _items(a):
+    for item in a:
         if cond(predicate(item)):
             count += 1
     return count == 1
+
+
+def and_(*operands: Any) -> bool:
+    """`a && b && ...` of thunks where an operand may be an `Error`: false if any operand is
+    (whatever the others do), true if all are true; an error for certain where the others
+    are true or errors for certain, else not known."""
+    certain = unknown = False
+    for operand in operands:
+        try:
+            value = operand()
+        except Error:
+            certain = True
+            continue
+        except Exception:  # noqa: BLE001 - it might have been false
+            unknown = True
+            continue
+        if value is False:
+            return False
+        if value is not True:
+            certain = True  # (a non-bool operand: CEL's error)
+    if unknown:
+        raise Unanswered("&&")
+    if certain:
+        raise Error("&&")
+    return True
+
+
+def or_(*operands: Any) -> bool:
+    """`a || b || ...` as `and_`, true for false."""
+    certain = unknown = False
+    for operand in operands:
+        try:
+            value = operand()
+        except Error:
+            certain = True
+            continue
+        except Exception:  # noqa: BLE001 - it might have been true
+            unknown = True
+            continue
+        if value is True:
+            return True
+        if value is not False:
+            certain = True
+    if unknown:
+        raise Unanswered("||")
+    if certain:
+        raise Error("||")
+    return False
 
 
 def map_(a: Any, function: Any) -> list[Any]:

@@ -18,6 +18,7 @@ from inkling_compat.engine import cel_tree
 from inkling_compat.engine.cel_tree import Call, Group, Ident, Index, Literal, Node, Select
 
 _INT_MAX = (1 << 63) - 1
+_PER_ADAPTER = ("adapter", "adapter_facts")  # (the variables a check without adapters does not define)
 _TYPE_NAMES = frozenset({"null_type", "bool", "int", "double", "string", "list", "map"})
 _COMPARE = {"_==_": "eq", "_!=_": "ne", "_<_": "lt", "_<=_": "le", "_>_": "gt", "_>=_": "ge", "@in": "in_"}
 _ARITHMETIC = {"_+_": "add", "_-_": "sub", "_*_": "mul", "_/_": "div", "_%_": "mod"}
@@ -25,7 +26,7 @@ _METHODS = {"startsWith": "starts", "endsWith": "ends", "contains": "contains", 
 _MACROS = {"exists": "exists", "all": "all_", "exists_one": "exists_one", "map": "map_", "filter": "filter_"}
 # engine/context.py's functions: name -> (helper, how many arguments; None: any)
 _FUNCTIONS = {"pytype": ("pytype", 1), "pysorted": ("pysorted", 1), "join": ("join", 2), "pyset": ("pyset", 1), "first": ("first", None), "unknown_keys_text": ("unknown_keys", 1)}
-HELPERS = tuple(sorted({"plain", "cond", "not_", "neg", "index", "size", "has", "string", "type_name", *_COMPARE.values(), *_ARITHMETIC.values(), *_METHODS.values(), *_MACROS.values(), *(f for f, _ in _FUNCTIONS.values())}))
+HELPERS = tuple(sorted({"plain", "cond", "not_", "neg", "var", "and_", "or_", "index", "size", "has", "string", "type_name", *_COMPARE.values(), *_ARITHMETIC.values(), *_METHODS.values(), *_MACROS.values(), *(f for f, _ in _FUNCTIONS.values())}))
 
 
 class Untranslated(ValueError):
@@ -60,6 +61,8 @@ class _Writer:
                 return bound[node.name]
             if node.name in _TYPE_NAMES or node.name in ("dyn", "uint", "bytes", "type"):
                 raise Untranslated(f"the type name {node.name} as a value")
+            if node.name in _PER_ADAPTER:  # (undefined in a check without adapters: CEL's error, for certain)
+                return f"var(v, {node.name!r})"
             return f"v[{node.name!r}]"
         if isinstance(node, Select):
             # A str key: anything but a dict raises (TypeError), a missing key KeyError.
@@ -91,8 +94,12 @@ class _Writer:
                 # In order, as Python's `and`/`or`: a false (true) operand decides, as in CEL;
                 # an operand that raises raises (CEL's answer may be decided by a later operand,
                 # `error && false` is false: CEL gives it).
+                operands = self._chain(node, name)
+                if any(_reads_per_adapter(o, bound) for o in operands):  # (an operand may be an `Error`, which a false one absorbs)
+                    helper = "and_" if name == "_&&_" else "or_"
+                    return f"{helper}(" + ", ".join(f"lambda: {self.node(o, bound)}" for o in operands) + ")"
                 joiner = " and " if name == "_&&_" else " or "
-                return "(" + joiner.join(f"cond({self.node(o, bound)})" for o in self._chain(node, name)) + ")"
+                return "(" + joiner.join(f"cond({self.node(o, bound)})" for o in operands) + ")"
             if name == "_?_:_":
                 c, a, b = (self.node(x, bound) for x in args)
                 return f"({a} if cond({c}) else {b})"
@@ -148,6 +155,16 @@ class _Writer:
                     return f"type_name({self.node(call.args[0], bound)})", other.name
                 raise Untranslated("type() compared with what is not a type name")
         return None
+
+
+def _reads_per_adapter(node: Node, bound: dict[str, str]) -> bool:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Ident) and item.name in _PER_ADAPTER and item.name not in bound:
+            return True
+        stack.extend(cel_tree.children(item))
+    return False
 
 
 def _number(text: str) -> "int | float":

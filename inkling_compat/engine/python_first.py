@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from inkling_compat.engine.cel_forms import Error
+
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 _FORMS: "dict[str, Any] | None" = None
 
@@ -135,7 +137,12 @@ def answer(text: str, ctx: Any) -> Any:
 
 class Program:
     """An expression's program for the fast evaluator: `execute(ctx)` as a CEL program's,
-    the Python form first; `make()` gives the CEL program (compiled when first needed)."""
+    the Python form first; `make()` gives the CEL program (compiled when first needed).
+
+    Where the form raises `cel_forms.Error` (`adapter` read where a check without adapters
+    defines none, as CEL evaluates it), CEL's answer is an error too: it is raised without
+    CEL. Only whether it is an error is read of it (a guard's operand, a `when`, a condition:
+    engine/guards.py, engine/evaluator.py); a rule's error text always comes from CEL."""
 
     __slots__ = ("source", "form", "make", "_program")
 
@@ -150,6 +157,8 @@ class Program:
             if form is not None and ctx.plain:
                 try:
                     return form(ctx.variables)
+                except Error:
+                    raise
                 except Exception:  # noqa: BLE001 - the form cannot answer: CEL does
                     pass
             ctx = ctx.cel()
