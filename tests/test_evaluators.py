@@ -118,3 +118,22 @@ def test_a_rule_not_checked_is_never_evaluated(tmp_path):
     assert not_checked.isdisjoint(recording.whole) and not_applicable.isdisjoint(recording.whole | recording.when_only)
     assert recording.whole  # the rules whose inputs are present did run
     assert report.to_dict() == evaluate(str(config), model=llama, evaluator=FAST).report.to_dict()
+
+
+def test_a_check_of_the_bundled_examples_builds_no_cel_context(monkeypatch):
+    """The fast evaluator runs every expression of a passing check of the bundled examples as
+    its Python form (engine/python_first.py): no CEL context is built, and the report is the
+    reference's."""
+    from inkling_compat.engine import python_first
+    from inkling_compat.testing.scenarios import base_scenarios, example_arguments
+
+    assert python_first.forms(), "the generated forms did not load"
+    built = []
+    real = python_first.Variables.cel
+    monkeypatch.setattr(python_first.Variables, "cel", lambda self: built.append(self) or real(self))
+    monkeypatch.setenv("INKLING_COMPAT_NO_CACHE", "1")
+    for name in ("legacy", *sorted(base_scenarios())):
+        arguments = example_arguments({"base": name})
+        fast = _checked(FAST, **arguments)
+        assert built == [], name
+        assert _outcome(fast) == _outcome(_checked(REFERENCE, **arguments)), name

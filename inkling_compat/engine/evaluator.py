@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 from inkling_compat.engine.context import Contexts, cel_context
 from inkling_compat.engine.guards import Guards
-from inkling_compat.engine.python_first import Program, Variables, cel_of
+from inkling_compat.engine.python_first import Program, Variables, cel_of, joined_program
 from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.errors import RuleEvaluationError
@@ -225,7 +225,7 @@ class _Guarded:
                         continue
                 joined = self.joined[index]
                 if joined is None:
-                    joined = self.joined[index] = Program(c.expression, lambda c=c: c.program)
+                    joined = self.joined[index] = joined_program(c)
                 out[index] = joined.execute(ctx) is True  # (an error: the whole list goes rule by rule)
         return out, applies
 

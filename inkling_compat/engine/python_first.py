@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from inkling_compat.engine.cel_forms import Error
+from inkling_compat.engine.cel_forms import Error, and_
 
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 _FORMS: "dict[str, Any] | None" = None
@@ -166,3 +166,18 @@ class Program:
         if program is None:
             program = self._program = self.make()
         return program.execute(ctx)
+
+
+def joined_program(c: Any) -> Program:
+    """A rule's `(when) && (condition)` (a CompiledRule's `program`): its form is that of the
+    `&&` of its `when`'s operands and its condition, each by its own form (CEL's `&&` is
+    associative and commutative, errors absorbed by a false operand: `cel_forms.and_`), where
+    each has one; not where a `//` comment may run on into `) && (` (the joined text means
+    something else then)."""
+    program = Program(c.expression, lambda: c.program)
+    if program.form is None and "//" not in c.expression:
+        table = forms()
+        parts = [table.get(text) for text in (*(c.when_conjuncts or (c.rule.when.strip(),)), c.rule.condition)]
+        if all(part is not None for part in parts):
+            program.form = lambda v: and_(*[lambda part=part: part(v) for part in parts])
+    return program
