@@ -201,8 +201,9 @@ def _adapter_view(manifest: Any, form: str, tree: dict[Any, Any], keys: set[str]
 
 
 class Contexts:
-    """The global CEL context (with the first adapter riding along) and, for the second and
-    later adapters, one that holds only what adapter rules read."""
+    """The global context (with the first adapter riding along) and, for the second and later
+    adapters, one that holds only what adapter rules read (engine/python_first.Variables: the
+    variables, converted into CEL only where an expression needs it)."""
 
     def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None):
         """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
@@ -239,7 +240,9 @@ class Contexts:
                     self._entries_by_name.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
                 self._facts_without_entries = {k: v for k, v in facts_variable.items() if k != "lora_paths"}
                 variables["facts"] = dict(self._facts_without_entries, lora_paths=[])
-            self.per_adapter = cel_context(variables)
+            from inkling_compat.engine.python_first import Variables  # (it imports this module's functions)
+
+            self.per_adapter = Variables(variables)  # (its CEL context built only where an expression needs it: engine/python_first.py)
 
     def _variables(self, tree: dict[Any, Any], lists: dict[str, list[Any]]) -> dict[str, Any]:
         """The CEL variables `tree` reads (`prune(base, tree)` of the whole-dump design)."""
@@ -354,10 +357,7 @@ class Contexts:
             return self.shared
         update = self.adapter_update(index)
         self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
-        try:
-            self.per_adapter.update(update)
-        except ValueError:  # a name that is not UTF-8 (see cel_context)
-            self.per_adapter.update(_as_text(update))
+        self.per_adapter.update(update)
         return self.per_adapter
 
 

@@ -9,7 +9,8 @@ check whose expressions the forms answer neither imports the CEL extension nor c
 converts anything, and an error message is always CEL's. The forms run only on variables of
 plain values (str, bool, int within 64 bits, float, None, lists, tuples and dicts with str
 keys, all the way down: `is_plain`, decided once per `Variables`); anything else, or a context
-that is already CEL's (the second and later adapters of a fleet, engine/alike.py), runs CEL.
+that is already CEL's (the identity rules' contexts of alike adapters, engine/alike.py), runs
+CEL.
 The reference evaluator never comes here: it runs CEL only.
 """
 
@@ -112,6 +113,19 @@ class Variables:
 
             self._cel = cel_context(self.variables)
         return self._cel
+
+    def update(self, update: dict[str, Any]) -> None:
+        """Some variables replaced (a CEL context's `update`: the next adapter's context of a
+        fleet, engine/context.py `Contexts.for_adapter`), its CEL context with them where built."""
+        self.variables = {**self.variables, **update}
+        self.plain = self.plain and is_plain(update)  # (a value replaced that was not plain: still CEL's, as it may be)
+        if self._cel is not None:
+            from inkling_compat.engine.context import _as_text
+
+            try:
+                self._cel.update(update)
+            except ValueError:  # a name that is not UTF-8 (engine/context.py cel_context)
+                self._cel.update(_as_text(update))
 
 
 def cel_of(ctx: Any) -> Any:
