@@ -319,3 +319,24 @@ def test_every_form_is_cels_in_mutated_variables(data):
         variables = _mutated(variables, path, data.draw(_VALUES), data.draw(st.booleans()))
     failures = _disagreements(programs, variables)
     assert failures[:10] == []
+
+
+@pytest.mark.parametrize(
+    "value,plain",
+    [
+        ({"a": [1, 2.5, True, None, "é", (1, {"b": "c"})]}, True),
+        ({"a": 1 << 63}, False),
+        ({"a": [-(1 << 63) - 1]}, False),
+        ({"a": "\udcff"}, False),
+        ({"\udcff": 1}, False),
+        ({"a": {1: 2}}, False),
+        ({"a": {1, 2}}, False),
+        ({"a": [b"x"]}, False),
+        ({"a": [[[object()]]]}, False),
+        ("\udcff", False),
+        (1 << 64, False),
+        ([], True),
+    ],
+)
+def test_only_plain_variables_run_the_forms(value, plain):
+    assert is_plain(value) is plain

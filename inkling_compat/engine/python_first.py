@@ -67,26 +67,42 @@ def load_forms(source: bool = False) -> dict[str, Any]:
 
 def is_plain(value: Any) -> bool:
     """Whether every value in `value` is one the forms take as CEL does (module docstring)."""
-    stack = [value]
+    if not _plain_scalar(value):
+        return False
+    stack = [value] if type(value) in _CONTAINERS else []
     while stack:
         item = stack.pop()
-        kind = type(item)
-        if kind is str:
-            if not item.isascii() and not _text(item):
-                return False
-        elif kind is dict:
-            for key, child in item.items():
+        if type(item) is dict:
+            for key in item:
                 if type(key) is not str or not key.isascii() and not _text(key):
                     return False
+            item = item.values()
+        for child in item:  # (scalars checked here: most values are, and the stack holds containers only)
+            kind = type(child)
+            if kind is str:
+                if not child.isascii() and not _text(child):
+                    return False
+            elif kind is dict or kind is list or kind is tuple:
                 stack.append(child)
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif kind is int:
-            if not _MIN <= item <= _MAX:
+            elif kind is int:
+                if not _MIN <= child <= _MAX:
+                    return False
+            elif not (child is None or kind is bool or kind is float):
                 return False
-        elif not (item is None or kind is bool or kind is float):
-            return False
     return True
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _plain_scalar(value: Any) -> bool:
+    """`value` is a container, or a plain scalar."""
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or _text(value)
+    if kind is int:
+        return _MIN <= value <= _MAX
+    return kind in _CONTAINERS or value is None or kind is bool or kind is float
 
 
 def _text(value: str) -> bool:
