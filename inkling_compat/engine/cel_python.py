@@ -77,7 +77,10 @@ class _Writer:
 
     def group(self, node: Group, bound: dict[str, str]) -> str:
         if node.kind == "list":
-            return "[" + ", ".join(self.node(item, bound) for item in node.items) + "]"
+            items = [self.node(item, bound) for item in node.items]
+            if node.items and all(isinstance(item, Literal) for item in node.items):  # (one constant: every helper takes a tuple as a list)
+                return "(" + ", ".join(items) + ",)"
+            return "[" + ", ".join(items) + "]"
         if node.kind == "map":
             pairs = []
             for key, value in zip(node.items[::2], node.items[1::2]):
