@@ -9,7 +9,9 @@ bool) it is an error, which a guard reads as neither (None): a guard after an op
 errors reads on for a false one (a rule set's adapter guards in a check without an adapter,
 whose `adapter.*` operands all error, are decided without compiling each whole guard). A guard
 whose operands did not compile is left to its own program, so a guard's value is exactly what
-it evaluates to (tests/test_evaluators.py: against each rule's own program).
+it evaluates to (tests/test_evaluators.py: against each rule's own program). The fast
+evaluator's programs run their generated Python forms first (engine/python_first.py): an operand
+is "compiled" into such a program, and CEL compiles it only where its form cannot answer.
 """
 
 from __future__ import annotations
