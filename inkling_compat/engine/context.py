@@ -202,12 +202,13 @@ def _adapter_view(manifest: Any, form: str, tree: dict[Any, Any], keys: set[str]
 
 class Contexts:
     """The global context (with the first adapter riding along) and, for the second and later
-    adapters, one that holds only what adapter rules read (engine/python_first.Variables: the
-    variables, converted into CEL only where an expression needs it)."""
+    adapters, one that holds only what adapter rules read."""
 
-    def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None):
+    def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None, adapter_build: Any = None):
         """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
-        keeps built contexts; the reference, like the default here, builds each one)."""
+        keeps built contexts; the reference, like the default here, builds each one);
+        `adapter_build(variables)`: the second and later adapters' context, updated per adapter
+        (the fast evaluator's: engine/python_first.Variables; the default: a CEL context)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
         self.facts = facts
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
@@ -240,9 +241,7 @@ class Contexts:
                     self._entries_by_name.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
                 self._facts_without_entries = {k: v for k, v in facts_variable.items() if k != "lora_paths"}
                 variables["facts"] = dict(self._facts_without_entries, lora_paths=[])
-            from inkling_compat.engine.python_first import Variables  # (it imports this module's functions)
-
-            self.per_adapter = Variables(variables)  # (its CEL context built only where an expression needs it: engine/python_first.py)
+            self.per_adapter = (adapter_build or cel_context)(variables)
 
     def _variables(self, tree: dict[Any, Any], lists: dict[str, list[Any]]) -> dict[str, Any]:
         """The CEL variables `tree` reads (`prune(base, tree)` of the whole-dump design)."""
@@ -357,7 +356,10 @@ class Contexts:
             return self.shared
         update = self.adapter_update(index)
         self.adapter_views[index] = None  # built when its turn comes, dropped after: one at a time
-        self.per_adapter.update(update)
+        try:
+            self.per_adapter.update(update)
+        except ValueError:  # a name that is not UTF-8 (see cel_context)
+            self.per_adapter.update(_as_text(update))
         return self.per_adapter
 
 

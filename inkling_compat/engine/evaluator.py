@@ -403,15 +403,15 @@ class FastEvaluator:
         (the facts too), so they are equal, and so is what each rule gives in them."""
         last_inputs, key = self._last
         if last_inputs is not inputs or key is None or len(inputs.adapters) > 1 or os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
-            return Contexts(inputs, facts, plan, build=self.context)
+            return Contexts(inputs, facts, plan, build=self.context, adapter_build=Variables)
         try:
             key = (plan, key, marshal.dumps(inputs.input_variable()))
         except ValueError:
-            return Contexts(inputs, facts, plan, build=self.context)
+            return Contexts(inputs, facts, plan, build=self.context, adapter_build=Variables)
         found = self._contexts.get(key)
         if found is not None and found.facts is facts:  # (the same facts: derived from the same content)
             return found
-        return self._contexts.put(key, Contexts(inputs, facts, plan, build=self.context))
+        return self._contexts.put(key, Contexts(inputs, facts, plan, build=self.context, adapter_build=Variables))
 
     def split(self, plan: Plan, selection: Selection) -> Any:
         """An adapter selection's rules split into identity and content rules (engine/alike.py)."""
