@@ -204,11 +204,13 @@ class Contexts:
     """The global context (with the first adapter riding along) and, for the second and later
     adapters, one that holds only what adapter rules read."""
 
-    def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None, adapter_build: Any = None):
+    # The second and later adapters' context, updated per adapter (a CEL context here; the fast
+    # evaluator's, engine/evaluator.py `_FastContexts`: engine/python_first.Variables).
+    adapter_build = staticmethod(cel_context)
+
+    def __init__(self, inputs: Any, facts: Any, plan: Plan, build: Any = None):
         """`build(variables)`: the global context (engine/evaluator.py: the fast evaluator's
-        keeps built contexts; the reference, like the default here, builds each one);
-        `adapter_build(variables)`: the second and later adapters' context, updated per adapter
-        (the fast evaluator's: engine/python_first.Variables; the default: a CEL context)."""
+        keeps built contexts; the reference, like the default here, builds each one)."""
         self._inputs, self._facts, self._plan = inputs, facts, plan
         self.facts = facts
         self._adapter_tree = plan.adapter_tree.get("adapter", _WHOLE)
@@ -241,7 +243,7 @@ class Contexts:
                     self._entries_by_name.setdefault(entry.get("name") if isinstance(entry, dict) else None, []).append(entry)
                 self._facts_without_entries = {k: v for k, v in facts_variable.items() if k != "lora_paths"}
                 variables["facts"] = dict(self._facts_without_entries, lora_paths=[])
-            self.per_adapter = (adapter_build or cel_context)(variables)
+            self.per_adapter = self.adapter_build(variables)
 
     def _variables(self, tree: dict[Any, Any], lists: dict[str, list[Any]]) -> dict[str, Any]:
         """The CEL variables `tree` reads (`prune(base, tree)` of the whole-dump design)."""

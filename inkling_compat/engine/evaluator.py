@@ -341,6 +341,13 @@ class _Remembered:
         return list(found)
 
 
+class _FastContexts(Contexts):
+    """A check's contexts whose second and later adapters' context is a `Variables` too (its
+    CEL context built and updated only where an expression needs CEL)."""
+
+    adapter_build = staticmethod(Variables)
+
+
 class FastEvaluator:
     """The reference's results with the shortcuts and caches of the module's docstring."""
 
@@ -403,15 +410,15 @@ class FastEvaluator:
         (the facts too), so they are equal, and so is what each rule gives in them."""
         last_inputs, key = self._last
         if last_inputs is not inputs or key is None or len(inputs.adapters) > 1 or os.environ.get("INKLING_COMPAT_NO_CACHE", "") not in ("", "0"):
-            return Contexts(inputs, facts, plan, build=self.context, adapter_build=Variables)
+            return _FastContexts(inputs, facts, plan, build=self.context)
         try:
             key = (plan, key, marshal.dumps(inputs.input_variable()))
         except ValueError:
-            return Contexts(inputs, facts, plan, build=self.context, adapter_build=Variables)
+            return _FastContexts(inputs, facts, plan, build=self.context)
         found = self._contexts.get(key)
         if found is not None and found.facts is facts:  # (the same facts: derived from the same content)
             return found
-        return self._contexts.put(key, Contexts(inputs, facts, plan, build=self.context, adapter_build=Variables))
+        return self._contexts.put(key, _FastContexts(inputs, facts, plan, build=self.context))
 
     def split(self, plan: Plan, selection: Selection) -> Any:
         """An adapter selection's rules split into identity and content rules (engine/alike.py)."""
