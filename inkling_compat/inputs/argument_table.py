@@ -591,8 +591,97 @@ def _made(built: argparse.ArgumentParser, kind: str) -> tuple[type, dict[str, An
     return cls, {**made[0], "default": argparse.SUPPRESS}
 
 
+def plain_values(argv: list[str], require_model_path: bool = True, version: str | None = None) -> dict[str, Any] | None:
+    """argparse's values of `argv` (`vars` of its namespace, in its order), found without
+    argparse for words it reads in one way only, else None (argparse decides: `parse`,
+    inputs/launch.py). Such words are options each written out in full as the table spells
+    them (argparse takes an exact option string before any abbreviation), each followed by
+    the values its action takes (words not starting with `-`: argparse reads each as a value),
+    of an action that stores them (`store`, `store_true`/`store_false`, `boolean_optional`, the
+    --lora-paths action's plain entries), each value converted by the row's type and one of its
+    choices, every required argument given. Anything else (an abbreviation, `--opt=value`, a
+    value starting with `-`, a deprecated flag, a value the type or the choices refuse, ...)
+    is None: argparse then parses it and says what sglang's says. Building the parser costs
+    a launch check's start more than the rest of its arguments' reading
+    (tests/test_fidelity_argument_table.py: the same values as argparse's)."""
+    release = table_release(version or _SELECTED.release)
+    reach = _reach(release)
+    if reach is None:
+        return None
+    found, by_option = _rows(release), reach.by_option
+    values: dict[str, Any] = {}
+    seen: set[int] = set()
+    i, end = 0, len(argv)
+    while i < end:
+        at = by_option.get(argv[i])
+        if at is None:  # (a value before any option, an option not written out in full, `--`, ...)
+            return None
+        row, option = found.row(at), argv[i]
+        i += 1
+        start = i
+        while i < end and argv[i][:1] != "-":
+            i += 1
+        given = argv[start:i]
+        value = _stored(row, option, given)
+        if value is _REFUSED:
+            return None
+        values[row["dest"]] = value
+        seen.add(at)
+    if require_model_path and any(found.row(at)["required"] and at not in seen for at in reach.always):
+        return None
+    return values
+
+
+_REFUSED = object()  # (`_stored`: argparse decides)
+
+
+def _stored(row: dict[str, Any], option: str, given: list[str]) -> Any:
+    """What the row's action stores for an option followed by the values `given` (the words up
+    to the next option), or _REFUSED where argparse may read them otherwise (values left over,
+    too few, a conversion or a choice refused, an action kept to argparse)."""
+    kind, nargs = row["action"], row["nargs"]
+    if kind in ("store_true", "store_false", "boolean_optional"):
+        if given:
+            return _REFUSED
+        if kind == "boolean_optional":
+            return not option.startswith("--no-")  # (BooleanOptionalAction: `--no-X` stores False)
+        return kind == "store_true"
+    if kind not in ("store", "LoRAPathAction") or row["const"] is not None or "==SUPPRESS==" in given:
+        return _REFUSED
+    if nargs is None or nargs == "?":
+        if len(given) != 1:
+            return _REFUSED
+    elif nargs not in ("+", "*") or not given:
+        return _REFUSED
+    name = row["type"]
+    if name is not None and name not in TYPES:
+        return _REFUSED
+    convert = _type(row) if name is not None else None
+    choices = row["choices"]
+    if isinstance(choices, dict):
+        choices = choices["set"]
+    converted = []
+    for word in given:
+        try:
+            value = convert(word) if convert is not None else word
+        except Exception:  # noqa: BLE001 - argparse's message says why (parsed again by it)
+            return _REFUSED
+        if choices is not None and value not in choices:
+            return _REFUSED
+        converted.append(value)
+    if kind == "LoRAPathAction":  # (its plain entries, stripped; a `{...}` entry is JSON, read by the action itself)
+        stripped = [str(entry).strip() for entry in converted]
+        if any(entry.startswith("{") and entry.endswith("}") for entry in stripped):
+            return _REFUSED
+        return stripped
+    return converted[0] if nargs is None or nargs == "?" else converted
+
+
 def parse(argv: list[str], require_model_path: bool = True, version: str | None = None) -> dict[str, Any]:
     """The dests the arguments set (argparse's values), or ArgumentsRefused with its text."""
+    found = plain_values(argv, require_model_path, version)
+    if found is not None:
+        return found
     try:
         namespace = parser_for(argv, require_model_path, version).parse_args(argv)
     except argparse.ArgumentError as exc:

@@ -279,10 +279,13 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
             index = argv.index("--config")
             argv = config_words + argv[:index] + argv[index + 2 :]
             origins = config_origins + origins[:index] + origins[index + 2 :]
+    # (a --model-path the file does not define, or words that may hold it: not "required")
+    required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
+    values = argument_table.plain_values(argv, required)  # (words argparse reads one way only: no parser built)
+    if values is not None:
+        return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), unknown_values=unknown_values, more_commands=more)
     started = argparse.Namespace()  # (argparse fills it in place: what was read before a refusal)
     try:
-        # (a --model-path the file does not define, or words that may hold it: not "required")
-        required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
         namespace, extras = _parse_known(argument_table.parser_for(argv, required), argv, started)
     except Exception as exc:  # ArgumentsRefused, argparse.ArgumentError (the warnings logged before it stand)
         refusal = exc if isinstance(exc, argument_table.ArgumentsRefused) else argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
