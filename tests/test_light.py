@@ -71,7 +71,9 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # Formatter writes the messages of rules that fire), datetime (the CEL core reads its C API from
 # `_datetime`: engine/cel.py), the check order (the compiled artifact holds each rule's rank),
 # the other releases' site data (a check of the default release) and the problems' places in the
-# files (none to place in a check that passes: inputs/source_map.py). Each is imported only where it is used;
+# files (none to place in a check that passes: inputs/source_map.py), argparse with gettext and
+# locale (the command line and sglang's arguments of a plain launch are read without a parser:
+# cli._plain_check, argument_table.plain_values). Each is imported only where it is used;
 # the start-up figure is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "yaml",
@@ -120,6 +122,11 @@ NOT_ON_THE_LAUNCH_PATH = (
     "inkling_compat.report.gitlab",
     "inkling_compat.report.github",
     "inkling_compat.report.json_report",
+    "argparse",
+    "gettext",
+    "locale",
+    "inkling_compat.inputs.argument_parser",
+    "inkling_compat.inputs.cli_parser",
 )
 
 
