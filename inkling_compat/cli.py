@@ -168,7 +168,7 @@ def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
         deployment = read_deployment(args.launch, env=_launch_env(args))
         if deployment.structured:
             return _check_deployment(args, deployment)
-        from inkling_compat.api import launch_config  # a script or list of words: its one command, read once
+        from inkling_compat.inputs.launch import launch_config  # a script or list of words: its one command, read once
 
         args.config = launch_config(deployment.commands[0], placed=False)
     if (args.fix or args.diff) and args.launch is not None:
@@ -246,7 +246,7 @@ class DeploymentChecked:
 def _check_deployment(args: argparse.Namespace, deployment: object) -> tuple:  # type: ignore[type-arg]
     """Every command of a deployment file checked as one launch command is (the gate, the
     selection and inline ignores applied to each report)."""
-    from inkling_compat.api import launch_config
+    from inkling_compat.inputs.launch import launch_config
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.selection import apply

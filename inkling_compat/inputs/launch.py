@@ -228,6 +228,18 @@ def parse_launch(words: list[str], label: str = COMMAND, *, env: dict[str, str] 
     return launch
 
 
+def launch_config(command: Any, *, placed: bool = True) -> Launch:
+    """A deployment command (inputs/deployment.py) parsed as sglang parses it; a refusal is
+    placed at the command (`placed`: its file:line and container, for a file of several
+    commands or containers)."""
+    try:
+        return parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))
+    except InputError as exc:
+        if placed and exc.file == command.file:
+            raise InputError(command.place, exc.field, exc.reason) from None
+        raise
+
+
 def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None = None, unknown: dict[int, str] | None = None, more: int = 0) -> Launch:
     words, given_env, unknown = _command_words(words, label, dict(given_env or {}), dict(unknown or {}))
     start, entry = _entry(words)  # type: ignore[misc]  # (_command_words found it)
