@@ -49,6 +49,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _add_run_parser(sub: object) -> None:
+    """`run`'s parser, added where inputs/cli_parser.py builds `run`'s or every command's."""
     from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
 
     add_run_parser(sub)
