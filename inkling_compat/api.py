@@ -68,17 +68,10 @@ def check_deployment(path: Any, adapter: Any = None, *, env: Any = None, **kwarg
 
 
 def launch_config(command: Any, *, placed: bool = True) -> Any:
-    """A deployment command parsed as sglang parses it; a refusal is placed at the command
-    (`placed`: its file:line and container, for a file of several commands or containers)."""
-    from inkling_compat.errors import InputError
-    from inkling_compat.inputs.launch import parse_launch
+    """A deployment command parsed as sglang parses it (inputs/launch.py `launch_config`)."""
+    from inkling_compat.inputs.launch import launch_config as parsed
 
-    try:
-        return parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))
-    except InputError as exc:
-        if placed and exc.file == command.file:
-            raise InputError(command.place, exc.field, exc.reason) from None
-        raise
+    return parsed(command, placed=placed)
 
 
 __all__ = ["check", "check_deployment", "evaluate", "Checked", "Inputs"]

@@ -8,38 +8,23 @@ naming the file and field), 3 a defect in the tool or a rule file. Never a trace
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import re
 import sys
-from typing import Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Sequence
 
+from inkling_compat.errors import UsageError  # (raised by the parser: inputs/cli_parser.py)
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
 from inkling_compat.report import formats  # names only: each renderer is imported when used
+
+if TYPE_CHECKING:
+    import argparse
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 FAIL_ON = ("error", "warning", "not-checked")  # levels of the gate (report/gate.py)
 COMMANDS = ("check", "rules", "explain", "run")
-
-
-class UsageError(Exception):
-    """The command line itself is unusable (argparse's message): exit 2, one line."""
-
-
-class _CliParser(argparse.ArgumentParser):
-    # While the parser is built, argparse tries each argument's metavar with a help formatter:
-    # one given a width does not ask the terminal for it (which imports shutil, bz2 and lzma into
-    # every check). Help printed later gets the terminal's width.
-    building = False
-
-    def error(self, message: str) -> None:  # one line, exit 2, like every other input error
-        raise UsageError(message)
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        if _CliParser.building:
-            return self.formatter_class(prog=self.prog, width=80)
-        return super()._get_formatter()
 
 
 # The parsers built so far, by the command they hold (None: every command's): parsing changes
@@ -56,40 +41,18 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     key = command if command in COMMANDS else None
     parser = _PARSERS.get(key)
     if parser is None:
-        _CliParser.building = True
-        try:
-            parser = _PARSERS[key] = _build_parser(command)
-        finally:
-            _CliParser.building = False
+        from inkling_compat.inputs.cli_parser import Command, build_parser  # (argparse: imported only for a parser)
+
+        told = Command(__doc__.splitlines()[0], COMMANDS, _check_options, version_text, _add_run_parser)
+        parser = _PARSERS[key] = build_parser(command, told)
     return parser
 
 
-def _build_parser(command: str | None) -> argparse.ArgumentParser:
-    parser = _CliParser(prog="inkling-compat", description=__doc__.splitlines()[0], epilog="`inkling-compat COMMAND --help` describes each command. Exit codes: 0 ok, 1 problems, 2 unusable input, 3 a defect of the tool.")
-    parser.add_argument("--version", action=_VersionAction, help="print the version, the sglang versions known and the rule count")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CliParser, title="commands", metavar="COMMAND")
-    every = command not in COMMANDS
-    if every or command == "check":
-        _add_check(sub)
-    if every or command == "rules":
-        rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
-        rules.add_argument("id", nargs="?", help="a rule id: print its page (docs/rules/<id>.md)")
-        rules.add_argument("--format", choices=("text", "json"), default="text")
-    if every or command == "explain":
-        explain = sub.add_parser("explain", help="explain an error message copied from a log")
-        explain.add_argument("text", help="the error text: a message, a log line, a traceback or a log excerpt; - reads standard input")
-        explain.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json (each error found and the rules matching it)")
-    if every or command == "run":
-        from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
+def _add_run_parser(sub: object) -> None:
+    """`run`'s parser, added where inputs/cli_parser.py builds `run`'s or every command's."""
+    from inkling_compat.runtime.run_cli import add_run_parser  # `run`: the reference runtime (torch/triton)
 
-        add_run_parser(sub)
-    return parser
-
-
-def _add_check(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    chk = sub.add_parser("check", help="check a server config, model config and adapters", usage="%(prog)s [options] (--config FILE | --launch FILE | -- LAUNCH COMMAND...)")
-    for flag, options in _check_options():
-        chk.add_argument(flag, **options)
+    add_run_parser(sub)
 
 
 def _check_options() -> list[tuple[str, dict]]:  # type: ignore[type-arg]
@@ -121,16 +84,17 @@ def _check_options() -> list[tuple[str, dict]]:  # type: ignore[type-arg]
     ]
 
 
-def _plain_check(argv: list[str]) -> argparse.Namespace | None:
+def _plain_check(argv: list[str]) -> SimpleNamespace | None:
     """`check` followed by `--option VALUE` and `--flag` words only, each option written out in
     full, each value one argparse takes as a value (not starting with `-`, or `-` itself), each
-    choice one of its choices: the Namespace argparse gives it, without building the parser
+    choice one of its choices: the names and values of the Namespace argparse gives it (as a
+    SimpleNamespace: argparse is not imported), without building the parser
     (a millisecond of a check's start). None for any other command line: the parser decides
     (help, abbreviations, `--option=VALUE`, errors and their messages)."""
     if not argv or argv[0] != "check":
         return None
     table = _check_options()
-    args = argparse.Namespace(command="check")
+    args = SimpleNamespace(command="check")
     by_flag = {}
     for flag, options in table:
         dest = flag[2:].replace("-", "_")
@@ -197,7 +161,7 @@ def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
 
     check_words(args.platform, args.adapter, args.launch if args.launch == "-" else args.config)
     words = getattr(args, "launch_words", None)
-    _hide_secrets(args, words)
+    _hide_secrets(args, words, command_line=True)
     unknown_text: dict[str, str] = {}
     if args.launch is not None and args.config is None and words is None and not (args.fix or args.diff):
         from inkling_compat.inputs.deployment import read_deployment
@@ -205,7 +169,7 @@ def _check_report(args: argparse.Namespace) -> tuple:  # type: ignore[type-arg]
         deployment = read_deployment(args.launch, env=_launch_env(args))
         if deployment.structured:
             return _check_deployment(args, deployment)
-        from inkling_compat.api import launch_config  # a script or list of words: its one command, read once
+        from inkling_compat.inputs.launch import launch_config  # a script or list of words: its one command, read once
 
         args.config = launch_config(deployment.commands[0], placed=False)
     if (args.fix or args.diff) and args.launch is not None:
@@ -283,7 +247,7 @@ class DeploymentChecked:
 def _check_deployment(args: argparse.Namespace, deployment: object) -> tuple:  # type: ignore[type-arg]
     """Every command of a deployment file checked as one launch command is (the gate, the
     selection and inline ignores applied to each report)."""
-    from inkling_compat.api import launch_config
+    from inkling_compat.inputs.launch import launch_config
     from inkling_compat.engine.evaluate import check
     from inkling_compat.engine.rule_load import load_rules
     from inkling_compat.engine.selection import apply
@@ -319,9 +283,10 @@ def _launch_env(args: argparse.Namespace) -> dict[str, str] | None:
     return env_values(args.env, args.env_file)
 
 
-def _hide_secrets(given: object, words: list[str] | None = None) -> None:
+def _hide_secrets(given: object, words: list[str] | None = None, *, command_line: bool = False) -> None:
     """Tell the output the secrets of the inputs (inputs/secrets.py): the files named on the
-    command line, the launch command's words, a parsed launch's environment and --config file."""
+    command line (`given` the parsed command line), the launch command's words, a parsed
+    launch's environment and --config file."""
     import os
 
     from inkling_compat.inputs import secrets
@@ -329,7 +294,7 @@ def _hide_secrets(given: object, words: list[str] | None = None) -> None:
 
     found = secrets.in_words(words or [])
     files: list[object] = []
-    if isinstance(given, argparse.Namespace):
+    if command_line:
         files = [given.config, given.launch, given.platform, *(given.adapter or [])]
     elif callable(getattr(given, "server_config_data", None)):  # a parsed launch (inputs/launch.py)
         found |= secrets.in_words(getattr(given, "argv", ())) | secrets.in_mapping(getattr(given, "env", {}))
@@ -373,17 +338,6 @@ def _refuse_output_over_inputs(args: argparse.Namespace) -> None:
     named_files, named_folders = read_through(args.config)  # what the config leads the check to read
     files = [config, args.launch, args.model, args.platform, *args.adapter, getattr(args, "settings_used", None), *named_files]
     refuse_inputs_as_output(args.output, files, folders=[args.model, *args.adapter, *args.adapter_dir, *named_folders])
-
-
-class _VersionAction(argparse.Action):
-    """`--version`, computed only when asked for (the parser is built on every run)."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: object):
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help"))  # type: ignore[arg-type]
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        print(version_text())
-        parser.exit()
 
 
 def version_text() -> str:

@@ -23,3 +23,7 @@ class RuleEvaluationError(Exception):
 
 class RuleFileError(InputError):
     """A rule file in `rules/` is broken (a defect of the tool's data, exit 3 in the CLI)."""
+
+
+class UsageError(Exception):
+    """The `inkling-compat` command line itself is unusable (argparse's message): exit 2, one line."""

@@ -14,7 +14,7 @@ import json
 from oracle import sglang_argparse
 from oracle.require import load_or_skip
 
-from inkling_compat.inputs import argument_table
+from inkling_compat.inputs import argument_parser, argument_table
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
 
@@ -45,18 +45,18 @@ def _actions(parser) -> list[tuple]:
 
 
 def test_the_parser_is_the_one_add_argument_builds() -> None:
-    """`argument_table._parser` makes each row's action without `add_argument`'s checks of
+    """`argument_parser._parser` makes each row's action without `add_argument`'s checks of
     hand-written calls: for every release's table, the parser is the one `add_argument` builds
     from the same arguments (each action's class and attributes, the option strings it answers,
     its group)."""
     from inkling_compat.inputs.versions import SGLANG_RELEASES
 
     for release in SGLANG_RELEASES:
-        fast = argument_table._parser.__wrapped__(True, release)
-        slow = argument_table._SglangArgParser(prog=argument_table.PROG, exit_on_error=False)
+        fast = argument_parser._parser.__wrapped__(True, release)
+        slow = argument_parser._SglangArgParser(prog=argument_table.PROG, exit_on_error=False)
         for row in argument_table._table(release)["arguments"]:
             if row["action"] != "help":
-                options, kwargs = argument_table._arguments(row)
+                options, kwargs = argument_parser._arguments(row)
                 slow.add_argument(*options, **kwargs)
                 slow._actions[-1].required = bool(row["required"])
         assert _actions(fast) == _actions(slow), release
@@ -72,9 +72,9 @@ def test_the_parser_is_the_one_add_argument_builds() -> None:
 def test_a_class_not_made_by_copy_is_constructed(monkeypatch) -> None:
     """Where an action class's constructor does not store its keywords as given (`_made` None:
     another Python's argparse), every row is added through its constructor: the same parser."""
-    copied = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
-    monkeypatch.setattr(argument_table, "_made", lambda built, kind: None)
-    constructed = argument_table._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
+    copied = argument_parser._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
+    monkeypatch.setattr(argument_parser, "_made", lambda built, kind: None)
+    constructed = argument_parser._parser.__wrapped__(True, SGLANG_DEFAULT_VERSION)
     assert _actions(copied) == _actions(constructed)
     assert list(copied._option_string_actions) == list(constructed._option_string_actions)
 
@@ -136,11 +136,11 @@ def test_a_parser_for_the_words_parses_them_as_the_whole_parser() -> None:
     for release in SGLANG_RELEASES:
         rows = [row for row in argument_table._table(release)["arguments"] if row["action"] != "help"]
         assert argument_table._reach(release) is not None, release  # (every shipped table is plain)
-        wholes = {required: argument_table._parser.__wrapped__(required, release) for required in (True, False)}
+        wholes = {required: argument_parser._parser.__wrapped__(required, release) for required in (True, False)}
         for _ in range(80):
             argv = _words(rng, rows)
             for required, whole in wholes.items():
-                part = argument_table.parser_for(argv, required, release)
+                part = argument_parser.parser_for(argv, required, release)
                 assert _outcome(part, argv) == _outcome(whole, argv), (release, argv)
 
 
@@ -201,3 +201,55 @@ def test_the_selected_release_is_per_thread() -> None:
         worker.join()
         assert argument_table.selected() == "0.5.16"
     assert seen == [SGLANG_DEFAULT_VERSION] and argument_table.selected() == SGLANG_DEFAULT_VERSION
+
+
+def _plain_words(rng, rows) -> list[str]:
+    """Random words as launches write them: options written out in full, most followed by
+    values their type and choices take, some by too many, too few or refused values."""
+    words = []
+    for _ in range(rng.randint(0, 14)):
+        row = rng.choice(rows)
+        words.append(rng.choice(row["options"]))
+        choices = row["choices"]["set"] if isinstance(row["choices"], dict) else row["choices"]
+        count = {None: 1, "?": 1, "+": rng.randint(1, 3), "*": rng.randint(0, 3)}.get(row["nargs"], row["nargs"] if isinstance(row["nargs"], int) else 1)
+        if rng.random() < 0.15:
+            count += rng.choice([-1, 1])
+        for _ in range(max(count, 0)):
+            if choices and rng.random() < 0.9:
+                words.append(str(rng.choice(choices)))
+            else:
+                words.append(rng.choice(["8", "0.5", "x", "1k", "2Gi", "auto", "None", "", "[1, 2]", "{}", "a=b", " a ", "{\"lora_name\": \"a\", \"lora_path\": \"b\"}", "==SUPPRESS=="]))
+    if rng.random() < 0.8:
+        words[:0] = ["--model-path", "/m"]
+    return words
+
+
+def test_the_values_found_without_argparse_are_argparses() -> None:
+    """`plain_values(argv)` (no parser built) is, where it answers, the whole parser's parse of
+    argv: the same values in the same order (random words of every release's table, as
+    launches write them and otherwise); where it does not answer, argparse decides. And it
+    answers for a launch as examples/launch.sh writes it."""
+    import argparse
+    import random
+
+    from inkling_compat.inputs.versions import SGLANG_RELEASES
+
+    rng = random.Random(32)
+    answered = 0
+    for release in SGLANG_RELEASES:
+        rows = [row for row in argument_table._table(release)["arguments"] if row["action"] != "help"]
+        wholes = {required: argument_parser._parser.__wrapped__(required, release) for required in (True, False)}
+        for n in range(300):
+            argv = _plain_words(rng, rows) if n % 4 else _words(rng, rows)
+            for required, whole in wholes.items():
+                found = argument_table.plain_values(argv, required, release)
+                if found is None:
+                    continue
+                answered += 1
+                outcome = _outcome(whole, argv)
+                assert outcome[0] == "parsed" and not outcome[2], (release, argv, outcome)
+                namespace = argparse.Namespace()
+                assert list(vars(whole.parse_args(argv, namespace)).items()) == list(found.items()), (release, argv)
+    assert answered > 400, answered  # (a fast path taken often enough to be tested)
+    launch = ["--model-path", "m", "--port", "30000", "--mem-fraction-static", "0.85", "--trust-remote-code", "--enable-lora", "--lora-target-modules", "gate_up_proj", "down_proj", "--lora-paths", "support=a", " b "]
+    assert argument_table.plain_values(launch) == argument_parser._parser(True, SGLANG_DEFAULT_VERSION).parse_args(launch).__dict__

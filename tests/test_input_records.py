@@ -147,6 +147,15 @@ def test_every_rule_example_reads_alike() -> None:
     assert outcomes.get("plain", 0) > 10 * (outcomes.get("pydantic", 0) + 1), outcomes
 
 
+def test_an_empty_mapping_reads_as_pydantic_reads_it() -> None:
+    """Read from no values (`ModelConfig()` of a check without a model: its defaults, without
+    making the class's readers), every input record is pydantic's, or refused as pydantic
+    refuses it (a required field)."""
+    for cls in m.RECORDS.values():
+        if isinstance(cls, type) and issubclass(cls, m._Input):
+            assert assert_agree(cls, {}) in ("plain", "refused"), cls
+
+
 def test_the_launch_example_reads_without_pydantic() -> None:
     from inkling_compat.inputs.launch import cli_config
     from inkling_compat.inputs.loading import read_document

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inkling_compat.inputs import argument_table, launch
+from inkling_compat.inputs import argument_parser, argument_table, launch
 
 _WORDS = [
     "--tp", "2", "--tp-size", "x", "--dp", "1", "--enable-lora", "--max-lora-rank", "16", "--lora-paths", "a=/x", "b", '{"lora_name": "c", "lora_path": "/c"}',
@@ -40,7 +40,7 @@ def _chunked(parser: argparse.ArgumentParser, argv: list[str]) -> object:
 @settings(max_examples=300, deadline=None)
 @given(argv=st.lists(st.sampled_from(_WORDS), max_size=40), chunk=st.integers(1, 6), required=st.booleans())
 def test_chunked_parse_is_one_parse(argv: list[str], chunk: int, required: bool) -> None:
-    parser = argument_table.parser(required)
+    parser = argument_parser.parser(required)
     expected = _one_call(parser, argv)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(launch, "_CHUNK", chunk)

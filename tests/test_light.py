@@ -72,7 +72,10 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # `_datetime`: engine/cel.py), the CEL core itself (the rules' expressions run as their generated
 # Python forms: engine/python_first.py; CEL only where a form cannot answer), the check order (the compiled artifact holds each rule's rank),
 # the other releases' site data (a check of the default release) and the problems' places in the
-# files (none to place in a check that passes: inputs/source_map.py). Each is imported only where it is used;
+# files (none to place in a check that passes: inputs/source_map.py), argparse with gettext and
+# locale (the command line and sglang's arguments of a plain launch are read without a parser:
+# cli._plain_check, argument_table.plain_values), the public API's module (the command
+# calls inputs/launch.py itself). Each is imported only where it is used;
 # the start-up figure is benchmarks/bench_check.py's.
 NOT_ON_THE_LAUNCH_PATH = (
     "cel",
@@ -124,6 +127,12 @@ NOT_ON_THE_LAUNCH_PATH = (
     "inkling_compat.report.gitlab",
     "inkling_compat.report.github",
     "inkling_compat.report.json_report",
+    "argparse",
+    "gettext",
+    "locale",
+    "inkling_compat.inputs.argument_parser",
+    "inkling_compat.inputs.cli_parser",
+    "inkling_compat.api",
 )
 
 

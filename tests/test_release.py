@@ -188,6 +188,33 @@ def test_the_installed_versions_are_importlib_metadatas() -> None:
         assert _REAL_DISTRIBUTION_VERSION(name) == expected, name
 
 
+def test_sys_paths_folders_are_listed_as_os_listdir_lists_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_listing` (the import system's listing of a sys.path folder, where it is current) names
+    what os.listdir names: for every folder of sys.path, and for a folder the imports listed
+    before a distribution was added to it (its modification time moved: listed again)."""
+    import importlib
+    import os
+
+    for folder in sys.path:
+        try:
+            expected = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        assert sorted(release._listing(folder)) == expected, folder
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "release_listed_module.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.import_module("release_listed_module")  # (the finder lists the folder)
+    monkeypatch.delitem(sys.modules, "release_listed_module")
+    assert sorted(release._listing(str(site))) == ["release_listed_module.py"]
+    (site / "SGLang-0.5.20.dist-info").mkdir()
+    os.utime(site, ns=(os.stat(site).st_atime_ns, os.stat(site).st_mtime_ns + 10**9))  # (a coarse clock: the folder's time moves)
+    (site / "SGLang-0.5.20.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: SGLang\nVersion: 0.5.20\n")
+    assert sorted(release._listing(str(site))) == ["SGLang-0.5.20.dist-info", "release_listed_module.py"]
+    assert _REAL_DISTRIBUTION_VERSION("sglang") == "0.5.20"
+
+
 def test_hostile_files_are_bounded(tmp_path: Path) -> None:
     long_line = "sglang" + "=" * 100_000 + "\n" + "lmsysorg/sglang:" * 50_000 + "\n"
     deploy = _project(tmp_path, {"requirements.txt": long_line, "deploy.yaml": "\x00\xff" + long_line}) / "deploy.yaml"

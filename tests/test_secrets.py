@@ -168,6 +168,16 @@ def test_name_words_are_the_patterns(name: str) -> None:
     assert secrets.name_words(name) == re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=_TRICKY + "eEnNyYcCrRwWdDoOpP", max_size=40))
+def test_a_name_is_told_without_its_words_only_where_its_words_say_no(name: str) -> None:
+    """`secret_name`'s quick refusal (no hint in the lower-cased name) never refuses a name its
+    words call a secret."""
+    words = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name)]
+    by_words = bool(words) and (words[-1].endswith(("token", "key", "secret", "password", "passwd")) or any(w.startswith(("secret", "password", "passwd")) for w in words))
+    assert secrets.secret_name(name) == by_words
+
+
 def test_name_words_examples() -> None:
     for name in ["HTTPServer", "ABc", "HF_TOKEN", "apiKey", "sslKeyfilePassword", "A", "a1B2", "KEY9key", "", "--api-key", "xYZw"]:
         assert secrets.name_words(name) == re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", name), name

@@ -128,7 +128,7 @@ def load_inputs(config: Any = None, adapter: Any = None, *, model: Any = None, p
     model_cfg = load_model_config(model)
     platform_cfg, unknown_platform = load_platform(platform)
     unknown += unknown_platform
-    from inkling_compat.inputs.adapter_dir import LoraPathIndex
+    from inkling_compat.inputs.lora_index import LoraPathIndex
 
     lora_paths = LoraPathIndex(lora_path_entries(server))  # names the adapter directories listed there (one index for every adapter)
     manifests = []

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 from inkling_compat.errors import InputError
 from inkling_compat.sglang.plain_dataclass import dataclass
 from inkling_compat.inputs.limits import JsonScan, LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
+from inkling_compat.inputs.lora_index import LoraPathIndex
 from inkling_compat.inputs.models import AdapterSource, LoraRef, PeftManifest, TensorSpec, TensorTable
 
 # safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
@@ -828,36 +829,3 @@ def _dir_real(directory: str, folders: dict[str, str]) -> str | None:
     if folder is None:
         folder = folders[head] = os.path.realpath(head or os.curdir)
     return os.path.join(folder, name)
-
-
-class LoraPathIndex:
-    """The --lora-paths entries by the directory they name (its device and inode: the same
-    folder whatever the path), built once per check on first use: looking each adapter up
-    in it costs one stat, whatever the number of entries. It also holds the real paths of the
-    folders the check's adapter directories sit in (`folders`), found once per check."""
-
-    def __init__(self, entries: list[LoraRef] | None):
-        self.entries = entries or []
-        self._index: dict[tuple[int, int], LoraRef] | None = None
-        self.folders: dict[str, str] = {}
-
-    def get(self, directory: str) -> LoraRef | None:
-        if not self.entries:
-            return None  # (no stat without --lora-paths)
-        if self._index is None:
-            self._index = {}
-            for entry in self.entries:
-                key = _dir_key(entry.path)
-                if key is not None:
-                    self._index.setdefault(key, entry)
-        key = _dir_key(directory)
-        return None if key is None else self._index.get(key)
-
-
-def _dir_key(path: str) -> tuple[int, int] | None:
-    """(device, inode) of the directory `path` leads to (links followed), None if it is none."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError, TypeError):
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

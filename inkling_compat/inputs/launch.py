@@ -18,7 +18,8 @@ in start.sh"), and the rules that read what it sets are not checked (`Launch.unk
 `ConfigArgumentMerger.merge_config_with_args` does (config words first, so the command line wins),
 with its refusals: only .yaml/.yml (a .json config is refused here, as sglang refuses it; the
 checker's own `check --config` still reads JSON), dash keys only (`--<key>` as written).
-The merged words are parsed by argparse rebuilt from sglang's table (`argument_table.parse`).
+The merged words are parsed as sglang's argparse parses them (`argument_table.plain_values`, else
+argparse rebuilt from sglang's table: inputs/argument_parser.py).
 sglang's refusals (argparse's errors, the merger's ValueErrors, the --lora-paths action's) are
 the launch's `refusals` (inputs/refusals.py), placed at their argument ("argument 12:
 --max-lora-rank") or at the config file's key: problems of the deployment, reported by rules.
@@ -26,7 +27,6 @@ the launch's `refusals` (inputs/refusals.py), placed at their argument ("argumen
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
 from typing import Any
@@ -228,6 +228,18 @@ def parse_launch(words: list[str], label: str = COMMAND, *, env: dict[str, str] 
     return launch
 
 
+def launch_config(command: Any, *, placed: bool = True) -> Launch:
+    """A deployment command (inputs/deployment.py) parsed as sglang parses it; a refusal is
+    placed at the command (`placed`: its file:line and container, for a file of several
+    commands or containers)."""
+    try:
+        return parse_launch(list(command.words), command.file, env=dict(command.env), unknown=dict(command.unknown))
+    except InputError as exc:
+        if placed and exc.file == command.file:
+            raise InputError(command.place, exc.field, exc.reason) from None
+        raise
+
+
 def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None = None, unknown: dict[int, str] | None = None, more: int = 0) -> Launch:
     words, given_env, unknown = _command_words(words, label, dict(given_env or {}), dict(unknown or {}))
     start, entry = _entry(words)  # type: ignore[misc]  # (_command_words found it)
@@ -279,11 +291,18 @@ def _parse_launch(words: list[str], label: str, given_env: dict[str, str] | None
             index = argv.index("--config")
             argv = config_words + argv[:index] + argv[index + 2 :]
             origins = config_origins + origins[:index] + origins[index + 2 :]
+    # (a --model-path the file does not define, or words that may hold it: not "required")
+    required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
+    values = argument_table.plain_values(argv, required)  # (words argparse reads one way only: no parser built)
+    if values is not None:
+        return Launch(values, env, tuple(argv), label, config_file, _places(argv, origins, label, config_file), unknown_values=unknown_values, more_commands=more)
+    import argparse
+
+    from inkling_compat.inputs.argument_parser import parser_for
+
     started = argparse.Namespace()  # (argparse fills it in place: what was read before a refusal)
     try:
-        # (a --model-path the file does not define, or words that may hold it: not "required")
-        required = not any(dest in ("model_path", "*") for dest, _ in unknown_values)
-        namespace, extras = _parse_known(argument_table.parser_for(argv, required), argv, started)
+        namespace, extras = _parse_known(parser_for(argv, required), argv, started)
     except Exception as exc:  # ArgumentsRefused, argparse.ArgumentError (the warnings logged before it stand)
         refusal = exc if isinstance(exc, argument_table.ArgumentsRefused) else argument_table.ArgumentsRefused(str(exc), getattr(exc, "argument_name", None))
         return _refused(env, argv, label, config_file, _placed(refusal, argv, origins, label, config_file), _warnings(started, argv, origins, label, config_file))
@@ -371,7 +390,11 @@ def _parse_known(parser: Any, argv: list[str], namespace: Any = None) -> tuple[A
         if i - starts[-1] >= _CHUNK and optional[i]:
             starts.append(i)
     starts.append(len(argv))
-    namespace, extras = namespace if namespace is not None else argparse.Namespace(), []
+    if namespace is None:
+        import argparse
+
+        namespace = argparse.Namespace()
+    extras: list[str] = []
     required = [a for a in parser._actions if a.required]
     for a in required:
         a.required = False
@@ -447,7 +470,9 @@ def _row_of(option: str) -> dict[str, Any] | None:
     if row is not None and any(o == option for o in row["options"]):
         return row
     try:
-        found = argument_table.parser()._parse_optional(option)
+        from inkling_compat.inputs.argument_parser import parser
+
+        found = parser()._parse_optional(option)
     except Exception:  # noqa: BLE001 - an ambiguous prefix: argparse refuses it in the parse
         return None
     if isinstance(found, list):  # (newer argparse: every match)

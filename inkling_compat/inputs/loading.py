@@ -527,7 +527,7 @@ def load_adapter(
 ) -> tuple[PoolManifest | PeftManifest, list[dict[str, str]]]:
     """A manifest (pool or PEFT form) from a model, a dict, a YAML/JSON file or a PEFT adapter
     directory (read by `adapter_reader`; `lora_paths`, a list of entries or an
-    adapter_dir.LoraPathIndex, names it by its --lora-paths entry)."""
+    lora_index.LoraPathIndex, names it by its --lora-paths entry)."""
     given = _validated(source, PoolManifest, PeftManifest)
     if given is not None:
         return given, []

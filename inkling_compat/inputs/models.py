@@ -576,7 +576,9 @@ def read(cls: type, data: Any) -> Any:
 def _record(cls: type, data: Any) -> Any:
     if type(data) is not dict:
         return _NO
-    readers = _READERS.get(cls) or _readers(cls)
+    # (no value to read, no readers made: `ModelConfig()` without a model is its defaults, and
+    # making a class's readers resolves every field's annotation)
+    readers = (_READERS.get(cls) or _readers(cls)) if data else {}
     policy = cls._extra
     values: dict[str, Any] = {}
     extra: dict[str, Any] | None = {} if policy == "allow" else None

@@ -124,7 +124,7 @@ def _distribution_version(name: str) -> str | None:
     wanted = normalized_name(name)
     for folder in sys.path:
         try:
-            entries = os.listdir(folder or ".")
+            entries = _listing(folder)
         except (OSError, TypeError, ValueError):
             continue
         for entry in sorted(e for e in entries if e.endswith((".dist-info", ".egg-info"))):
@@ -143,6 +143,20 @@ def _distribution_version(name: str) -> str | None:
             except OSError:
                 continue
     return None
+
+
+def _listing(folder: str) -> Any:
+    """`os.listdir(folder or ".")`'s names, taken from the import system's finder of the folder
+    where it holds them (`sys.path_importer_cache`: the folders of sys.path are listed by the
+    imports that ran before the check) and they are current as it judges it (the folder's
+    modification time is the one it listed it at: it lists it again otherwise, as this does):
+    listing sys.path's folders again cost about half a millisecond of a check's start. Names
+    as listed (not on Windows, where the finder lower-cases suffixes)."""
+    finder = sys.path_importer_cache.get(folder) if folder and not sys.platform.startswith(("win", "cygwin")) else None
+    names, listed = getattr(finder, "_path_cache", None), getattr(finder, "_path_mtime", None)
+    if type(names) is set and type(listed) is float and listed != -1 and os.stat(folder).st_mtime == listed:
+        return names
+    return os.listdir(folder or ".")
 
 
 def normalized_name(name: str) -> str:

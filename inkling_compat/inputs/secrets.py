@@ -112,7 +112,13 @@ def _assignments() -> tuple[re.Pattern[str], ...]:
 
 
 def secret_name(name: str) -> bool:
-    """Whether a name (a variable, a key, a flag) holds a secret (see the module doc)."""
+    """Whether a name (a variable, a key, a flag) holds a secret (see the module doc). A name
+    whose lower case holds none of the hints holds none of the words (each word is a run of
+    its ASCII letters, lower-cased in place): most of a command's flags are told so, without
+    splitting them into words."""
+    folded = name.lower()
+    if "key" not in folded and "token" not in folded and "secret" not in folded and "passw" not in folded:
+        return False
     words = [w.lower() for w in name_words(name)]
     return bool(words) and (words[-1].endswith(_ENDINGS) or any(w.startswith(_STRONG) for w in words))
 

@@ -7,7 +7,7 @@ takes only the dash spelling: its merger passes `--<key>` as written, and argpar
 that field, its value as the file gives it once the release's argparse takes the words the
 merger makes of it (`_check_typed`: else argparse's refusal, in its words). Any other
 argument is turned into the words sglang's ConfigArgumentMerger makes of it and converted by
-argparse (`argument_table.parse`): the converted value goes to `arguments[dest]`, a refusal is
+argparse (`_parse`): the converted value goes to `arguments[dest]`, a refusal is
 an InputError naming the key with argparse's text. A key argparse does not know (after its
 own prefix matching) is an unknown key whose message is argparse's "unrecognized arguments".
 """
@@ -70,6 +70,17 @@ def _other_releases(words: list[str]) -> str:
 CHOICES_BY_RULE = frozenset({"lora_backend", "lora_eviction_policy", "max_lora_chunk_size", "lora_target_modules"})
 
 
+def _parse(words: list[str]) -> dict[str, Any]:
+    """argparse's values of a key's words (inputs/argument_parser.py `parse`), or ArgumentsRefused;
+    argparse imported only for words `argument_table.plain_values` leaves to it."""
+    found = argument_table.plain_values(words, require_model_path=False)
+    if found is not None:
+        return found
+    from inkling_compat.inputs.argument_parser import parse
+
+    return parse(words, require_model_path=False)
+
+
 def _check_typed(row: dict[str, Any], value: Any, key: str, file: str) -> Any:
     """A typed field's value, refused where the release's argparse refuses the words the merger
     makes of it (`invalid int value`, `invalid choice`, in its words, as for every other
@@ -81,7 +92,7 @@ def _check_typed(row: dict[str, Any], value: Any, key: str, file: str) -> Any:
         return value
     words = [argument_table.flag(row), str(value).lower() if isinstance(value, bool) else str(value)]  # (the merger's words for a scalar)
     try:
-        argument_table.parse(words, require_model_path=False)
+        _parse(words)
     except argument_table.ArgumentsRefused as exc:
         raise InputError(file, key, f"sglang's argparse refuses it: {exc.message}") from None
     return value  # (the value as the file gives it: the Python API's, which the field's own checks read)
@@ -171,7 +182,7 @@ def _ruled_choice_refused(row: dict[str, Any] | None, value: Any) -> bool:
     try:
         words = config_to_args({argument_table.flag(row)[2:]: value})[0][1]
         if words:
-            argument_table.parse(words, require_model_path=False)
+            _parse(words)
     except (ConfigRefused, argument_table.ArgumentsRefused):
         return True
     return False
@@ -197,7 +208,7 @@ def _parsed(words: list[str], key: str, file: str, unknown: list[dict[str, Any]]
         unknown.append(unknown_item(key, words, file, "unrecognized arguments: " + " ".join(words), suggest=len(unknown) < MAX_SUGGESTIONS))
         return {}
     try:
-        parsed = argument_table.parse(words, require_model_path=False)
+        parsed = _parse(words)
     except argument_table.ArgumentsRefused as exc:
         if exc.message.startswith("unrecognized arguments:") or exc.message.startswith("ambiguous option:"):
             # (a known flag given more values than it takes: the extra values are what argparse

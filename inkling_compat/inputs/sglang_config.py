@@ -7,7 +7,7 @@ or underscore); a bool of a store_true flag is the flag (false leaves it out), a
 its JSON (a date, binary value or set inside it is json's TypeError, as sglang stops on it);
 anything else its str() (a date `2020-01-01`, a timestamp `2020-01-01 10:00:00`, binary
 `b'...'`, a set `{'a'}`, NaN `nan`: what sglang passes to argparse). The words are then parsed by argparse
-(`argument_table.parse`), so an unknown key is argparse's "unrecognized arguments".
+(`argument_parser.parse`), so an unknown key is argparse's "unrecognized arguments".
 
 Refusals, with sglang's messages: a file that is not .yaml/.yml, a missing file, two `--config`
 or none after the flag, a root that is not a mapping, a key whose action is neither store_true
