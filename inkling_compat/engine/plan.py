@@ -19,8 +19,11 @@ def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
     tree: dict[Any, Any] = {}
     for path in paths:
         node = tree
-        for segment in path:
-            node = node.setdefault(segment, {})
+        for segment in path:  # (a segment's node made where it is first met: no dict made to be dropped)
+            child = node.get(segment)
+            if child is None:
+                child = node[segment] = {}
+            node = child
         node[None] = True
     return tree
 
