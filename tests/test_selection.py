@@ -264,6 +264,20 @@ def test_the_table_scan_reads_as_its_regexes():
         assert _names_table(text) == _names_table_by_regex(text), text
 
 
+def test_a_pyproject_of_many_mentions_is_scanned_in_linear_time():
+    """A pyproject with a string key named `inkling-compat` on each of 50,000 lines (or all on
+    one line) is not ours, decided in one pass: reading the headers above each mention again
+    (the regexes' way) took minutes for this megabyte."""
+    import time
+
+    from inkling_compat.engine.selection import _names_table
+
+    for raw in (b"[project]\n" + b'inkling-compat = "x"\n' * 50_000, b'inkling-compat = "x" ' * 50_000):
+        started = time.perf_counter()
+        assert not _names_table(raw)
+        assert time.perf_counter() - started < 10
+
+
 def test_a_selection_never_changes_what_sglang_raises_first():
     """--select / --ignore change what is shown; sglang still raises the left-out error first,
     and the report says so instead of naming a later error as sglang's first."""
