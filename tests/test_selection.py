@@ -218,6 +218,66 @@ def test_a_script_entry_named_inkling_compat_is_not_our_table(capsys, project):
     assert code == 1 and data["selection"] is None
 
 
+def _names_table_by_regex(raw: bytes) -> bool:
+    """`_names_table` as its regexes define it (`_table_forms`): the scanner must agree."""
+    from inkling_compat.engine.selection import _table_forms
+
+    if b"inkling-compat" not in raw:
+        return False
+    mentions, string_key, header = _table_forms()
+    for mention in mentions.finditer(raw):
+        line = raw.rfind(b"\n", 0, mention.start()) + 1
+        if not string_key.match(raw, line):
+            return True
+        headers = [m.group(1) for m in header.finditer(raw, 0, line)]
+        if headers and headers[-1].replace(b" ", b"").replace(b"\t", b"").strip(b"\"'") == b"tool":
+            return True
+    return False
+
+
+_TABLE_PIECES = (
+    b"inkling-compat", b"tool", b"[", b"]", b".", b"=", b'"', b"'", b" ", b"\t", b"\n", b"\r\n", b"#", b"x", b"-", b"_", b"{}",
+    b"[tool]", b"[project.scripts]", b"[tool.inkling-compat]", b"\xff",
+)  # fmt: skip
+
+
+def test_the_table_scan_reads_as_its_regexes():
+    """The scanner `_names_table` (no regex compiled at a check's start) decides as the three
+    regexes of `_table_forms` do, on the cases above and on texts made of the pieces they read."""
+    import random
+
+    from inkling_compat.engine.selection import _names_table
+
+    cases = [
+        b'[project.scripts]\ninkling-compat = "inkling_compat.cli:main"\n', b'"inkling-compat" = \'x\'\n', b'[tool]\ninkling-compat = "x"\n',
+        b'[ "tool" ]  # ours\ninkling-compat = "x"\n', b"[tool]\ninkling-compat = {}", b"[tool.inkling-compat]", b"[[tool.inkling-compat.checks]]",
+        b"tool.inkling-compat.select = []", b'[tool."inkling-compat"]', b"[tool.inkling-compat\n", b"# run inkling-compat check in CI\n",
+        b'[project]\nname = "inkling-compat"\n', b"inkling-compat", b'[tool]\r\ninkling-compat = "x"\n', b'[tool] # x\r\ninkling-compat = "x"',
+        b"[[ tool ]]\n\tinkling-compat\t=\t'x'", b'[tool]]]\ninkling-compat = "x"', b"[ tool . \"inkling-compat", b"tool.inkling-compat",
+        b'\ninkling-compat = "x"', b'[tool]\n\ninkling-compat="x"\n[other]\ninkling-compat = "y"', b"[t-o_o.l]\ninkling-compat='x'",
+        (Path(__file__).resolve().parent.parent / "pyproject.toml").read_bytes(),
+    ]  # fmt: skip
+    chooser = random.Random(31)
+    for _ in range(6000):
+        cases.append(b"".join(chooser.choice(_TABLE_PIECES) for _ in range(chooser.randint(1, 14))))
+    for text in cases:
+        assert _names_table(text) == _names_table_by_regex(text), text
+
+
+def test_a_pyproject_of_many_mentions_is_scanned_in_linear_time():
+    """A pyproject with a string key named `inkling-compat` on each of 50,000 lines (or all on
+    one line) is not ours, decided in one pass: reading the headers above each mention again
+    (the regexes' way) took minutes for this megabyte."""
+    import time
+
+    from inkling_compat.engine.selection import _names_table
+
+    for raw in (b"[project]\n" + b'inkling-compat = "x"\n' * 50_000, b'inkling-compat = "x" ' * 50_000):
+        started = time.perf_counter()
+        assert not _names_table(raw)
+        assert time.perf_counter() - started < 10
+
+
 def test_a_selection_never_changes_what_sglang_raises_first():
     """--select / --ignore change what is shown; sglang still raises the left-out error first,
     and the report says so instead of naming a later error as sglang's first."""

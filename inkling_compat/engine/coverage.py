@@ -120,19 +120,27 @@ def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]]
     """Per rule: the reason it is not checked (None: nothing it reads is missing), whether a
     false `when` is untrusted (it reads a placeholder), and the reason it may not fire (its
     `when` or `condition` read a placeholder; None: it may)."""
+    if not missing:  # (every input given and read: the usual check)
+        return ((None, False, None),) * len(reads)
     reason_of: dict[str, str] = {}
     for name, reason, _ in missing:
         reason_of.setdefault(name, reason)
     placeholders = frozenset(name for name, _, placeholder in missing if placeholder)
     order = [name for name in INPUTS if name in reason_of] + [name for name in reason_of if name not in INPUTS]
-    return tuple(
-        (
-            next((reason_of[name] for name in order if name in needs), None),
-            not placeholders.isdisjoint(when_needs),
-            next((reason_of[name] for name in order if name in gate and name in placeholders), None),
-        )
-        for needs, when_needs, gate in reads
-    )
+    gating = [name for name in order if name in placeholders]
+    rows = []
+    for needs, when_needs, gate in reads:  # (plain loops: a row per rule, some two hundred)
+        why = gated = None
+        for name in order:
+            if name in needs:
+                why = reason_of[name]
+                break
+        for name in gating:
+            if name in gate:
+                gated = reason_of[name]
+                break
+        rows.append((why, not placeholders.isdisjoint(when_needs), gated))
+    return tuple(rows)
 
 
 def global_missing(facts: Any, unknown_values: tuple[tuple[str, str], ...] = (), model_not_read: bool = False) -> Missing:

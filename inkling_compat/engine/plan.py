@@ -19,8 +19,11 @@ def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
     tree: dict[Any, Any] = {}
     for path in paths:
         node = tree
-        for segment in path:
-            node = node.setdefault(segment, {})
+        for segment in path:  # (a segment's node made where it is first met: no dict made to be dropped)
+            child = node.get(segment)
+            if child is None:
+                child = node[segment] = {}
+            node = child
         node[None] = True
     return tree
 
@@ -34,10 +37,16 @@ class Plan:
             from inkling_compat.engine import sites
 
             lacking = sites.absent(version)
-        versioned = ((c, c.for_version(version)) for c in compiled)
-        self.ordered = tuple(v for c, v in versioned if v is not None and (v is not c or v.rule.id not in lacking))
-        self.global_rules = tuple(c for c in self.ordered if c.rule.scope != "adapter")
-        self.adapter_rules = tuple(c for c in self.ordered if c.rule.scope == "adapter")
+        ordered: list[CompiledRule] = []
+        global_rules: list[CompiledRule] = []
+        adapter_rules: list[CompiledRule] = []
+        for c in compiled:  # (one pass over the rule set: the plan is built at every start)
+            v = c.for_version(version)
+            if v is None or (v is c and lacking and v.rule.id in lacking):
+                continue
+            ordered.append(v)
+            (adapter_rules if v.rule.scope == "adapter" else global_rules).append(v)
+        self.ordered, self.global_rules, self.adapter_rules = tuple(ordered), tuple(global_rules), tuple(adapter_rules)
         global_paths = set().union(*(c.cel_paths for c in self.global_rules))
         adapter_paths = set().union(*(c.cel_paths for c in self.adapter_rules))
         self.tree = path_tree({p for p in global_paths | adapter_paths if p[0] not in _ADAPTER_VARS})
@@ -55,8 +64,8 @@ class Plan:
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
         adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
-        self.global_ids = tuple(c.rule.id for c in self.global_rules)
-        self.adapter_ids = tuple(c.rule.id for c in self.adapter_rules)
+        self.global_ids = tuple([c.rule.id for c in global_rules])
+        self.adapter_ids = tuple([c.rule.id for c in adapter_rules])
         # Per rule of each scope: (inputs it reads, inputs its `when` reads, inputs that gate it).
         memo: dict[Any, Any] = {}
         # (held by the rules of the compiled artifact: CompiledRule.stored)
@@ -84,13 +93,8 @@ def quiet_codes(blocks: tuple[tuple[str | None, bool, str | None], ...]) -> tupl
     """Per rule: its coverage code when its `when && condition` is false, if its `when` is
     false / otherwise (what `run_rules` writes for a rule that did not fire), from its block
     (engine/coverage.py: a false `when` is trusted unless it read a placeholder)."""
-    return tuple(
-        (
-            coverage.NOT_APPLICABLE if not untrusted or reason is None else reason,
-            reason if reason is not None else coverage.CHECKED,
-        )
-        for reason, untrusted, _ in blocks
-    )
+    na, checked = coverage.NOT_APPLICABLE, coverage.CHECKED
+    return tuple([(na if not untrusted or reason is None else reason, reason if reason is not None else checked) for reason, untrusted, _ in blocks])
 
 
 class Selection:
@@ -111,12 +115,23 @@ class Selection:
 
     def __init__(self, rules: tuple[CompiledRule, ...], blocks: tuple[Any, ...], quiet: tuple[Any, ...]):
         self.rules, self.blocks, self.quiet = rules, blocks, quiet
-        self.run = tuple(i for i, (_, _, gated) in enumerate(blocks) if gated is None)
-        self.when_only = tuple(i for i, (_, untrusted, gated) in enumerate(blocks) if gated is not None and not untrusted)
-        self.run_rules = tuple(rules[i] for i in self.run)
-        self.when_only_rules = tuple(rules[i] for i in self.when_only)
-        self.whole = len(self.run) == len(rules)  # (the usual case: nothing is left out)
-        self.absent = tuple(i for i, (reason, _, _) in enumerate(blocks) if reason != coverage.NOT_APPLICABLE)
-        self.absent_rules = tuple(rules[i] for i in self.absent)
-        self.gated = tuple(i for i, (c, (reason, _, _)) in enumerate(zip(rules, blocks)) if c.rule.after and reason != coverage.NOT_APPLICABLE)
+        run: list[int] = []
+        when_only: list[int] = []
+        absent: list[int] = []
+        gated: list[int] = []
+        na = coverage.NOT_APPLICABLE
+        for i, (reason, untrusted, gate) in enumerate(blocks):  # (one pass: a row per rule, some two hundred)
+            if gate is None:
+                run.append(i)
+            elif not untrusted:
+                when_only.append(i)
+            if reason != na:
+                absent.append(i)
+                if rules[i].rule.after:
+                    gated.append(i)
+        self.run, self.when_only, self.absent, self.gated = tuple(run), tuple(when_only), tuple(absent), tuple(gated)
+        self.run_rules = tuple([rules[i] for i in run])
+        self.when_only_rules = tuple([rules[i] for i in when_only])
+        self.whole = len(run) == len(rules)  # (the usual case: nothing is left out)
+        self.absent_rules = tuple([rules[i] for i in absent])
         self.codes: dict[Any, tuple[tuple[str, ...], int]] = {}

@@ -110,19 +110,23 @@ def _validated(
     return CompiledRule(rule, name, programs, analyses)
 
 
-def _stored(stored: "compiled_rules.Stored", index: int, programs: dict[str, Any]) -> CompiledRule:
-    """A rule of the compiled artifact as a plain record (engine/rule_record.py) holding the
-    fields a check reads, the rest parsed from its line when first read."""
-    name, values, derived = stored.rules[index]
-    try:
-        record = partial(stored.record, index)
-        rule = PartialRule(values, record)
-        compiled = CompiledRule.stored(rule, name, programs, derived, record)
-    except (ValueError, TypeError, KeyError, IndexError) as exc:  # (only an artifact edited by hand)
-        raise InputError(name, "(root)", f"compiled artifact: {exc}") from None
-    if (name[: -len(".yaml")] if name.endswith(".yaml") else name) != rule.id:
-        raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
-    return compiled
+def _stored(stored: "compiled_rules.Stored") -> tuple[CompiledRule, ...]:
+    """The rules of the compiled artifact as plain records (engine/rule_record.py) holding the
+    fields a check reads, the rest parsed from a rule's line when first read."""
+    programs: dict[str, Any] = {}
+    record_of, make = stored.record, CompiledRule.stored
+    out = []
+    for index, (name, values, derived) in enumerate(stored.rules):  # (some two hundred, at every start)
+        try:
+            record = partial(record_of, index)
+            rule = PartialRule(values, record)
+            compiled = make(rule, name, programs, derived, record)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:  # (only an artifact edited by hand)
+            raise InputError(name, "(root)", f"compiled artifact: {exc}") from None
+        if (name[: -len(".yaml")] if name.endswith(".yaml") else name) != rule.id:
+            raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
+        out.append(compiled)
+    return tuple(out)
 
 
 @lru_cache(maxsize=4)
@@ -146,8 +150,7 @@ def load_rules(directory: str | None = None) -> tuple[CompiledRule, ...]:
         try:
             stored = compiled_rules.load(shipped)
             if stored is not None:
-                programs: dict[str, Any] = {}
-                return tuple([_stored(stored, index, programs) for index in range(len(stored.rules))])
+                return _stored(stored)
         finally:
             if enabled:
                 gc.enable()

@@ -244,19 +244,30 @@ class PartialRule(Rule):
     the rules it reports, so it parses a fraction of the artifact; every field reads as the
     whole record's (tests/test_compiled_rules.py)."""
 
-    __slots__ = ("_rest",)
+    __slots__ = ("_rest", "_params")
 
     def __init__(self, values: tuple[Any, ...], rest: Any):
         """`values`: the `CHECK_FIELDS` in `CHECK_NAMES` order, defaults filled in and
         `sglang_versions` resolved, lists and mappings written as tuples (`check_values`)."""
         self._rest = rest
         (
-            self.id, self.severity, self.origin, self.error_class, params, self.sglang_versions, self.stage, self.order,
-            self.scope, self.after, self.stops, self.any_model, self.inkling_only, self.when, self.condition,
+            self.id, self.severity, self.origin, self.error_class, self._params, versions, self.stage, self.order,
+            self.scope, after, self.stops, self.any_model, self.inkling_only, self.when, self.condition,
         ) = values  # fmt: skip
-        self.params = dict(params)
-        self.sglang_versions = list(self.sglang_versions)
-        self.after = list(self.after)
+        self.sglang_versions = list(versions)
+        self.after = list(after)
+
+    @property  # type: ignore[override]
+    def params(self) -> dict[str, str]:
+        """(made a mapping when first read: a check reads the params of the rules that fire)"""
+        params = self._params
+        if type(params) is not dict:
+            params = self._params = dict(params)
+        return params
+
+    @params.setter
+    def params(self, value: dict[str, str]) -> None:
+        self._params = value
 
     def __getattr__(self, name: str) -> Any:
         # (called only for a field not set yet: the slots set read without it)

@@ -153,7 +153,8 @@ def _path(text: str) -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _table_forms() -> tuple["re.Pattern[bytes]", "re.Pattern[bytes]", "re.Pattern[bytes]"]:
-    """Compiled for a pyproject that names us at all: `inkling-compat` as a table or key name
+    """What `_names_table` looks for, as regexes (its definition; tests/test_selection.py holds
+    the scanner to them): a mention of `inkling-compat` as a table or key name
     (`[tool.inkling-compat]`, `[[tool.inkling-compat.checks]]`, `tool.inkling-compat.select = ...`,
     `inkling-compat = {...}` under [tool]), not as a value (`name = "inkling-compat"`): a pyproject
     without it is not parsed (tomllib is not free at start-up); a mention that is a key with a string
@@ -166,19 +167,112 @@ def _table_forms() -> tuple["re.Pattern[bytes]", "re.Pattern[bytes]", "re.Patter
     )
 
 
+_NAME = b"inkling-compat"
+_BLANKS = b" \t"
+# The bytes a table header's name may hold (`[ \t\w."'-]`, `\w` of a bytes pattern: ASCII).
+_HEADER_NAME = frozenset(b" \t._\"'-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
 def _names_table(raw: bytes) -> bool:
-    """Whether a pyproject's text may hold our table (then it is parsed)."""
-    if b"inkling-compat" not in raw:  # (every pattern's match holds it)
-        return False
-    mentions, string_key, header = _table_forms()
-    for mention in mentions.finditer(raw):
-        line = raw.rfind(b"\n", 0, mention.start()) + 1
-        if not string_key.match(raw, line):
-            return True
-        headers = [m.group(1) for m in header.finditer(raw, 0, line)]
-        if headers and headers[-1].replace(b" ", b"").replace(b"\t", b"").strip(b"\"'") == b"tool":
-            return True
+    """Whether a pyproject's text may hold our table (then it is parsed): `_table_forms`'s
+    reading, by one scan of each `inkling-compat` in it and of the lines before the last (no
+    regex compiled at a check's start, about half a millisecond where a pyproject names the
+    package; linear in the text, however many mentions share a line or follow a header)."""
+    at = raw.find(_NAME)
+    before = line = 0  # the last occurrence's offset and the start of its line
+    read = 0  # the lines before this offset are read for table headers
+    header: bytes | None = None  # the name of the last of them
+    while at >= 0:  # (each mention holds one `inkling-compat`, and no two mentions share one)
+        newline = raw.rfind(b"\n", before, at)
+        if newline >= 0:
+            line = newline + 1
+        before = at
+        if _mention(raw, at):
+            if not _string_key(raw, line):
+                return True
+            while read < line:
+                end = raw.index(b"\n", read)
+                name = _header(raw[read:end])
+                if name is not None:
+                    header = name
+                read = end + 1
+            if header is not None and header.replace(b" ", b"").replace(b"\t", b"").strip(b"\"'") == b"tool":
+                return True
+        at = raw.find(_NAME, at + 1)
     return False
+
+
+def _mention(raw: bytes, at: int) -> bool:
+    """Whether the `inkling-compat` at `at` is in a match of `_table_forms()[0]`: a key or table
+    name (`"?[ \t]*` then `.`, `]` or `=` after it), or the table of `[tool.` before it."""
+    end = at + len(_NAME)
+    if raw[end : end + 1] == b'"':
+        end += 1
+    while raw[end : end + 1] in (b" ", b"\t"):
+        end += 1
+    if raw[end : end + 1] in (b".", b"]", b"="):
+        return True
+    start = at - 1 if raw[at - 1 : at] == b'"' and at > 0 else at
+    start = _blanks_before(raw, start)
+    if raw[start - 1 : start] != b"." or start < 1:
+        return False
+    start = _blanks_before(raw, start - 1)
+    if start < 4 or raw[start - 4 : start] != b"tool":
+        return False
+    start = _blanks_before(raw, start - 4)
+    return start >= 1 and raw[start - 1 : start] == b"["
+
+
+def _blanks_before(raw: bytes, end: int) -> int:
+    while end > 0 and raw[end - 1 : end] in (b" ", b"\t"):
+        end -= 1
+    return end
+
+
+def _string_key(raw: bytes, line: int) -> bool:
+    """Whether `_table_forms()[1]` matches at `line`: `inkling-compat` a key with a string value."""
+    at = line
+    while raw[at : at + 1] in (b" ", b"\t"):
+        at += 1
+    if raw[at : at + 1] == b'"':
+        at += 1
+    if raw[at : at + len(_NAME)] != _NAME:
+        return False
+    at += len(_NAME)
+    if raw[at : at + 1] == b'"':
+        at += 1
+    while raw[at : at + 1] in (b" ", b"\t"):
+        at += 1
+    if raw[at : at + 1] != b"=":
+        return False
+    at += 1
+    while raw[at : at + 1] in (b" ", b"\t"):
+        at += 1
+    return raw[at : at + 1] in (b'"', b"'")
+
+
+def _header(text: bytes) -> bytes | None:
+    """The name of a table header line (`[name]`, `[[name]]`, blanks and a comment after), else None."""
+    at, size = 0, len(text)
+    while at < size and text[at] in _BLANKS:
+        at += 1
+    if text[at : at + 1] != b"[":
+        return None
+    at += 1
+    if text[at : at + 1] == b"[":
+        at += 1
+    start = at
+    while at < size and text[at] in _HEADER_NAME:
+        at += 1
+    name = text[start:at]
+    if text[at : at + 1] != b"]":
+        return None
+    at += 1
+    if text[at : at + 1] == b"]":
+        at += 1
+    while at < size and text[at] in _BLANKS:
+        at += 1
+    return name if at == size or text[at : at + 1] == b"#" else None
 
 
 def _pyproject_table(path: Path) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ when they load (`inkling_compat.engine.paths`).
 from __future__ import annotations
 
 import typing
-from typing import Annotated, Any, Literal, Sequence, Union
+from typing import Annotated, Any, Literal, Sequence
 
 from inkling_compat.inputs.record import Record
 from inkling_compat.inputs.record import field as fact
@@ -610,7 +610,8 @@ class UnreadableAdapterFacts(_Facts):
     name: Annotated[str, From("adapter")]
 
 
-AdapterFacts = Union[PoolAdapterFacts, PeftAdapterFacts, UnreadableAdapterFacts]  # told apart by `form` (the schema's discriminator)
+# Told apart by `form` (the schema's discriminator); `X | Y` (types.UnionType): no typing.Union built at import.
+AdapterFacts = PoolAdapterFacts | PeftAdapterFacts | UnreadableAdapterFacts
 
 
 class InputsGiven(_Facts):

@@ -186,7 +186,7 @@ class Coverage:
         return self._adapters
 
     def count(self, status: str) -> int:
-        return sum(1 for s in self.status.values() if s == status)
+        return list(self.status.values()).count(status)
 
     @property
     def checked(self) -> int:

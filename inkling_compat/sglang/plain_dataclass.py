@@ -173,6 +173,7 @@ def _is_classvar(annotation: Any) -> bool:
 
 
 def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
+    # (run for each record class at import, some forty in a check: written for that)
     own = cls.__dict__
     specs: dict[str, Field] = {}
     for base in cls.__mro__[-1:0:-1]:
@@ -180,29 +181,36 @@ def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
         if inherited:
             for spec in inherited:
                 specs[spec.name] = spec
-    seen_default = False
+    new_field = object.__new__
     for name, annotation in own.get("__annotations__", {}).items():
         if annotation.startswith(("ClassVar", "typing.ClassVar")) if type(annotation) is str else _is_classvar(annotation):
             continue
         value = own.get(name, MISSING)
-        spec = value if type(value) is Field else Field(default=value)
-        spec.name, spec.annotation = name, annotation
-        default = spec.default
-        if default is MISSING:
-            if name in own:
+        if type(value) is Field:
+            spec = value
+            default = spec.default
+            if default is MISSING:
                 delattr(cls, name)  # (a default_factory: no class attribute, as dataclasses leaves it)
-        else:
-            if type(default).__hash__ is None:  # (dataclasses' guard)
-                raise ValueError(f"mutable default {type(default)} for field {name} is not allowed: use default_factory")
-            if value is not default:
+            else:
+                _check_default(default, name)
                 setattr(cls, name, default)
+        else:  # (a plain default, or none: Field's own defaults, without its __init__)
+            spec = new_field(Field)
+            spec.default, spec.default_factory, spec.repr, spec.compare = value, MISSING, True, True
+            if value is not MISSING:
+                _check_default(value, name)
+        spec.name, spec.annotation = name, annotation
         specs[name] = spec  # (a redeclared field keeps its base's place, as in dataclasses)
     ordered = tuple(specs.values())
+    seen_default = False
+    shown = compared = True
     for spec in ordered:
         if spec.default is not MISSING or spec.default_factory is not MISSING:
             seen_default = True
         elif seen_default:
             raise TypeError(f"non-default argument {spec.name!r} follows default argument")
+        shown = shown and spec.repr
+        compared = compared and spec.compare
     names = tuple(specs)
     setattr(cls, _SPECS, ordered)
     setattr(cls, _FROZEN, frozen)
@@ -211,10 +219,10 @@ def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
     if "__init__" not in own:
         cls.__init__ = _bound_init(cls)  # type: ignore[misc]
     if with_repr and "__repr__" not in own:
-        cls.__repr__ = _repr_of(names if all(spec.repr for spec in ordered) else tuple(spec.name for spec in ordered if spec.repr))  # type: ignore[method-assign]
+        cls.__repr__ = _repr_of(names if shown else tuple(spec.name for spec in ordered if spec.repr))  # type: ignore[method-assign]
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     if eq and ("__eq__" not in own or not explicit_hash):
-        values = _values_of(names if all(spec.compare for spec in ordered) else tuple(spec.name for spec in ordered if spec.compare))
+        values = _values_of(names if compared else tuple(spec.name for spec in ordered if spec.compare))
         if "__eq__" not in own:
             cls.__eq__ = _eq_of(values)  # type: ignore[method-assign]
         if not explicit_hash:
@@ -229,6 +237,11 @@ def _make(cls: type, *, frozen: bool, eq: bool, with_repr: bool) -> type:
         cls.__setattr__ = _frozen_setattr(cls, field_set)  # type: ignore[method-assign]
         cls.__delattr__ = _frozen_delattr(cls, field_set)  # type: ignore[method-assign]
     return cls
+
+
+def _check_default(default: Any, name: str) -> None:
+    if type(default).__hash__ is None:  # (dataclasses' guard)
+        raise ValueError(f"mutable default {type(default)} for field {name} is not allowed: use default_factory")
 
 
 class _StandardFields:
