@@ -167,11 +167,11 @@ def test_a_launch_check_imports_only_what_it_uses():
 # The records of inputs/, facts/ and sglang/ are made without the dataclasses module
 # (sglang/plain_dataclass.py) and their paths read without pathlib (inputs/path_text.py):
 # reading a launch file, parsing its command, loading the inputs and deriving the facts import
-# neither, nor what they import; nor hashlib nor `_sha1` (a process's first lora ids are hashed in
-# Python, later ones by Python's own `_sha1`, never OpenSSL's), struct (the float32 range is a
-# comparison) nor weakref (adapter_dir holds its tables weakly through the built-in _weakref). (Run without `site`, whose .pth files import pathlib in
+# neither, nor what they import; nor hashlib (lora_id's SHA-1 is Python's own `_sha1`, without
+# OpenSSL's), struct (the float32 range is a comparison) nor weakref (adapter_dir holds its tables
+# weakly through the built-in _weakref). (Run without `site`, whose .pth files import pathlib in
 # a development venv, the site-packages folders added as plain folders.)
-NOT_ON_THE_INPUTS_PATH = ("dataclasses", "inspect", "ast", "dis", "tokenize", "pathlib", "urllib.parse", "ipaddress", "shutil", "bz2", "lzma", "hashlib", "_hashlib", "_sha1", "struct", "weakref")
+NOT_ON_THE_INPUTS_PATH = ("dataclasses", "inspect", "ast", "dis", "tokenize", "pathlib", "urllib.parse", "ipaddress", "shutil", "bz2", "lzma", "hashlib", "_hashlib", "struct", "weakref")
 
 
 def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib():
