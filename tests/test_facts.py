@@ -200,26 +200,6 @@ def test_lora_id_is_uuid5_of_name_and_path(name: str, path: str | None) -> None:
     assert lora_id(name, path) == expected
 
 
-def test_the_first_lora_ids_hashed_in_python_are_sha1s(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first ids of a process are hashed in Python (facts/adapter.py `_sha1_digest`, before
-    `_sha1` is loaded): SHA-1 as hashlib computes it, at every length around the block edges,
-    and the same ids either way."""
-    import hashlib
-    import random
-
-    from inkling_compat.facts import adapter
-
-    chooser = random.Random(31)
-    for size in [*range(0, 260), 1000, 4099]:
-        data = bytes(chooser.randrange(256) for _ in range(size))
-        assert adapter._sha1_digest(data) == hashlib.sha1(data).digest(), size
-    for name, path in [("support", "examples/adapter"), ("", None), ("é名", "/données/适配器"), ("a" * 60, "/p" * 20), ("x" * 300, "/y")]:
-        monkeypatch.setattr(adapter, "_pure_ids", 0)
-        pure = adapter.lora_id(name, path)
-        monkeypatch.setattr(adapter, "_pure_ids", adapter._PURE_IDS)
-        assert pure == adapter.lora_id(name, path), (name, path)
-
-
 def _float32_overflows(value: float) -> bool:
     import struct
 

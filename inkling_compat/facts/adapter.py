@@ -189,53 +189,13 @@ def _sha1() -> Any:
     return sha1
 
 
-# The first ids of a process are hashed here in Python (about 0.08 ms per 64-byte block): loading
-# `_sha1`'s extension costs about 0.27 ms, more than the one or two ids of a check of a launch;
-# a fleet's ids go to `_sha1` from the fifth on. Only names and paths of up to two blocks.
-_PURE_IDS = 4
-_PURE_MAX_BYTES = 119
-_pure_ids = 0
-
-
-def _sha1_digest(data: bytes) -> bytes:
-    """SHA-1 of `data` (FIPS 180-4, section 6.1), in Python (tests/test_facts.py holds it to hashlib's)."""
-    mask = 0xFFFFFFFF
-    h0, h1, h2, h3, h4 = 0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0
-    size = len(data)
-    data = data + b"\x80" + bytes((55 - size) % 64) + (size * 8).to_bytes(8, "big")
-    for start in range(0, len(data), 64):
-        w = [int.from_bytes(data[i : i + 4], "big") for i in range(start, start + 64, 4)]
-        for i in range(16, 80):
-            x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-            w.append(((x << 1) | (x >> 31)) & mask)
-        a, b, c, d, e = h0, h1, h2, h3, h4
-        for i in range(80):
-            if i < 20:
-                f, k = (b & c) | (~b & d), 0x5A827999
-            elif i < 40:
-                f, k = b ^ c ^ d, 0x6ED9EBA1
-            elif i < 60:
-                f, k = (b & c) | (b & d) | (c & d), 0x8F1BBCDC
-            else:
-                f, k = b ^ c ^ d, 0xCA62C1D6
-            a, b, c, d, e = (((a << 5) | (a >> 27)) + f + e + k + w[i]) & mask, a, ((b << 30) | (b >> 2)) & mask, c, d
-        h0, h1, h2, h3, h4 = (h0 + a) & mask, (h1 + b) & mask, (h2 + c) & mask, (h3 + d) & mask, (h4 + e) & mask
-    return b"".join(h.to_bytes(4, "big") for h in (h0, h1, h2, h3, h4))
-
-
 def lora_id(name: str, path: str | None) -> str:
     """LoRARef.deterministic_id: the id sglang gives a --lora-paths adapter (uuid5 of
     "name\\0path"); messages that quote an adapter id use it. `uuid.uuid5(NAMESPACE_URL,
     ...).hex` as RFC 4122 defines it (SHA-1 of the namespace and the name, version 5, variant
     10), without importing uuid (it imports platform; tests/test_facts.py holds it to uuid5 and
     to the wheel's own deterministic_id)."""
-    global _pure_ids
-    data = _NAMESPACE_URL + f"{name}\0{path if path is not None else name}".encode("utf-8")
-    if _pure_ids < _PURE_IDS and len(data) <= _PURE_MAX_BYTES:
-        _pure_ids += 1  # (threads racing here hash either way: the same digest)
-        digest = bytearray(_sha1_digest(data)[:16])
-    else:
-        digest = bytearray(_sha1()(data).digest()[:16])
+    digest = bytearray(_sha1()(_NAMESPACE_URL + f"{name}\0{path if path is not None else name}".encode("utf-8")).digest()[:16])
     digest[6] = (digest[6] & 0x0F) | 0x50
     digest[8] = (digest[8] & 0x3F) | 0x80
     return digest.hex()
