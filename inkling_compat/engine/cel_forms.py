@@ -391,29 +391,17 @@ def and_(*operands: Any) -> bool:
     """`a && b && ...` of thunks where an operand may be an `Error`: false if any operand is
     (whatever the others do), true if all are true; an error for certain where the others
     are true or errors for certain, else not known."""
-    certain = unknown = False
-    for operand in operands:
-        try:
-            value = operand()
-        except Error:
-            certain = True
-            continue
-        except Exception:  # noqa: BLE001 - it might have been false
-            unknown = True
-            continue
-        if value is False:
-            return False
-        if value is not True:
-            certain = True  # (a non-bool operand: CEL's error)
-    if unknown:
-        raise Unanswered("&&")
-    if certain:
-        raise Error("&&")
-    return True
+    return _junction(operands, False, "&&")
 
 
 def or_(*operands: Any) -> bool:
     """`a || b || ...` as `and_`, true for false."""
+    return _junction(operands, True, "||")
+
+
+def _junction(operands: tuple[Any, ...], decides: bool, name: str) -> bool:
+    """`&&` (`decides` False) or `||` (True): `decides` if any operand is it, else the other
+    bool if all are that, else CEL's error (certain) or not known."""
     certain = unknown = False
     for operand in operands:
         try:
@@ -421,18 +409,18 @@ def or_(*operands: Any) -> bool:
         except Error:
             certain = True
             continue
-        except Exception:  # noqa: BLE001 - it might have been true
+        except Exception:  # noqa: BLE001 - it might have been the deciding value
             unknown = True
             continue
-        if value is True:
-            return True
-        if value is not False:
-            certain = True
+        if value is decides:
+            return decides
+        if value is not (not decides):
+            certain = True  # (a non-bool operand: CEL's error)
     if unknown:
-        raise Unanswered("||")
+        raise Unanswered(name)
     if certain:
-        raise Error("||")
-    return False
+        raise Error(name)
+    return not decides
 
 
 def map_(a: Any, function: Any) -> list[Any]:
