@@ -31,6 +31,7 @@ def _flat(p, case):
 @example(Case(T=65, n=3, H=96, F=40, S=5, R=64, ranks=(1, 64, 0, 17, 33), shared_outer=False, interleaved=False, slot_mode="mixed"))
 @example(Case(T=33, n=1, H=17, F=5, S=2, R=3, ranks=(3, 1), shared_outer=False, interleaved=True, slot_mode="mixed"))
 @example(Case(T=20, n=2, H=64, F=48, S=4, R=16, ranks=(16, 16, 16, 16), shared_outer=True, interleaved=True, slot_mode="mixed"))
+@example(Case(T=17, n=1, H=8, F=20, S=3, R=15, ranks=(15, 0, 0), shared_outer=False, interleaved=False, slot_mode="all-minus-one"))
 def test_blas_forward_matches_reference_and_split_path(case):
     p = make_problem(case)
     ops = p.operands()
