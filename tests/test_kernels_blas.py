@@ -15,6 +15,7 @@ from inkling_compat.kernels import sink
 from inkling_compat.kernels.down_proj import down_proj
 from inkling_compat.kernels.gate_up_swiglu import gate_up_swiglu, gate_up_swiglu_reference
 from inkling_compat.kernels.reference import relative_error
+from inkling_compat.kernels.plan import plan_for
 from inkling_compat.kernels.routing import build_routing
 from sink_cases import DEVICE, Case, cases, make_problem, tolerance
 
@@ -47,10 +48,12 @@ def test_blas_forward_matches_reference_and_split_path(case):
     split = sink.forward_split(ops, x, g, routing)
     assert relative_error(out, split) <= tolerance(case)
     assert torch.equal(out, sink.forward_blas(ops, x, g, routing))  # a rerun is bit-identical
-    # On a GPU at T >= BLAS_MIN_T with a token on an adapter (routing groups), the default path;
-    # a batch whose tokens are all base (-1) has no groups and takes the split path instead.
-    if sink.use_blas(ops, case.T, lora=True) and routing.group_start is not None:
-        assert torch.equal(out, sink.sink_forward_triton(ops, p.x, p.gammas, p.slot_ids))
+    default = sink.sink_forward_triton(ops, p.x, p.gammas, p.slot_ids)
+    plan = plan_for(p.slot_ids.reshape(-1), case.S, x.device, slot_active=ops.slot_active)
+    if plan.all_unassigned:  # every token on the base: the default path is the base MLP alone
+        assert torch.equal(default, sink.forward_base(ops, x, g))
+    elif sink.use_blas(ops, case.T, lora=True) and routing.group_start is not None:  # on a GPU at T >= BLAS_MIN_T, the default path
+        assert torch.equal(out, default)
 
 
 @pytest.mark.long
