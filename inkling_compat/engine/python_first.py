@@ -164,7 +164,6 @@ def answer(text: str, ctx: Any) -> Any:
     return UNANSWERED
 
 
-
 class Program:
     """An expression's program for the fast evaluator: `execute(ctx)` as a CEL program's,
     the Python form first; `make()` gives the CEL program (compiled when first needed).
