@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from importlib import import_module
 from os.path import dirname
-from typing import TYPE_CHECKING, Any
 
 from inkling_compat.inputs.versions import PACKAGE_VERSION as __version__
 from inkling_compat.inputs.package_files import install as _install_checkout_folders
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _install_checkout_folders(dirname(__file__))
 

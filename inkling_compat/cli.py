@@ -13,13 +13,14 @@ import json
 import re
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Sequence
 
 from inkling_compat.errors import UsageError  # (raised by the parser: inputs/cli_parser.py)
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_VERSIONS  # no pydantic: --help stays light
 from inkling_compat.report import formats  # names only: each renderer is imported when used
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
+    from typing import Sequence
     import argparse
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3

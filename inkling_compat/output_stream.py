@@ -15,9 +15,12 @@ import codecs
 import errno
 import os
 import sys
-from typing import Any, Iterable
 
 from inkling_compat.errors import InputError
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 # The errors of a write that are the stream's, not the tool's.
 STREAM_ERRNOS = {errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}

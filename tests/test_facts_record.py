@@ -69,7 +69,8 @@ def test_a_check_builds_no_pydantic_fact_model():
 
 def test_each_annotation_is_what_eval_makes_of_it():
     """`model_fields` reads each annotation's text as `eval` in its module does (a name looked up
-    without compiling, any other text evaluated once per module): every record class of the
+    without compiling, any other text evaluated once per module; typing's names where the
+    module, importing typing for the type checker only, has none): every record class of the
     facts and the inputs."""
     import builtins
     import sys as _sys
@@ -82,7 +83,7 @@ def test_each_annotation_is_what_eval_makes_of_it():
         namespace = vars(_sys.modules[cls.__module__])
         for name, text in cls.__dict__.get("__annotations__", {}).items():
             if isinstance(text, str):
-                assert repr(record._evaluated(text, cls.__module__, namespace)) == repr(eval(text, namespace)), (cls, name)  # noqa: S307
+                assert repr(record._evaluated(text, cls.__module__, namespace)) == repr(eval(text, namespace, record.typing_scope(namespace))), (cls, name)  # noqa: S307
     given = {"__builtins__": builtins, "int": str}
     assert record._evaluated("int", "test.a", given) is str  # (the module's name before the builtin's)
     assert record._evaluated("float", "test.a", given) is float and record._evaluated("None", "test.a", given) is None

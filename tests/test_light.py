@@ -164,6 +164,27 @@ def test_a_launch_check_imports_only_what_it_uses():
     assert not {"tree_sitter", "tree_sitter_bash"} & set(data["modules"])
 
 
+# typing (and _typing, typing.io, typing.re with it) is the type checker's alone: the modules a
+# check imports import it under `TYPE_CHECKING` (docs/architecture.md), and reading the inputs
+# resolves no annotation (inputs/field_types.py). The probe redirects its output without
+# contextlib.
+NOT_IMPORTED_BY_A_PASSING_CHECK = ("typing", "_typing", "typing.io", "typing.re")
+
+
+def test_a_passing_launch_check_imports_no_typing():
+    probe = (
+        "import io, json, sys\n"
+        "from inkling_compat.cli import main\n"
+        "real, sys.stdout = sys.stdout, io.StringIO()\n"
+        "code = main(['check', '--launch', 'examples/launch.sh'])\n"
+        "sys.stdout = real\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    data = _probe("-P", probe)
+    assert data["code"] == 0, data["code"]
+    assert [m for m in NOT_IMPORTED_BY_A_PASSING_CHECK if m in data["modules"]] == []
+
+
 # The records of inputs/, facts/ and sglang/ are made without the dataclasses module
 # (sglang/plain_dataclass.py) and their paths read without pathlib (inputs/path_text.py):
 # reading a launch file, parsing its command, loading the inputs and deriving the facts import

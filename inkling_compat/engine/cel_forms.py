@@ -25,9 +25,11 @@ pair by operand pair (tests/test_cel_python.py compares every helper with it):
 
 from __future__ import annotations
 
-from typing import Any
-
 from inkling_compat.engine.context import first_not_null, join_strings, python_set_repr, python_sorted, python_type_name, unknown_keys_text
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Unanswered(Exception):

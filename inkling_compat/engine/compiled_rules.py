@@ -36,9 +36,10 @@ always compiled from their files.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
+    from typing import Any
     from pathlib import Path
 
 FORMAT = 4

@@ -12,9 +12,12 @@ cannot write) has no key: nothing is kept for it.
 from __future__ import annotations
 
 import marshal
-from typing import Any
 
 from inkling_compat.sglang.plain_dataclass import field_names
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _PLAIN = frozenset({str, int, bool, float, type(None)})
 

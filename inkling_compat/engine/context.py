@@ -4,11 +4,13 @@ element, far more than evaluating the expressions."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from inkling_compat.engine.plan import Plan
 from inkling_compat.inputs.record import Record, dump
 from inkling_compat.inputs.models import TensorTable
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _LISTS = ("adapters", "adapter_facts_list")
 

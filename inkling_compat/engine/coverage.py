@@ -26,10 +26,13 @@ every rule that reads a fact derived from the config (`CONFIG_FACTS`).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
 
 from inkling_compat.facts.types import derived_from
 from inkling_compat.report.model import Coverage
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 CHECKED, NOT_APPLICABLE, NOT_CHECKED = "checked", "not_applicable", "not_checked"
 # A rule's code in one scope: CHECKED, NOT_APPLICABLE, or the reason it was not checked (a str).

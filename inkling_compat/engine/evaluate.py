@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Any, Iterator, Iterable
 
 from inkling_compat.engine import coverage
 from inkling_compat.engine.coverage import CHECKED, NOT_APPLICABLE
@@ -28,6 +27,10 @@ from inkling_compat.inputs.models import SGLANG_VERSIONS
 from inkling_compat.inputs.release import Release, find_release
 from inkling_compat.report.model import Coverage, Problem, Report
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Iterable
 
 SUPPORTED_VERSIONS = SGLANG_VERSIONS
 # (sort key, rule, (message fragment, error class) as rendered, adapter name)

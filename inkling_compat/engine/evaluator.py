@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import marshal
 import os
-from typing import Any, Protocol
 
 from inkling_compat.engine.context import Contexts, cel_context
 from inkling_compat.engine.guards import Guards
@@ -52,6 +51,12 @@ from inkling_compat.engine.python_first import Program, Variables, cel_of, joine
 from inkling_compat.engine.plan import Plan, Selection
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.errors import RuleEvaluationError
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # (Prepared and Evaluator are the type checker's protocols: plain classes at run time)
 
 PARTS = ("run", "when_only", "absent")
 

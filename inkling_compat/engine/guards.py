@@ -16,7 +16,9 @@ is "compiled" into such a program, and CEL compiles it only where its form canno
 
 from __future__ import annotations
 
-from typing import Any, Callable
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _UNSET = object()
 

@@ -5,11 +5,13 @@ context holds only those: converting values into CEL costs more than evaluating 
 
 from __future__ import annotations
 
-from typing import Any
-
 from inkling_compat.engine import coverage
 from inkling_compat.engine.rule_compile import CompiledRule, reads_lora_paths_by_name
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _ADAPTER_VARS = ("adapter", "adapter_facts")
 

@@ -16,9 +16,11 @@ The reference evaluator never comes here: it runs CEL only.
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 from inkling_compat.engine.cel_forms import Error, and_
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 _FORMS: "dict[str, Any] | None" = None

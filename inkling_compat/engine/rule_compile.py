@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:  # a pydantic rule_schema.Rule (compiled from files) or a plain rule_record.Rule (from the artifact)
+    from typing import Any
     from inkling_compat.engine import cel_tree
     from inkling_compat.engine.rule_record import Rule
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import gc
 import os
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any
 
 from inkling_compat.engine.rule_compile import CompiledRule
 from inkling_compat.engine.rule_record import PartialRule
 from inkling_compat.errors import RuleFileError as InputError
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
+    from typing import Any
     from pathlib import Path
 
     from inkling_compat.engine import cel_tree, compiled_rules, definitions  # imported where used: a start from the compiled artifact needs none of it

@@ -9,7 +9,9 @@ validated model of the same file does. sglang's stages live here, read by both.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # sglang's start-up sequence; problems are reported in this order (then by `order`).
 STAGES = (

@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 
 from inkling_compat.errors import InputError
@@ -36,7 +35,9 @@ from inkling_compat.inputs.command_line import COMMAND_LINE
 from inkling_compat.report.model import Report
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
+    from typing import Any, Iterable, Literal
     from pathlib import Path
 
 SETTINGS_YAML = ".inkling-compat.yaml"

@@ -14,11 +14,14 @@ from __future__ import annotations
 import os
 import functools
 import re
-from typing import Any, Iterable
 
 from inkling_compat.engine.selection import ignored_entry, matches
 from inkling_compat.report.model import Coverage, Report
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 
 @functools.cache

@@ -29,7 +29,6 @@ import json
 import math
 import functools
 import re
-from typing import Any, ClassVar, Hashable
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 
@@ -46,6 +45,10 @@ from inkling_compat.sglang.load_to_buffer import AdapterWeights, first_slice_fai
 from inkling_compat.sglang.lora_config import normalized_targets, target_kind
 from inkling_compat.facts.types import PeftOwnFacts
 from inkling_compat.inputs.models import ModelConfig, PeftManifest, PoolManifest
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Hashable
 
 
 # _detect_shared_outer_loras

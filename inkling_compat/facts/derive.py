@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 
-from typing import Any
-
 from inkling_compat.facts import in_pool
 from inkling_compat.facts import fleet as fleet_mod
 from inkling_compat.facts.fleet import INKLING_LORA_MODULES
@@ -24,6 +22,10 @@ from inkling_compat.facts.types import Facts, InputsGiven, LoraPath, LoraPathJso
 from inkling_compat.inputs.models import LoraRef, ModelConfig, ServerConfig
 from inkling_compat.sglang import pool_shapes
 from inkling_compat.sglang.pool_shapes import StartupAdapter, StartupPool
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 LORA_BACKENDS = ("triton", "csgmv", "ascend", "torch_native", "triton_v2")
 SINK_CLASS_NAMES = {

@@ -7,11 +7,13 @@ pass here so that a rule need not iterate `adapters` per adapter (O(adapters) ea
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 from inkling_compat.facts.adapter import OwnFacts
 from inkling_compat.facts.types import FleetFacts, PinRefusal, SharedAdapterPath, StartupFacts
 from inkling_compat.inputs.models import LoraRef
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 # models/inkling.py `supported_lora_modules`
 INKLING_LORA_MODULES = ("qkvr", "wo_ud", "gate_up_proj", "down_proj", "embed_tokens", "lm_head")

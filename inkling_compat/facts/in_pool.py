@@ -17,7 +17,6 @@ results).
 from __future__ import annotations
 
 import json
-from typing import Any, Hashable, Sequence
 
 from inkling_compat.sglang.plain_dataclass import replace
 from inkling_compat.facts import adapter as adapter_mod
@@ -35,6 +34,10 @@ from inkling_compat.facts.types import (
 from inkling_compat.inputs.models import PeftManifest
 from inkling_compat.sglang import load_to_buffer
 from inkling_compat.sglang.pool_shapes import StartupPool
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Hashable, Sequence
 
 
 def content_key(manifest: Any) -> Hashable | None:

@@ -6,12 +6,14 @@ frozen value (server config, model config, platform, adapter manifests, unknown 
 
 from __future__ import annotations
 
-from typing import Any
-
 from inkling_compat.inputs.loading import load_adapter, load_model_config, load_platform, server_config_or_refusal
 from inkling_compat.inputs.models import PLATFORM_PRESETS, LoraRef, ModelConfig, PeftManifest, Platform, PoolManifest, ServerConfig
 from inkling_compat.inputs.sources import Sources, model_file, path_of
 from inkling_compat.sglang.plain_dataclass import dataclass
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Sequence
 
 from inkling_compat.facts.types import AttentionFacts, AttnPrologueFacts, ModelFacts, Nvfp4Facts, QuantFacts, QuantWiring, RoutedMoeFacts
 from inkling_compat.inputs.models import ModelConfig, Platform, ServerConfig
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 # modelopt_quant.py ModelOptFp4Config.from_config
 MODELOPT_QUANT_ALGOS = ("FP8", "NVFP4", "NVFP4_AWQ", "W4A16_NVFP4")

@@ -11,11 +11,12 @@ when they load (`inkling_compat.engine.paths`).
 
 from __future__ import annotations
 
-import typing
-from typing import Annotated, Any, Literal, Sequence
-
 from inkling_compat.inputs.record import Record
 from inkling_compat.inputs.record import field as fact
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Annotated, Any, Literal, Sequence
 
 
 # The inputs a fact can be derived from: "config" (server config), "model" (config.json),
@@ -683,6 +684,8 @@ def _declared(field: Any) -> tuple[str, ...] | None:
 
 
 def _models_in(annotation: Any) -> list[type[Record]]:
+    import typing
+
     if isinstance(annotation, type) and issubclass(annotation, Record):
         return [annotation]
     return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
@@ -694,6 +697,8 @@ def derived_from(path: Sequence[str]) -> tuple[str, ...] | None:
     one (None: no field on it does, or `path` is no fact). A name past the fields (a CEL
     method, a list's elements) ends the walk; an adapter field is looked up in every form
     that has it."""
+    import typing
+
     root, *rest = path
     models: list[type[Record]] = [Facts] if root == "facts" else list(ADAPTER_FORMS) if root == "adapter_facts" else []
     found = None

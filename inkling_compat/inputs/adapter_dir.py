@@ -32,13 +32,16 @@ import os
 import stat
 from collections import OrderedDict
 from _weakref import _remove_dead_weakref, ref as _weak_ref  # (built in; weakref.py's import costs ~0.5 ms)
-from typing import Any, Callable, Iterable
 
 from inkling_compat.errors import InputError
 from inkling_compat.sglang.plain_dataclass import dataclass
 from inkling_compat.inputs.limits import JsonScan, LimitExceeded, check_strings, long_layer_reason, may_have_long_layer_ids, scan_json
 from inkling_compat.inputs.lora_index import LoraPathIndex
 from inkling_compat.inputs.models import AdapterSource, LoraRef, PeftManifest, TensorSpec, TensorTable
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
 # safetensors' own cap on the header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100_000_000

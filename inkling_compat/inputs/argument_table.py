@@ -32,10 +32,13 @@ import json
 import os
 import re
 from _thread import _local
-from typing import Any, Iterator
 
 from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION, SGLANG_RELEASES, TABLE_RELEASE
 from inkling_compat.inputs.package_files import package_dir
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 PROG = "sglang serve"
 

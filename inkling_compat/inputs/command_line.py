@@ -5,9 +5,12 @@ standard input."""
 from __future__ import annotations
 
 import os
-from typing import Sequence
 
 from inkling_compat.errors import InputError
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 COMMAND_LINE = "(command line)"  # the "file" of what the command line said
 

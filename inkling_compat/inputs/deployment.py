@@ -31,12 +31,15 @@ from __future__ import annotations
 import functools
 import re
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import path_text
 from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SCRIPT, SKYPILOT, WORDS, foreign_kind, helm_values, kubernetes_object
 from inkling_compat.sglang.plain_dataclass import dataclass, field
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 ENTRIES = "python -m sglang.launch_server ..., sglang serve ..."
 

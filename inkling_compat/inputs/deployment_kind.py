@@ -4,7 +4,9 @@ docker-compose file, a SkyPilot task, Helm values) rather than an sglang server 
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 KUBERNETES, COMPOSE, SKYPILOT, DOCKERFILE, SCRIPT, WORDS = (
     "a Kubernetes manifest",

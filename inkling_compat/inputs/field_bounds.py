@@ -5,7 +5,9 @@ argparse converts as int or float. Imports pydantic only inside the hooks a pyda
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _int_text(value: int) -> str:
@@ -96,6 +98,8 @@ class _StrictBool:
     __slots__ = ()
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from typing import Annotated
+
         from pydantic import Strict
 
         return handler.generate_schema(Annotated[source, Strict()])

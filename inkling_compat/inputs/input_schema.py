@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model, fiel
 from pydantic_core import PydanticCustomError
 
 from inkling_compat.inputs.field_bounds import _ARGPARSE_FLOATS, _ARGPARSE_INTS, _int_text
+from inkling_compat.inputs.record import typing_scope
 
 
 def _argparse_text(value: Any) -> str:
@@ -146,7 +147,7 @@ def _model(record: type, records: types.ModuleType, built: dict[str, type[BaseMo
     """The pydantic model of an input record: the same name, docstring, extra-key policy and
     fields in the same order, each with the record's annotation (its bounds included; a record
     it names is the model of that name, built before it) and default."""
-    hints = typing.get_type_hints(record, globalns=vars(records), localns=built, include_extras=True)
+    hints = typing.get_type_hints(record, globalns=vars(records), localns={**typing_scope(vars(records)), **built}, include_extras=True)
     fields = {name: (hints[name], _field(spec, records, built)) for name, spec in record.__fact_fields__.items()}  # type: ignore[attr-defined]
     return create_model(  # type: ignore[call-overload]
         record.__name__,

@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import argument_table
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 COMMAND = "<command>"
 

@@ -12,9 +12,6 @@ import json
 import os
 import sys
 import stat
-import types
-import typing
-from typing import Any, TypeVar
 
 from inkling_compat.errors import InputError
 from inkling_compat.inputs import path_text, stdin
@@ -37,13 +34,18 @@ from inkling_compat.inputs.models import (
     PoolManifest,
     ServerConfig,
     _Input,
+    field_records,
     from_validated,
     read,
 )
 
-MAX_INPUT_BYTES = 16 * 1024 * 1024
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
-M = TypeVar("M")
+    M = TypeVar("M")
+
+MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 
 # Parsed YAML and JSON inputs by text, kept only once their limits held. The file is read every
@@ -301,21 +303,11 @@ def _strip_unknown(model: type[_Input], data: dict[str, Any]) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=64)
 def _field_models(model: type[_Input]) -> dict[str, type[_Input] | None] | None:
-    """Field name -> the record it nests (or None), for a record that forbids unknown keys;
-    None for one that allows them. Read once per record class, not per check."""
+    """Field name -> the record it nests directly or as Optional (or None), for a record that
+    forbids unknown keys; None for one that allows them. Read once per record class, not per check."""
     if model._extra != "forbid":
         return None
-    return {name: _nested_model(field.annotation) for name, field in model.model_fields.items()}  # type: ignore[attr-defined]
-
-
-def _nested_model(annotation: Any) -> type[_Input] | None:
-    """The model a field holds directly or as Optional; never the values of a dict or list."""
-    origin = typing.get_origin(annotation)
-    candidates = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
-    for candidate in candidates:
-        if isinstance(candidate, type) and issubclass(candidate, _Input):
-            return candidate
-    return None
+    return field_records(model)
 
 
 def validate(model: type[M], data: dict[str, Any], file: str) -> M:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
     from inkling_compat.inputs.models import LoraRef
 

@@ -13,7 +13,6 @@ conversions and error messages. tests/test_input_records.py holds the two to agr
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, Literal
 
 from inkling_compat.inputs.record import Record, dump, field
 from inkling_compat.sglang.plain_dataclass import dataclass
@@ -40,7 +39,9 @@ from inkling_compat.inputs.field_bounds import (  # noqa: F401 - used by the rec
     _ARGPARSE_FLOATS,
 )
 
-
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Annotated, Any, Literal
 
 
 class _Input(Record):
@@ -616,7 +617,9 @@ _READERS: dict[type, dict[str, Any]] = {}
 def _readers(cls: type) -> dict[str, Any]:
     readers = _READERS.get(cls)
     if readers is None:
-        readers = {name: _shared_reader(spec.annotation, spec.metadata) for name, spec in cls.model_fields.items()}  # type: ignore[attr-defined]
+        from inkling_compat.inputs.field_types import FIELD_TYPES
+
+        readers = {name: _shared_reader(kind) for name, kind in FIELD_TYPES[cls.__name__].items()}
         for name in _ARGPARSE_INTS if cls is ServerConfig else ():
             readers[name] = _argparse(readers[name], int)
         if cls is ServerConfig:
@@ -632,20 +635,29 @@ def _readers(cls: type) -> dict[str, Any]:
     return readers
 
 
+def field_records(cls: type) -> dict[str, type | None]:
+    """Field name -> the input record the field holds directly or as Optional (None: none, and
+    never the values of a list or dict), from the fields' kinds."""
+    from inkling_compat.inputs.field_types import FIELD_TYPES
+
+    out: dict[str, type | None] = {}
+    for name, kind in FIELD_TYPES[cls.__name__].items():
+        if kind[0] == "optional":
+            kind = kind[1]
+        found = RECORDS.get(kind[1]) if kind[0] == "record" else None
+        out[name] = found if found is not None and issubclass(found, _Input) else None
+    return out
+
+
 _SHARED: dict[tuple[Any, ...], Any] = {}
 
 
-def _shared_reader(annotation: Any, metadata: list[Any]) -> Any:
-    """`_reader`, made once for fields of one annotation and equal metadata (a reader is a pure
-    function of them; a bound or marker equals only itself: 23 of ServerConfig's fields are
-    plain `bool`)."""
-    key = (annotation, *metadata)
-    try:
-        found = _SHARED.get(key)
-    except TypeError:  # (an annotation that is not hashable)
-        return _reader(annotation, metadata)
+def _shared_reader(kind: tuple[Any, ...]) -> Any:
+    """`_reader`, made once for fields of one kind (a reader is a pure function of it: 23 of
+    ServerConfig's fields are plain `bool`)."""
+    found = _SHARED.get(kind)
     if found is None:
-        found = _SHARED[key] = _reader(annotation, metadata)
+        found = _SHARED[kind] = _reader(kind)
     return found
 
 
@@ -656,54 +668,92 @@ def _argparse(inner: Any, kind: type) -> Any:
     return lambda v: inner(v) if v is None or type(v) is float else _NO
 
 
-def _reader(annotation: Any, metadata: list[Any]) -> Any:
+# --- Field kinds ------------------------------------------------------------------------------
+# A field's annotation (and its `Annotated` metadata: a bound, the strict-bool marker) as the
+# plain reader reads it, as plain data: ("any",), ("int", low, high) (None: no bound), ("bool",
+# strict), ("str",), ("float",), ("literal", values), ("list", item), ("tuple", items), ("dict",
+# value), ("record", class name), ("optional", kind): also None, ("refused",): left to pydantic.
+# The annotations are the source; inputs/field_types.py holds every field's kind, generated from
+# them (`field_kind`, at publish time: python -m inkling_compat.publish.field_types), so a check reads
+# its inputs without resolving an annotation (no typing, no eval); tests/test_field_types.py
+# holds the two equal.
+
+
+def field_kind(annotation: Any, metadata: list[Any]) -> tuple[Any, ...]:
+    """A resolved annotation's kind (as `model_fields` gives it), for the generated module."""
     import types
     import typing
 
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _reader(annotation.__origin__, list(annotation.__metadata__))
-    bounded = next((m for m in metadata if isinstance(m, _Bounded)), None)
-    strict = any(isinstance(m, _StrictBool) for m in metadata)
+        return field_kind(annotation.__origin__, list(annotation.__metadata__))
     if origin in (typing.Union, types.UnionType):
         options = [o for o in typing.get_args(annotation) if o is not type(None)]
-        nullable = len(options) < len(typing.get_args(annotation))
         if len(options) != 1:
-            return lambda v: _NO
-        inner = _reader(options[0], metadata)
-        return (lambda v: None if v is None else inner(v)) if nullable else inner
-    if annotation is Any:
-        return lambda v: v
+            return ("refused",)
+        inner = field_kind(options[0], metadata)
+        return ("optional", inner) if len(options) < len(typing.get_args(annotation)) else inner
+    if annotation is typing.Any:
+        return ("any",)
     if annotation is int:
-        if bounded is not None:
-            return lambda v: v if type(v) is int and bounded.holds(v) else _NO
-        return lambda v: v if type(v) is int else _NO
+        bounded = next((m for m in metadata if isinstance(m, _Bounded)), None)
+        return ("int", None, None) if bounded is None else ("int", bounded.low, bounded.high)
     if annotation is bool:
-        if strict:
+        return ("bool", any(isinstance(m, _StrictBool) for m in metadata))
+    if annotation in (str, float):
+        return (annotation.__name__,)
+    if origin is typing.Literal:
+        return ("literal", typing.get_args(annotation))
+    if origin is list:
+        return ("list", field_kind(typing.get_args(annotation)[0], []))
+    if origin is tuple:
+        return ("tuple", tuple(field_kind(a, []) for a in typing.get_args(annotation)))
+    if origin is dict:
+        return ("dict", field_kind(typing.get_args(annotation)[1], []))
+    if annotation is TensorTable or (isinstance(annotation, type) and issubclass(annotation, _Input)):
+        return ("record", annotation.__name__)
+    return ("refused",)
+
+
+def _reader(kind: tuple[Any, ...]) -> Any:
+    """The plain reader of a field of this kind: the value as it is where it has the kind's
+    type (and bound), else _NO."""
+    tag = kind[0]
+    if tag == "optional":
+        inner = _reader(kind[1])
+        return lambda v: None if v is None else inner(v)
+    if tag == "any":
+        return lambda v: v
+    if tag == "int":
+        low, high = kind[1], kind[2]
+        if low is not None or high is not None:
+            return lambda v: v if type(v) is int and (low is None or v >= low) and (high is None or v <= high) else _NO
+        return lambda v: v if type(v) is int else _NO
+    if tag == "bool":
+        if kind[1]:
             return lambda v: v if type(v) is bool else _NO
         return lambda v: v if type(v) is bool else _BOOL_TEXT.get(v.lower(), _NO) if type(v) is str and v.isascii() else _NO
-    if annotation is str:
+    if tag == "str":
         return lambda v: v if type(v) is str else _NO
-    if annotation is float:
+    if tag == "float":
         return lambda v: v if type(v) is float else _NO
-    if origin is Literal:
-        allowed = frozenset(typing.get_args(annotation))
+    if tag == "literal":
+        allowed = frozenset(kind[1])
         return lambda v: v if type(v) is str and v in allowed else _NO
-    if origin is list:
-        (item,) = typing.get_args(annotation)
-        read_item = _reader(item, [])
+    if tag == "list":
+        read_item = _reader(kind[1])
         return lambda v: _items(v, read_item) if type(v) is list else _NO
-    if origin is tuple:
-        read_items = [_reader(a, []) for a in typing.get_args(annotation)]
+    if tag == "tuple":
+        read_items = [_reader(k) for k in kind[1]]
         return lambda v: _tuple(v, read_items)
-    if origin is dict:
-        _, value_type = typing.get_args(annotation)
-        read_value = _reader(value_type, [])
+    if tag == "dict":
+        read_value = _reader(kind[1])
         return lambda v: _mapping(v, read_value) if type(v) is dict else _NO
-    if annotation is TensorTable:
-        return lambda v: v if type(v) is TensorTable else _table(v)
-    if isinstance(annotation, type) and issubclass(annotation, _Input):
-        return lambda v: v if type(v) is annotation else _record(annotation, v)  # (a record: as it is, as pydantic keeps a model)
+    if tag == "record":
+        record = RECORDS[kind[1]]
+        if record is TensorTable:
+            return lambda v: v if type(v) is TensorTable else _table(v)
+        return lambda v: v if type(v) is record else _record(record, v)  # (a record: as it is, as pydantic keeps a model)
     return lambda v: _NO
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
+    from typing import Any
     from pathlib import Path
 
 

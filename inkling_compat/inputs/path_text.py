@@ -14,7 +14,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # The errors for which pathlib's `exists()` answers False instead of raising (pathlib._IGNORED_ERRNOS).
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})

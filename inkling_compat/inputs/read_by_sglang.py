@@ -16,10 +16,13 @@ own `VAR=value` assignments over it (`HF_HUB_CACHE`, `HF_HOME`).
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
 
 from inkling_compat.inputs.models import LoraRef, ServerConfig
 from inkling_compat.sglang.plain_dataclass import dataclass
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 MODEL_FILE, ADAPTER_FILE = "config.json", "adapter_config.json"
 

@@ -16,9 +16,10 @@ import builtins
 import keyword
 import math
 import sys
-import types
-import typing
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<required>"})()
 
@@ -39,6 +40,8 @@ class FieldSpec:
         return self.default is _MISSING and self.default_factory is None
 
     def resolved(self, annotation: Any) -> "FieldSpec":
+        import typing
+
         out = FieldSpec(self.description, self.json_schema_extra, self.default, self.default_factory)
         if typing.get_origin(annotation) is typing.Annotated:
             out.annotation, out.metadata = annotation.__origin__, list(annotation.__metadata__)
@@ -106,7 +109,10 @@ _EVALUATED: dict[tuple[str, str], Any] = {}  # (module, annotation text) -> its 
 def _evaluated(text: str, module: str, namespace: dict[str, Any]) -> Any:
     """An annotation's text evaluated in its module, as `eval` evaluates it: a name read from the
     module or the builtins (no compile), any other text evaluated once per module (the classes
-    of a module share their `str | None`; each `eval` compiles its text)."""
+    of a module share their `str | None`; each `eval` compiles its text). A name the module
+    does not define is typing's (`Annotated`, `Literal`, `Any`): the record modules import
+    typing for the type checker only (docs/architecture.md), and a check resolves no
+    annotation (inputs/field_types.py)."""
     key = (module, text)
     if key in _EVALUATED:
         return _EVALUATED[key]
@@ -115,9 +121,18 @@ def _evaluated(text: str, module: str, namespace: dict[str, Any]) -> Any:
     elif text.isidentifier() and hasattr(builtins, text) and not keyword.iskeyword(text):
         value = getattr(builtins, text)
     else:
-        value = eval(text, namespace)  # noqa: S307 - the package's own class bodies
+        value = eval(text, namespace, typing_scope(namespace))  # noqa: S307 - the package's own class bodies
     _EVALUATED[key] = value
     return value
+
+
+def typing_scope(namespace: dict[str, Any]) -> dict[str, Any]:
+    """typing's public names that a module's `namespace` does not define: the locals its
+    annotation texts are evaluated with (eval, typing.get_type_hints), as the record modules
+    import typing for the type checker only."""
+    import typing
+
+    return {name: getattr(typing, name) for name in typing.__all__ if name not in namespace}
 
 
 class Record(metaclass=_RecordType):
@@ -233,6 +248,8 @@ def dump(value: Any, json: bool = True) -> Any:
 
 
 def _build(annotation: Any, value: Any) -> Any:
+    import typing
+
     if isinstance(value, dict):
         for option in _options(annotation):
             if isinstance(option, type) and issubclass(option, Record):
@@ -246,6 +263,9 @@ def _build(annotation: Any, value: Any) -> Any:
 
 
 def _options(annotation: Any) -> tuple[Any, ...]:
+    import types
+    import typing
+
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = annotation.__origin__
     args = typing.get_args(annotation)
@@ -263,6 +283,9 @@ def mismatches(record: Record, path: str = "") -> list[str]:
 
 
 def _conform(value: Any, annotation: Any, path: str, out: list[str]) -> None:
+    import types
+    import typing
+
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = annotation.__origin__
     origin = typing.get_origin(annotation)
@@ -288,7 +311,7 @@ def _conform(value: Any, annotation: Any, path: str, out: list[str]) -> None:
     elif origin is dict:
         if type(value) is not dict:
             out.append(f"{path}: {type(value).__name__}, not a dict")
-    elif annotation is Any:
+    elif annotation is typing.Any:
         return
     elif annotation is type(None):
         if value is not None:

@@ -25,7 +25,6 @@ import os
 import re
 import sys
 from stat import S_ISREG
-from typing import Any
 
 from inkling_compat.inputs.versions import (
     SGLANG_DEFAULT_VERSION,
@@ -33,6 +32,10 @@ from inkling_compat.inputs.versions import (
     supported_text,
 )
 from inkling_compat.sglang.plain_dataclass import dataclass
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Pattern:

@@ -27,7 +27,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Iterable
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 MASK = "****"
 MIN_LENGTH = 4

@@ -29,10 +29,13 @@ import functools
 import re
 from collections import ChainMap
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
 
 from inkling_compat.errors import InputError
 from inkling_compat.sglang.plain_dataclass import dataclass, field
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 MAX_WORDS = 100_000  # words of one command, and elements of one array
 MAX_VALUE = 16 * 1024 * 1024  # characters of one expanded word (the file cap)

@@ -5,9 +5,12 @@ problems)."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from inkling_compat.sglang.plain_dataclass import dataclass
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # (what, the arguments of `python`, None or what is said when a step that needs the wheels fails)
 STEPS: tuple[tuple[str, list[str], str | None], ...] = (
     ("schemas", ["-m", "inkling_compat.publish.schemas"], None),
+    ("input records' field kinds", ["-m", "inkling_compat.publish.field_types"], None),
     ("compiled rules", ["-m", "inkling_compat.publish.compiled_rules"], None),
     ("rules' Python forms", ["-m", "inkling_compat.publish.rules_python"], None),
     ("sglang site data", ["tests/oracle/audit.py", "--write-data", "--if-stale"],

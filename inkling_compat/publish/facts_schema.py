@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from inkling_compat.facts import types as ft
-from inkling_compat.inputs.record import Record
+from inkling_compat.inputs.record import Record, typing_scope
 
 
 class _Published(BaseModel):
@@ -34,6 +34,7 @@ def models() -> dict[str, type[BaseModel]]:
     annotations (`From` metadata included), defaults and docstring."""
     records = [c for c in vars(ft).values() if isinstance(c, type) and issubclass(c, Record) and c.__module__ == ft.__name__ and c is not ft._Facts]
     namespace: dict[str, Any] = {k: v for k, v in vars(ft).items() if v not in records and k != "AdapterFacts"}
+    namespace.update(typing_scope(namespace))  # (facts/types.py imports typing for the type checker only)
     out: dict[str, type[BaseModel]] = {}
     pending = list(records)
     while pending:

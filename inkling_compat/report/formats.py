@@ -23,9 +23,12 @@ input's control characters are escaped in every syntax but JSON (report/escape.p
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Callable
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _SECTIONS = "inkling_compat.report.deployment:sections"
 

@@ -9,9 +9,12 @@ warning fails too), `not-checked` (also any rule not checked: the same gate as `
 from __future__ import annotations
 
 import os
-from typing import Mapping
 
 from inkling_compat.report.model import Report
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Mapping
 
 
 def gated(report: Report, fail_on: str, strict: bool) -> Report:

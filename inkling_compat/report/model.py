@@ -9,9 +9,12 @@ findings (an unknown key, an unreadable or unchecked file), which sglang never r
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable
 
 from inkling_compat.sglang.plain_dataclass import dataclass, field_names, replace
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 SGLANG_EXCEPTIONS = {
     "ValueError": ValueError,

@@ -6,10 +6,12 @@ which module renders each, is report/formats.py; what the formats share is repor
 
 from __future__ import annotations
 
-from typing import Any, Iterable
-
 from inkling_compat.report.formats import get
 from inkling_compat.report.model import Report
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 
 def render(fmt: str, report: Report, rules: Iterable[Any] = (), *, fleet: bool = False, color: bool = False) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from inkling_compat.report.model import Report
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _COLORS = {"error": "\033[31m", "runtime": "\033[35m", "warning": "\033[33m", "ok": "\033[32m", "dim": "\033[2m"}
 _RESET = "\033[0m"

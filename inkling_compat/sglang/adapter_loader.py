@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 from inkling_compat.sglang.plan import Cat, NamedFields, Rename, Repeat, Reshape, Step, Zeros, cat_failure, numel, step_shape
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 _DIGITS = "0123456789"
 _WINDOW = 32  # ASCII digits a number may have for the plain search (a longer run: the regex)

@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from inkling_compat.sglang.plain_dataclass import dataclass, replace
 from inkling_compat.sglang import slicing
 from inkling_compat.sglang.adapter_loader import layer_name, layer_template, numbered
 from inkling_compat.sglang.pool_shapes import BufferShapes, StartupPool
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 STOP = object()  # sglang fails here with something this module does not report
 _STOP = STOP
 

@@ -8,7 +8,9 @@ l.42-60) receives it from adapter_config.json.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # get_normalized_target_modules `params_mapping`, exactly as in 0.5.23. Inkling's split
 # attention names (wq_du, wk_dv, wv_dv, wr_du) and w1/w2/w3 are *not* in it: they stay as

@@ -32,7 +32,10 @@ from __future__ import annotations
 import _thread
 import sys
 from operator import attrgetter
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _LOCK = _thread.allocate_lock()
 _SPECS = "__plain_dataclass_fields__"

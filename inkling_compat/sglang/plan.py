@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import math
 from operator import itemgetter
-from typing import Sequence
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 class NamedFields(tuple):  # type: ignore[type-arg]

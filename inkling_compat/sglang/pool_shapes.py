@@ -9,9 +9,11 @@ adapters (`startup_pool`); allocating the buffers can fail (`allocation_failure`
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from inkling_compat.sglang.plain_dataclass import dataclass
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 Shape = tuple[int, ...]
 

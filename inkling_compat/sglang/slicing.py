@@ -52,10 +52,12 @@ The cut bounds in a plan are already clamped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 from inkling_compat.sglang.plain_dataclass import dataclass
 from inkling_compat.sglang.plan import Reshape, Step, Take, clamp
+
+TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
+if TYPE_CHECKING:
+    from typing import Sequence
 
 GATE_UP = "gate_up_proj_moe"
 DOWN = "down_proj_moe"
