@@ -49,6 +49,8 @@ TABLE = "tool.inkling-compat"
 def _settings_models() -> tuple[Any, Any]:
     """(Settings, IgnoreEntry): the settings file's keys as pydantic models, built only when a
     settings file is read (a check without one imports no pydantic for them)."""
+    from typing import Any, Literal  # (pydantic resolves the annotations below in this scope)
+
     from pydantic import BaseModel, ConfigDict
 
     class IgnoreEntry(BaseModel):

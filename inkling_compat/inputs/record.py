@@ -53,11 +53,13 @@ class FieldSpec:
         return f"FieldSpec(annotation={self.annotation!r}, description={self.description!r})"
 
 
+_FIELD_OPTIONS = frozenset({"default", "default_factory"})
+
+
 def field(description: str | None = None, sglang: str | None = None, **kwargs: Any) -> Any:
     """A field with its meaning and (where it models sglang code) the lines it models."""
-    unknown = set(kwargs) - {"default", "default_factory"}
-    if unknown:
-        raise TypeError(f"unknown field options {sorted(unknown)}")
+    if kwargs and not kwargs.keys() <= _FIELD_OPTIONS:
+        raise TypeError(f"unknown field options {sorted(set(kwargs) - _FIELD_OPTIONS)}")
     return FieldSpec(description, {"sglang": sglang} if sglang else None, **kwargs)
 
 
@@ -73,7 +75,10 @@ class _RecordType(type):
         for fname in namespace.get("__annotations__", {}):
             value = namespace.pop(fname, _MISSING)
             own[fname] = value if isinstance(value, FieldSpec) else FieldSpec(default=value)
-        if namespace.get("_fields_in_dict", any(getattr(b, "_fields_in_dict", False) for b in bases)):
+        in_dict = namespace.get("_fields_in_dict")
+        if in_dict is None:  # (a parent's, where the class does not say)
+            in_dict = any(getattr(b, "_fields_in_dict", False) for b in bases)
+        if in_dict:
             pass  # the fields live in the instance's __dict__ (a subclass declaring no slots has one)
         else:  # (slots a class declares itself are kept: state beside the fields)
             namespace["__slots__"] = tuple(namespace.get("__slots__", ())) + tuple(f for f in own if f not in inherited)
