@@ -49,3 +49,13 @@ def test_kinds_of_annotations():
     assert models.field_kind(typing.Literal["a", "b"] | None, []) == ("optional", ("literal", ("a", "b")))
     assert models.field_kind(models.TensorTable, []) == ("record", "TensorTable")
     assert models.field_kind(bytes, []) == ("refused",)
+
+
+def test_a_subclass_of_a_record_is_read_by_its_own_annotations():
+    class Wider(models.Platform):
+        extra_gpus: int = 0
+
+    record = models.read(Wider, {"name": "X", "extra_gpus": 2})
+    assert type(record) is Wider and record.extra_gpus == 2 and record.name == "X"
+    assert models.read(Wider, {"extra_gpus": "2"}) is None  # (not as it is: left to validation)
+    assert models.field_records(Wider)["extra_gpus"] is None

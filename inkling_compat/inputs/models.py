@@ -617,9 +617,7 @@ _READERS: dict[type, dict[str, Any]] = {}
 def _readers(cls: type) -> dict[str, Any]:
     readers = _READERS.get(cls)
     if readers is None:
-        from inkling_compat.inputs.field_types import FIELD_TYPES
-
-        readers = {name: _shared_reader(kind) for name, kind in FIELD_TYPES[cls.__name__].items()}
+        readers = {name: _shared_reader(kind) for name, kind in _kinds(cls).items()}
         for name in _ARGPARSE_INTS if cls is ServerConfig else ():
             readers[name] = _argparse(readers[name], int)
         if cls is ServerConfig:
@@ -638,15 +636,23 @@ def _readers(cls: type) -> dict[str, Any]:
 def field_records(cls: type) -> dict[str, type | None]:
     """Field name -> the input record the field holds directly or as Optional (None: none, and
     never the values of a list or dict), from the fields' kinds."""
-    from inkling_compat.inputs.field_types import FIELD_TYPES
-
     out: dict[str, type | None] = {}
-    for name, kind in FIELD_TYPES[cls.__name__].items():
+    for name, kind in _kinds(cls).items():
         if kind[0] == "optional":
             kind = kind[1]
         found = RECORDS.get(kind[1]) if kind[0] == "record" else None
         out[name] = found if found is not None and issubclass(found, _Input) else None
     return out
+
+
+def _kinds(cls: type) -> dict[str, tuple[Any, ...]]:
+    """Field name -> kind (below): generated for the package's records; resolved from the
+    annotations for any other class (a caller's subclass of one)."""
+    if RECORDS.get(cls.__name__) is cls:
+        from inkling_compat.inputs.field_types import FIELD_TYPES
+
+        return FIELD_TYPES[cls.__name__]
+    return {name: field_kind(spec.annotation, spec.metadata) for name, spec in cls.model_fields.items()}  # type: ignore[attr-defined]
 
 
 _SHARED: dict[tuple[Any, ...], Any] = {}
