@@ -756,7 +756,9 @@ def _reader(kind: tuple[Any, ...]) -> Any:
         read_value = _reader(kind[1])
         return lambda v: _mapping(v, read_value) if type(v) is dict else _NO
     if tag == "record":
-        record = RECORDS[kind[1]]
+        record = RECORDS.get(kind[1])
+        if record is None:  # (a caller's own record class nested: left to pydantic)
+            return lambda v: _NO
         if record is TensorTable:
             return lambda v: v if type(v) is TensorTable else _table(v)
         return lambda v: v if type(v) is record else _record(record, v)  # (a record: as it is, as pydantic keeps a model)
