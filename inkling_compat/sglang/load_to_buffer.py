@@ -40,6 +40,7 @@ from inkling_compat.sglang.pool_shapes import BufferShapes, StartupPool
 TYPE_CHECKING = False  # (typing only for the type checker: a check never imports it, docs/architecture.md)
 if TYPE_CHECKING:
     from typing import Any, Mapping, Sequence
+
 STOP = object()  # sglang fails here with something this module does not report
 _STOP = STOP
 
