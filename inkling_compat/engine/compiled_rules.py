@@ -84,8 +84,15 @@ def rules_digest(folder: "Path | str") -> str:
 
 
 def _package_folder() -> str:
-    """The folder of the `inkling_compat` package this module is part of."""
-    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    """The folder of the `inkling_compat` package this module is part of (resolved once: a
+    start asks three times, each a walk of the path's links)."""
+    global _PACKAGE
+    if _PACKAGE is None:
+        _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return _PACKAGE
+
+
+_PACKAGE: str | None = None
 
 
 def installed(folder: "Path | str") -> bool:
