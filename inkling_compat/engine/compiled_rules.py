@@ -8,8 +8,9 @@ load that passed every check (schema, path check, `after` references), in sglang
   coverage and the ordering read (engine/rule_record.CHECK_NAMES), and what the rule reads,
   worked out when the file was generated (`CompiledRule.derived()`: the variable paths, the
   `&&` operands of its `when`, the inputs coverage names, its place in the check order; the
-  same of each variant). pip compiles it to bytecode at install, so a start unmarshals it
-  (about 1 ms) instead of parsing JSON and converting it (about 10 ms);
+  same of each variant), and the default release's plan of the rules (engine/plan.Plan.held:
+  read back at every start instead of worked out). pip compiles it to bytecode at install, so a
+  start unmarshals it (about 1 ms) instead of parsing JSON and converting it (about 10 ms);
 - `rules.compiled.json`: per rule its expanded data (families merged, guards written out:
   what `Rule.model_validate` receives), one JSON line each, read and parsed only for a rule
   whose other fields are read (one that fires: engine/rule_record.PartialRule).
