@@ -136,9 +136,9 @@ class RuleSet(tuple):  # type: ignore[type-arg]
 
     plans: dict[str, Any]
 
-    def __new__(cls, rules: "list[CompiledRule]", plans: dict[str, Any]) -> "RuleSet":
+    def __new__(cls, rules: "list[CompiledRule]", plans: "dict[str, Any] | None" = None) -> "RuleSet":
         self = super().__new__(cls, rules)
-        self.plans = plans
+        self.plans = plans or {}
         return self
 
 
