@@ -5,7 +5,7 @@ context holds only those: converting values into CEL costs more than evaluating 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from inkling_compat.engine import coverage
 from inkling_compat.engine.rule_compile import CompiledRule, reads_lora_paths_by_name
@@ -14,7 +14,7 @@ from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 _ADAPTER_VARS = ("adapter", "adapter_facts")
 
 
-def path_tree(paths: Iterable[tuple[str, ...]]) -> dict[Any, Any]:
+def path_tree(paths: "set[tuple[str, ...]] | tuple[tuple[str, ...], ...]") -> dict[Any, Any]:
     """Paths as a tree of segments; `None` marks where a path ends (keep the whole value)."""
     tree: dict[Any, Any] = {}
     for path in paths:
