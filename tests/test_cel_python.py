@@ -23,7 +23,7 @@ from inkling_compat.engine import cel_forms
 from inkling_compat.engine.context import cel_context
 from inkling_compat.engine.evaluate import evaluate
 from inkling_compat.engine.evaluator import ReferenceEvaluator
-from inkling_compat.engine.python_first import Variables, forms, is_plain
+from inkling_compat.engine.python_first import PARAMS_MODULE, RUN_MODULE, Variables, forms, is_plain, param_forms
 from inkling_compat.errors import InputError
 from inkling_compat.publish import rules_python
 from inkling_compat.testing.scenarios import example_arguments
@@ -147,11 +147,32 @@ def test_every_shipped_expression_is_translated_or_listed(shipped):
     assert shipped[1] == UNTRANSLATED
 
 
-def test_the_generated_module_is_current(shipped):
-    assert (Path(rules_python.__file__).resolve().parents[1] / "data" / "rules_python.py").read_text(encoding="utf-8") == shipped[0], (
-        f"run `{rules_python.COMMAND}`"
-    )
-    assert len(forms()) == shipped[0].count("\n    ") and forms()
+def test_the_generated_modules_are_current(shipped):
+    for module, source in shipped[0].items():
+        assert (Path(rules_python.__file__).resolve().parents[1] / "data" / f"{module}.py").read_text(encoding="utf-8") == source, (
+            f"run `{rules_python.COMMAND}`"
+        )
+    assert len(forms()) == shipped[0][RUN_MODULE].count("\n    ") and forms()
+    assert len(param_forms()) == shipped[0][PARAMS_MODULE].count("\n    ") and param_forms()
+    assert not set(forms()) & set(param_forms())
+
+
+def test_a_passing_check_loads_no_params_forms(monkeypatch):
+    """The forms of the texts only params hold are loaded where a rule fires (its message is
+    rendered), not in a passing check; a failing one renders its params with them."""
+    from inkling_compat.engine import python_first
+    from inkling_compat.engine.evaluate import check
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setattr(python_first, "_PARAM_FORMS", None)
+    assert check(str(root / "examples/serve.yaml"), str(root / "examples/adapter_pool.yaml"), model=str(root / "examples/config.json")).problems == []
+    assert python_first._PARAM_FORMS is None
+    report = check(str(root / "examples/broken/serve.yaml"), str(root / "examples/broken/adapter_pool.yaml"), model=str(root / "examples/config.json"))
+    assert report.problems and python_first._PARAM_FORMS
+
+
+def _every_form():
+    return sorted({**forms(), **param_forms()}.items())
 
 
 class _Recording(ReferenceEvaluator):
@@ -211,7 +232,7 @@ def _hostile_variables(tmp: Path, count: int) -> list[dict]:
 @pytest.fixture(scope="module")
 def programs():
     """(text, its form, its CEL program) of every shipped expression with a form."""
-    return [(text, form, cel.compile(text)) for text, form in sorted(forms().items())]
+    return [(text, form, cel.compile(text)) for text, form in _every_form()]
 
 
 def _disagreements(programs, variables) -> list[str]:
@@ -310,7 +331,7 @@ def test_every_form_is_cels_in_mutated_variables(data):
             except InputError:
                 pass
         _BASE.extend(seen.values())
-        _BASE.append({"programs": [(t, f, cel.compile(t)) for t, f in sorted(forms().items())]})
+        _BASE.append({"programs": [(t, f, cel.compile(t)) for t, f in _every_form()]})
     programs = _BASE[-1]["programs"]
     variables = data.draw(st.sampled_from(_BASE[:-1]))
     for _ in range(data.draw(st.integers(1, 4))):

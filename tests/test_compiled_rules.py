@@ -171,8 +171,32 @@ def test_without_bytecode_the_rows_come_from_the_data_file(tmp_path, monkeypatch
     assert _snapshot(load_rules()) == fresh
     load_rules.cache_clear()
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    assert compiled_rules._constants(str(path)) == (rows, digest)  # (its bytecode written now)
+    assert compiled_rules._constants(str(path))[:2] == (rows, digest)  # (its bytecode written now; the plan is worked out from the JSON rows)
     assert _snapshot(load_rules()) == fresh
+
+
+def test_the_plan_the_artifact_holds_is_the_one_worked_out():
+    """The default release's plan the module holds (engine/plan.Plan.held), read back at every
+    start instead of worked out, is the plan of the rules compiled from their files, and of the
+    artifact's rules when worked out (a plain tuple of them holds no plan)."""
+    from inkling_compat.engine.plan import Plan
+    from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
+
+    shipped = load_rules()
+    assert set(shipped.plans) == {SGLANG_DEFAULT_VERSION}
+    compiled, _ = compile_folder(rules_dir())
+    plans = [Plan(rules, SGLANG_DEFAULT_VERSION) for rules in (shipped, tuple(shipped), tuple(check_order(compiled)))]
+
+    def seen(plan):
+        reads = {scope: [tuple(frozenset(names) for names in row) for row in rows] for scope, rows in plan.reads.items()}
+        return (
+            [c.rule.id for c in plan.ordered], plan.global_ids, plan.adapter_ids, plan.tree, plan.adapter_tree, plan.adapter_global_tree,
+            plan.lora_paths_by_name, plan.item_keys, plan.adapter_keys, reads,
+        )  # fmt: skip
+
+    assert seen(plans[0]) == seen(plans[1]) == seen(plans[2])
+    assert plans[0].held() == plans[1].held() == plans[2].held() == shipped.plans[SGLANG_DEFAULT_VERSION]
+    assert all(type(row) is tuple for rows in plans[0].reads.values() for row in rows)  # (read back: not worked out)
 
 
 def _artifact_with(tmp_path, monkeypatch, digest, condition="false"):

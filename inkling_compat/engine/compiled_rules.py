@@ -8,8 +8,9 @@ load that passed every check (schema, path check, `after` references), in sglang
   coverage and the ordering read (engine/rule_record.CHECK_NAMES), and what the rule reads,
   worked out when the file was generated (`CompiledRule.derived()`: the variable paths, the
   `&&` operands of its `when`, the inputs coverage names, its place in the check order; the
-  same of each variant). pip compiles it to bytecode at install, so a start unmarshals it
-  (about 1 ms) instead of parsing JSON and converting it (about 10 ms);
+  same of each variant), and the default release's plan of the rules (engine/plan.Plan.held:
+  read back at every start instead of worked out). pip compiles it to bytecode at install, so a
+  start unmarshals it (about 1 ms) instead of parsing JSON and converting it (about 10 ms);
 - `rules.compiled.json`: per rule its expanded data (families merged, guards written out:
   what `Rule.model_validate` receives), one JSON line each, read and parsed only for a rule
   whose other fields are read (one that fires: engine/rule_record.PartialRule).
@@ -85,8 +86,15 @@ def rules_digest(folder: "Path | str") -> str:
 
 
 def _package_folder() -> str:
-    """The folder of the `inkling_compat` package this module is part of."""
-    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    """The folder of the `inkling_compat` package this module is part of (resolved once: a
+    start asks three times, each a walk of the path's links)."""
+    global _PACKAGE
+    if _PACKAGE is None:
+        _PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return _PACKAGE
+
+
+_PACKAGE: str | None = None
 
 
 def installed(folder: "Path | str") -> bool:
@@ -153,7 +161,9 @@ def render(digest: str, ordered: Any, data: dict[str, dict[str, Any]]) -> tuple[
     (engine/rule_order.check_order); `data`: file name -> the rule's expanded data."""
     import json
 
+    from inkling_compat.engine.plan import Plan
     from inkling_compat.engine.rule_record import Rule, check_values
+    from inkling_compat.inputs.versions import SGLANG_DEFAULT_VERSION
 
     rows, checks, wholes = [], [], []
     for c in ordered:
@@ -165,7 +175,12 @@ def render(digest: str, ordered: Any, data: dict[str, dict[str, Any]]) -> tuple[
         # Key order kept (no sort_keys): the rule pages show examples as they are written.
         wholes.append(json.dumps([c.file, whole], ensure_ascii=False, allow_nan=False))
     head = json.dumps({"format": FORMAT, "digest": digest, "rules": len(ordered), "note": _NOTE}, sort_keys=True)
-    module = f'"""{_NOTE} (engine/compiled_rules.py)"""\n\nFORMAT = {FORMAT}\nDIGEST = {digest!r}\n\n# (file, check values, derived)\nRULES = (\n' + "".join(rows) + ")\n"
+    plan = (SGLANG_DEFAULT_VERSION, Plan(tuple(ordered), SGLANG_DEFAULT_VERSION).held())
+    module = (
+        f'"""{_NOTE} (engine/compiled_rules.py)"""\n\nFORMAT = {FORMAT}\nDIGEST = {digest!r}\n\n# (file, check values, derived)\nRULES = (\n'
+        + "".join(rows)
+        + f")\n\n# (the default release, its plan: engine/plan.Plan.held)\nPLAN = {plan!r}\n"
+    )
     return module, "\n".join([head, *checks, *wholes]) + "\n"
 
 
@@ -189,14 +204,16 @@ def expression_table(compiled: Any) -> dict[str, Any]:
 
 class Stored:
     """The artifact read: per rule in check order, (file name, the fields a check reads, what
-    the rule reads); `whole(index)` parses that rule's expanded data (its own line of the
-    data file, read when first needed) on demand."""
+    the rule reads); `plans`: version -> what the module holds of the rules' plan for it
+    (engine/plan.Plan.held: the default release's); `whole(index)` parses that rule's expanded
+    data (its own line of the data file, read when first needed) on demand."""
 
-    __slots__ = ("rules", "digest", "_path", "_lines")
+    __slots__ = ("rules", "digest", "plans", "_path", "_lines")
 
-    def __init__(self, rules: tuple[Any, ...], digest: str, path: str, lines: list[bytes] | None = None):
+    def __init__(self, rules: tuple[Any, ...], digest: str, path: str, lines: list[bytes] | None = None, plans: dict[str, Any] | None = None):
         """`lines`: the data file's lines, if read already."""
         self.rules, self.digest, self._path, self._lines = rules, digest, path, lines
+        self.plans = plans or {}
 
     def record(self, index: int, version: str | None = None) -> Any:
         """The whole record of the rule at `index` (engine/rule_record.Rule), or as it reads in
@@ -244,10 +261,10 @@ def load(folder: "Path | str") -> Stored | None:
         return None
     if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_ARTIFACT_BYTES:  # (a FIFO or device is never read)
         return None
-    lines = None
+    lines, plan = None, None
     try:
-        rules, digest = _constants(path)
-    except _NoBytecode:
+        rules, digest, plan = _constants(path)
+    except _NoBytecode:  # (the plan is then worked out, as for any rule set)
         lines, rules, digest = _json_rows()
     except Exception:  # noqa: BLE001 - an unusable artifact is not used, never an error
         return None
@@ -258,11 +275,12 @@ def load(folder: "Path | str") -> Stored | None:
             return None
     if not installed(folder) and digest != rules_digest(folder):
         return None
-    return Stored(rules, digest, wholes_path(), lines)
+    plans = {plan[0]: plan[1]} if type(plan) is tuple and len(plan) == 2 and type(plan[0]) is str and type(plan[1]) is tuple and len(plan[1]) == 8 else None
+    return Stored(rules, digest, wholes_path(), lines, plans)
 
 
-def _constants(path: str) -> tuple[Any, Any]:
-    """(RULES, DIGEST) of the module at `path`, run from its bytecode (as an import: written
+def _constants(path: str) -> tuple[Any, Any, Any]:
+    """(RULES, DIGEST, PLAN) of the module at `path`, run from its bytecode (as an import: written
     first where it is missing or stale and may be written)."""
     import importlib.machinery
     import sys
@@ -278,12 +296,12 @@ def _constants(path: str) -> tuple[Any, Any]:
     # Constants only: a module that names anything else (a call, an import) or holds a
     # function is not run.
     if not set(code.co_names) <= _NAMES or any(hasattr(const, "co_code") for const in code.co_consts):
-        return None, None
+        return None, None, None
     namespace: dict[str, Any] = {"__builtins__": {}}
     exec(code, namespace)  # noqa: S102 - the package's own module of constants
     if namespace.get("FORMAT") != FORMAT:
-        return None, None
-    return namespace.get("RULES"), namespace.get("DIGEST")
+        return None, None, None
+    return namespace.get("RULES"), namespace.get("DIGEST"), namespace.get("PLAN")
 
 
 def _json_rows() -> tuple[list[bytes] | None, Any, Any]:
@@ -306,7 +324,7 @@ def _tuples(value: Any) -> Any:
     return tuple([_tuples(v) for v in value]) if type(value) is list else value
 
 
-_NAMES = frozenset({"__doc__", "FORMAT", "DIGEST", "RULES"})
+_NAMES = frozenset({"__doc__", "FORMAT", "DIGEST", "RULES", "PLAN"})
 
 
 def _read_regular(path: "Path | str", cap: int) -> bytes | None:

@@ -119,10 +119,11 @@ def rule_reads(compiled: Any, memo: "dict[Any, Any] | None" = None) -> tuple[fro
     return needs, when_needs, gate
 
 
-def block_row(reads: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...], missing: Missing) -> tuple[tuple[str | None, bool, str | None], ...]:
+def block_row(reads: "tuple[tuple[frozenset[str] | tuple[str, ...], ...], ...]", missing: Missing) -> tuple[tuple[str | None, bool, str | None], ...]:
     """Per rule: the reason it is not checked (None: nothing it reads is missing), whether a
     false `when` is untrusted (it reads a placeholder), and the reason it may not fire (its
-    `when` or `condition` read a placeholder; None: it may)."""
+    `when` or `condition` read a placeholder; None: it may). `reads`: per rule what it reads,
+    its `when` reads and gates it, as sets or (a plan the compiled artifact holds) tuples."""
     if not missing:  # (every input given and read: the usual check)
         return ((None, False, None),) * len(reads)
     reason_of: dict[str, str] = {}

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 _ADAPTER_VARS = ("adapter", "adapter_facts")
 
 
-def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
+def path_tree(paths: "set[tuple[str, ...]] | tuple[tuple[str, ...], ...]") -> dict[Any, Any]:
     """Paths as a tree of segments; `None` marks where a path ends (keep the whole value)."""
     tree: dict[Any, Any] = {}
     for path in paths:
@@ -28,6 +28,20 @@ def path_tree(paths: set[tuple[str, ...]]) -> dict[Any, Any]:
             node = child
         node[None] = True
     return tree
+
+
+def _path_sets(global_rules: tuple[CompiledRule, ...], adapter_rules: tuple[CompiledRule, ...]) -> tuple[Any, Any, Any, Any]:
+    """The paths of a plan's context trees (all rules' but the adapter's, the adapter's, what
+    adapter rules read besides the adapter) and the node of what any rule reads of `adapter`."""
+    global_paths = set().union(*(c.cel_paths for c in global_rules))
+    adapter_paths = set().union(*(c.cel_paths for c in adapter_rules))
+    adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
+    return (
+        {p for p in global_paths | adapter_paths if p[0] not in _ADAPTER_VARS},
+        {p for p in adapter_paths if p[0] in _ADAPTER_VARS},
+        {p for p in adapter_paths if p[0] not in _ADAPTER_VARS},
+        adapter_node,
+    )
 
 
 class Plan:
@@ -49,12 +63,26 @@ class Plan:
             ordered.append(v)
             (adapter_rules if v.rule.scope == "adapter" else global_rules).append(v)
         self.ordered, self.global_rules, self.adapter_rules = tuple(ordered), tuple(global_rules), tuple(adapter_rules)
-        global_paths = set().union(*(c.cel_paths for c in self.global_rules))
-        adapter_paths = set().union(*(c.cel_paths for c in self.adapter_rules))
-        self.tree = path_tree({p for p in global_paths | adapter_paths if p[0] not in _ADAPTER_VARS})
-        self.adapter_tree = path_tree({p for p in adapter_paths if p[0] in _ADAPTER_VARS})
+        self.global_ids = tuple([c.rule.id for c in global_rules])
+        self.adapter_ids = tuple([c.rule.id for c in adapter_rules])
+        # The shipped rules' plan of the default release is worked out when their artifact is
+        # generated (engine/compiled_rules.py: `held()`, read back here); any other is worked
+        # out here.
+        plans = getattr(compiled, "plans", None)  # (engine/rule_load.RuleSet)
+        held = plans.get(version) if plans else None
+        if held is not None and (len(held[6]), len(held[7])) == (len(global_rules), len(adapter_rules)):
+            trees, self.lora_paths_by_name, item_keys, adapter_keys, global_reads, adapter_reads = held[:3], held[3], held[4], held[5], held[6], held[7]
+            self.tree, self.adapter_tree, self.adapter_global_tree = (path_tree(paths) for paths in trees)
+            self.item_keys = frozenset(item_keys)
+            self.adapter_keys = None if adapter_keys is None else set(adapter_keys)
+            # (as tuples: engine/coverage.block_row reads them with `in`)
+            self.reads = {"global": global_reads, "adapter": adapter_reads}
+            return
+        tree_paths, adapter_tree_paths, adapter_global_paths, adapter_node = _path_sets(self.global_rules, self.adapter_rules)
+        self.tree = path_tree(tree_paths)
+        self.adapter_tree = path_tree(adapter_tree_paths)
         # What adapter rules read besides the adapter (their own, smaller context).
-        self.adapter_global_tree = path_tree({p for p in adapter_paths if p[0] not in _ADAPTER_VARS})
+        self.adapter_global_tree = path_tree(adapter_global_paths)
         # An adapter's rules read only the --lora-paths entries of its own name: its context holds
         # those (a fleet listed in --lora-paths stays linear in the number of entries).
         self.lora_paths_by_name = "lora_paths" in self.adapter_global_tree.get("facts", {}) and all(
@@ -64,17 +92,31 @@ class Plan:
         # keep only these keys (a superset of what a macro like `adapters.exists(a, a.name ...)` reads).
         self.item_keys = frozenset().union(*(c.fields for c in self.ordered))
         # Top-level manifest keys any rule may read (None: the whole manifest is read).
-        adapter_node = path_tree({p for p in adapter_paths | global_paths if p[0] == "adapter"}).get("adapter", {})
         self.adapter_keys = None if None in adapter_node else set(adapter_node) | set(self.item_keys)
-        self.global_ids = tuple([c.rule.id for c in global_rules])
-        self.adapter_ids = tuple([c.rule.id for c in adapter_rules])
         # Per rule of each scope: (inputs it reads, inputs its `when` reads, inputs that gate it).
         memo: dict[Any, Any] = {}
-        # (held by the rules of the compiled artifact: CompiledRule.stored)
         self.reads = {
             "global": tuple(c.reads if c.reads is not None else coverage.rule_reads(c, memo) for c in self.global_rules),
             "adapter": tuple(c.reads if c.reads is not None else coverage.rule_reads(c, memo) for c in self.adapter_rules),
         }
+
+    def held(self) -> tuple[Any, ...]:
+        """What the compiled artifact holds of this plan (constants: tuples, strings, bools;
+        read back by `Plan` for the same rules and version): the paths of its three trees,
+        `lora_paths_by_name`, `item_keys`, `adapter_keys`, and each scope's `reads`."""
+        tree_paths, adapter_tree_paths, adapter_global_paths, _ = _path_sets(self.global_rules, self.adapter_rules)
+
+        def reads(scope: str) -> tuple[Any, ...]:
+            return tuple(tuple(tuple(sorted(names)) for names in row) for row in self.reads[scope])
+
+        return (
+            *(tuple(sorted(paths)) for paths in (tree_paths, adapter_tree_paths, adapter_global_paths)),
+            self.lora_paths_by_name,
+            tuple(sorted(self.item_keys)),
+            None if self.adapter_keys is None else tuple(sorted(self.adapter_keys)),
+            reads("global"),
+            reads("adapter"),
+        )
 
     def blocks(self, scope: str, missing: "coverage.Missing") -> tuple[tuple[str | None, bool, str | None], ...]:
         """Per rule of `scope` ("global" / "adapter"): why it is not checked with these inputs

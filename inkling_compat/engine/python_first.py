@@ -1,6 +1,7 @@
 """The fast evaluator's programs and contexts: a rule expression runs as its generated Python
-form (inkling_compat/data/rules_python.py, engine/cel_python.py) where it has one, and as its
-CEL program where it has none or the form cannot answer.
+form (inkling_compat/data/rules_python.py, and rules_python_params.py for the texts only params
+hold; engine/cel_python.py) where it has one, and as its CEL program where it has none or the
+form cannot answer.
 
 A form returns exactly CEL's value for the same variables, or raises (engine/cel_forms.py); on
 any exception the CEL program is compiled (once), the variables converted into a CEL context
@@ -23,12 +24,23 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
+# The generated modules (engine/cel_python.py): the forms every check runs (guard operands,
+# conditions), and those of the params only (read only for a rule that fires: a passing check
+# does not load them).
+RUN_MODULE, PARAMS_MODULE = "rules_python", "rules_python_params"
 _FORMS: "dict[str, Any] | None" = None
+_PARAM_FORMS: "dict[str, Any] | None" = None
 
 
 def forms() -> dict[str, Any]:
-    """Expression text -> its Python form (a function of the variables dict)."""
+    """Expression text -> its Python form (a function of the variables dict): every guard
+    operand and condition (`param_forms()`: the texts only params hold)."""
     return _FORMS if _FORMS is not None else load_forms()
+
+
+def param_forms() -> dict[str, Any]:
+    """The forms of the texts that only rules' params hold."""
+    return _PARAM_FORMS if _PARAM_FORMS is not None else load_param_forms()
 
 
 class _NoBytecode(Exception):
@@ -36,12 +48,25 @@ class _NoBytecode(Exception):
 
 
 def load_forms(source: bool = False) -> dict[str, Any]:
-    """The generated forms (kept for `forms()`), run from the module's bytecode: written first
-    where it is missing or stale and may be written (an installed wheel has it: pip compiles
-    at install). Where none may be written (PYTHONDONTWRITEBYTECODE), compiling the module's
-    source (about 30 ms) costs more than CEL's programs, so there are none (every expression
-    runs CEL), unless `source` (the tests: the forms compared with CEL in the sandbox)."""
+    """The forms of `forms()`, (re)loaded (`_module_forms`)."""
     global _FORMS
+    _FORMS = _module_forms(RUN_MODULE, source)
+    return _FORMS
+
+
+def load_param_forms(source: bool = False) -> dict[str, Any]:
+    """The forms of `param_forms()`, (re)loaded (`_module_forms`)."""
+    global _PARAM_FORMS
+    _PARAM_FORMS = _module_forms(PARAMS_MODULE, source)
+    return _PARAM_FORMS
+
+
+def _module_forms(module: str, source: bool) -> dict[str, Any]:
+    """The FORMS of a generated module of inkling_compat/data/, run from its bytecode: written
+    first where it is missing or stale and may be written (an installed wheel has it: pip
+    compiles at install). Where none may be written (PYTHONDONTWRITEBYTECODE), compiling the
+    module's source (about 30 ms) costs more than CEL's programs, so there are none (every
+    expression runs CEL), unless `source` (the tests: the forms compared with CEL in the sandbox)."""
     import importlib.machinery
     import os
     import sys
@@ -52,8 +77,8 @@ def load_forms(source: bool = False) -> dict[str, Any]:
                 raise _NoBytecode
             return super().source_to_code(data, path, _optimize=_optimize)
 
-    name = "inkling_compat.data.rules_python"
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "rules_python.py")
+    name = f"inkling_compat.data.{module}"
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", f"{module}.py")
     found: dict[str, Any] = {}
     try:
         code = Loader(name, path).get_code(name)
@@ -63,7 +88,6 @@ def load_forms(source: bool = False) -> dict[str, Any]:
             found = namespace["FORMS"]
     except (_NoBytecode, OSError, ImportError, SyntaxError):  # (not generated, or no bytecode: CEL runs every expression)
         pass
-    _FORMS = found
     return found
 
 
@@ -158,6 +182,8 @@ def answer(text: str, ctx: Any) -> Any:
     """The Python form's value of `text` in `ctx`, or `UNANSWERED` where there is none or it raised."""
     if type(ctx) is Variables and ctx.plain:
         form = forms().get(text)
+        if form is None:
+            form = param_forms().get(text)
         if form is not None:
             try:
                 return form(ctx.variables)

@@ -119,22 +119,25 @@ class CompiledRule:
         is parsed again. `rule`: its record (engine/rule_record.PartialRule); `record(version)`:
         its whole record, or its variant's for `version`, from which each reads the rest of its
         fields when first read."""
+        if len(derived) != 10:
+            raise ValueError(f"{file}: {len(derived)} derived values, not 10")
         self = object.__new__(StoredRule)
         self._derived = derived
-        rank, _, when, condition, params, fields, conjuncts, (reads, when_reads, gates), by_name, variants = derived
-        self.rule, self.file, self.rank, self._programs = rule, file, rank, programs
+        # Only what every check reads of every rule is set here (some two hundred rules at every
+        # start): what the plan of the default release reads is the artifact's (`Plan`), the
+        # paths, fields and inputs are made from `derived` when read (`StoredRule`).
+        self.rule, self.file, self.rank, self._programs = rule, file, derived[0], programs
         self._when_program = self._condition_program = self._program = self._param_programs = None
-        self.cel_paths = frozenset(when + condition + params)
-        self.fields = frozenset(fields)
-        self.when_conjuncts = conjuncts
-        self.reads = (frozenset(reads) if reads else _NONE, frozenset(when_reads) if when_reads else _NONE, frozenset(gates) if gates else _NONE)
-        self.by_name = by_name
-        self._versions = dict.fromkeys(rule.sglang_versions, self)
-        for index, (versions, values, variant_derived) in enumerate(variants):
-            merged = PartialRule(values, partial(record, versions[0]))
-            compiled = cls.stored(merged, f"{file} (variants[{index}])", programs, variant_derived, record)
-            for version in versions:
-                self._versions[version] = compiled
+        self.when_conjuncts = derived[6]
+        self.by_name = derived[8]
+        self._variants = None
+        if derived[9]:
+            self._variants = {}
+            for index, (versions, values, variant_derived) in enumerate(derived[9]):
+                merged = PartialRule(values, partial(record, versions[0]))
+                compiled = cls.stored(merged, f"{file} (variants[{index}])", programs, variant_derived, record)
+                for version in versions:
+                    self._variants[version] = compiled
         return self
 
     def derived(self) -> tuple[Any, ...]:
@@ -244,12 +247,13 @@ _NONE: frozenset[str] = frozenset()
 
 
 class StoredRule(CompiledRule):
-    """A rule of the compiled artifact (`CompiledRule.stored`): what the plan reads of every
-    rule is set at load; the paths read only of some rules (by the fleet's alike adapters,
-    coverage, the load-time path check, a rule that fires) are made from the artifact's
-    constants when read."""
+    """A rule of the compiled artifact (`CompiledRule.stored`): what every check reads of every
+    rule is set at load; what it reads (paths, fields, inputs: the plan of a release other than
+    the default one, the fleet's alike adapters, coverage, a rule that fires) is made from the
+    artifact's constants when read, and its variants are looked up by version without a map
+    of every version."""
 
-    __slots__ = ("_derived",)
+    __slots__ = ("_derived", "_variants")
 
     @property  # type: ignore[override]
     def expression(self) -> str:
@@ -268,8 +272,33 @@ class StoredRule(CompiledRule):
         return set(self._derived[2] + self._derived[3])
 
     @property  # type: ignore[override]
+    def cel_paths(self) -> frozenset[tuple[str, ...]]:
+        return frozenset(self._derived[2] + self._derived[3] + self._derived[4])
+
+    @property  # type: ignore[override]
     def paths(self) -> set[tuple[str, ...]]:
         return set(self.cel_paths).union(*self.exact_params.values())
+
+    @property  # type: ignore[override]
+    def fields(self) -> frozenset[str]:
+        return frozenset(self._derived[5])
+
+    @property  # type: ignore[override]
+    def reads(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        return tuple([frozenset(names) if names else _NONE for names in self._derived[7]])  # type: ignore[return-value]
+
+    @property  # type: ignore[override]
+    def _versions(self) -> dict[str, CompiledRule | None]:
+        versions: dict[str, CompiledRule | None] = dict.fromkeys(self.rule.sglang_versions, self)
+        versions.update(self._variants or {})
+        return versions
+
+    def for_version(self, version: str) -> "CompiledRule | None":
+        if self._variants is not None:
+            found = self._variants.get(version)
+            if found is not None:
+                return found
+        return self if version in self.rule.sglang_versions else None
 
 
 @lru_cache(maxsize=512)

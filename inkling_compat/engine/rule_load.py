@@ -111,7 +111,7 @@ def _validated(
     return CompiledRule(rule, name, programs, analyses)
 
 
-def _stored(stored: "compiled_rules.Stored") -> tuple[CompiledRule, ...]:
+def _stored(stored: "compiled_rules.Stored") -> "RuleSet":
     """The rules of the compiled artifact as plain records (engine/rule_record.py) holding the
     fields a check reads, the rest parsed from a rule's line when first read."""
     programs: dict[str, Any] = {}
@@ -127,7 +127,20 @@ def _stored(stored: "compiled_rules.Stored") -> tuple[CompiledRule, ...]:
         if (name[: -len(".yaml")] if name.endswith(".yaml") else name) != rule.id:
             raise InputError(name, "id", f"file name must be the rule id ({rule.id}.yaml)")
         out.append(compiled)
-    return tuple(out)
+    return RuleSet(out, stored.plans)
+
+
+class RuleSet(tuple):  # type: ignore[type-arg]
+    """The shipped rules as read from the compiled artifact (a tuple of `CompiledRule`s, in check
+    order), with `plans`: version -> what the artifact holds of their plan (engine/plan.Plan
+    reads it back instead of working it out: the default release's, at every start)."""
+
+    plans: dict[str, Any]
+
+    def __new__(cls, rules: "list[CompiledRule]", plans: "dict[str, Any] | None" = None) -> "RuleSet":
+        self = super().__new__(cls, rules)
+        self.plans = plans or {}
+        return self
 
 
 @lru_cache(maxsize=4)
