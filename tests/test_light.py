@@ -199,6 +199,28 @@ def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib(
     assert not any(m.startswith(("inkling_compat.engine", "inkling_compat.report")) for m in data["modules"])
 
 
+def test_a_launch_check_imports_no_importlib_util():
+    """The package's folders are found through the packages imported (inputs/package_files.py)
+    and tree-sitter's bindings by importlib.machinery (inputs/shell.py `_binding`): importing
+    importlib.util would cost a check about 0.6 ms. (Without `site`: a development venv's
+    editable-install finder imports it at start.)"""
+    import site
+
+    probe = (
+        "import io, json, sys\n"
+        f"sys.path.extend({site.getsitepackages()!r})\n"
+        "from inkling_compat.cli import main\n"
+        "out, sys.stdout = sys.stdout, io.StringIO()\n"
+        "code = main(['check', '--launch', 'examples/launch.sh'])\n"
+        "sys.stdout = out\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    data = _probe("-S", probe)
+    assert data["code"] == 0
+    assert "importlib.util" not in data["modules"]
+    assert {"tree_sitter._binding", "tree_sitter_bash._binding"} <= set(data["modules"])
+
+
 def test_the_cel_core_is_loaded_without_importing_logging():
     """pyo3-log binds `logging` when the CEL core loads; it gets a stand-in that imports the real
     module on first use (engine/cel.py), and the stand-in is not left in sys.modules."""
