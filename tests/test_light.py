@@ -71,7 +71,9 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # Formatter writes the messages of rules that fire), datetime (the CEL core reads its C API from
 # `_datetime`: engine/cel.py), the CEL core itself (the rules' expressions run as their generated
 # Python forms: engine/python_first.py; CEL only where a form cannot answer), the check order (the compiled artifact holds each rule's rank),
-# the other releases' site data (a check of the default release) and the problems' places in the
+# the other releases' site data (a check of the default release), the structured deployment
+# formats (Kubernetes, compose, SkyPilot, Dockerfile: a script is read by inputs/deployment.py)
+# and the problems' places in the
 # files (none to place in a check that passes: inputs/source_map.py), argparse with gettext and
 # locale (the command line and sglang's arguments of a plain launch are read without a parser:
 # cli._plain_check, argument_table.plain_values), the public API's module (the command
@@ -111,6 +113,7 @@ NOT_ON_THE_LAUNCH_PATH = (
     "torch",
     "triton",
     "inkling_compat.inputs.yaml_read",
+    "inkling_compat.inputs.deployment_formats",
     "inkling_compat.inputs.source_map",
     "inkling_compat.engine.rule_schema",
     "inkling_compat.engine.definitions",

@@ -43,7 +43,7 @@ MAX_STEPS = 1_000_000  # statements walked (functions called many times)
 MAX_SCRIPT = 1024 * 1024
 
 
-def _is_name(text: str) -> bool:
+def is_name(text: str) -> bool:
     """A shell variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (string tests: no pattern compiled at import)."""
     text = text[:-1] if text.endswith("\n") else text  # (`$` also matches before a last newline)
     return text.isascii() and text.isidentifier()
@@ -211,7 +211,7 @@ class _Scope:
             return _Unknown(unknown) if unknown else [w.text for w in self.positional]
         if name in self.variables:
             return self.variables[name]
-        if not _is_name(name):
+        if not is_name(name):
             return _Unknown(f"${name}, set when {self.origin} runs")
         if self.sourced:
             return _Unknown(f"${name}, not set in {self.origin} (it sources {self.sourced}, not read)")
