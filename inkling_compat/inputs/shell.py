@@ -344,7 +344,7 @@ def _binding(package: str) -> Any:
             continue
         try:  # the loader's two steps, the module given what module_from_spec gives an extension's
             module = located.loader.create_module(located)
-            module.__spec__, module.__loader__, module.__file__ = located, located.loader, located.origin
+            module.__spec__, module.__loader__, module.__package__, module.__file__ = located, located.loader, located.parent, located.origin
             located.loader.exec_module(module)
         except (ImportError, OSError):
             continue
