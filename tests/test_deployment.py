@@ -13,7 +13,8 @@ import pytest
 from inkling_compat.api import check_deployment
 from inkling_compat.cli import main
 from inkling_compat.errors import InputError
-from inkling_compat.inputs.deployment import COMPOSE, DOCKERFILE, KUBERNETES, SKYPILOT, read_deployment
+from inkling_compat.inputs.deployment import read_deployment
+from inkling_compat.inputs.deployment_kind import COMPOSE, DOCKERFILE, KUBERNETES, SKYPILOT
 from inkling_compat.report.formats import NAMES, get
 
 SECRET = "hf_s3cr3tT0kenValue"
@@ -266,7 +267,7 @@ def test_fix_and_diff_take_one_command_of_a_deployment_file(tmp_path: Path, caps
 
 
 def test_a_dockerfile_past_the_line_limit_is_refused_in_one_line(tmp_path: Path) -> None:
-    from inkling_compat.inputs.deployment import MAX_DOCKERFILE_LINES
+    from inkling_compat.inputs.deployment_formats import MAX_DOCKERFILE_LINES
 
     text = "FROM x\n" + "ENV A=b\n" * MAX_DOCKERFILE_LINES + 'CMD ["python3", "-m", "sglang.launch_server"]\n'
     start = time.monotonic()
@@ -279,7 +280,7 @@ def test_a_dockerfile_past_the_line_limit_is_refused_in_one_line(tmp_path: Path)
 
 
 def test_a_stream_of_more_containers_than_the_limit_is_refused_before_its_scripts_are_read(tmp_path: Path) -> None:
-    from inkling_compat.inputs.deployment import MAX_CONTAINERS
+    from inkling_compat.inputs.deployment_formats import MAX_CONTAINERS
 
     doc = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, command: [bash, -c, 'python3 -m sglang.launch_server']}]}\n"
     start = time.monotonic()

@@ -71,7 +71,9 @@ def test_cli_check_imports_neither_torch_nor_triton(tmp_path):
 # Formatter writes the messages of rules that fire), datetime (the CEL core reads its C API from
 # `_datetime`: engine/cel.py), the CEL core itself (the rules' expressions run as their generated
 # Python forms: engine/python_first.py; CEL only where a form cannot answer), the check order (the compiled artifact holds each rule's rank),
-# the other releases' site data (a check of the default release) and the problems' places in the
+# the other releases' site data (a check of the default release), the structured deployment
+# formats (Kubernetes, compose, SkyPilot, Dockerfile: a script is read by inputs/deployment.py)
+# and the problems' places in the
 # files (none to place in a check that passes: inputs/source_map.py), argparse with gettext and
 # locale (the command line and sglang's arguments of a plain launch are read without a parser:
 # cli._plain_check, argument_table.plain_values), the public API's module (the command
@@ -111,6 +113,7 @@ NOT_ON_THE_LAUNCH_PATH = (
     "torch",
     "triton",
     "inkling_compat.inputs.yaml_read",
+    "inkling_compat.inputs.deployment_formats",
     "inkling_compat.inputs.source_map",
     "inkling_compat.engine.rule_schema",
     "inkling_compat.engine.definitions",
@@ -218,6 +221,28 @@ def test_the_inputs_and_facts_of_a_launch_check_need_no_dataclasses_nor_pathlib(
     assert data["adapters"] == 1  # (examples/adapter read: the adapter's records made too)
     assert [m for m in NOT_ON_THE_INPUTS_PATH if m in data["modules"]] == []
     assert not any(m.startswith(("inkling_compat.engine", "inkling_compat.report")) for m in data["modules"])
+
+
+def test_a_launch_check_imports_no_importlib_util():
+    """The package's folders are found through the packages imported (inputs/package_files.py)
+    and tree-sitter's bindings by importlib.machinery (inputs/shell.py `_binding`): importing
+    importlib.util would cost a check about 0.6 ms. (Without `site`: a development venv's
+    editable-install finder imports it at start.)"""
+    import site
+
+    probe = (
+        "import io, json, sys\n"
+        f"sys.path.extend({site.getsitepackages()!r})\n"
+        "from inkling_compat.cli import main\n"
+        "out, sys.stdout = sys.stdout, io.StringIO()\n"
+        "code = main(['check', '--launch', 'examples/launch.sh'])\n"
+        "sys.stdout = out\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    data = _probe("-S", probe)
+    assert data["code"] == 0
+    assert "importlib.util" not in data["modules"]
+    assert {"tree_sitter._binding", "tree_sitter_bash._binding"} <= set(data["modules"])
 
 
 def test_the_cel_core_is_loaded_without_importing_logging():

@@ -371,7 +371,7 @@ def test_word_tests_read_words_as_their_patterns(word: str) -> None:
 
     from inkling_compat.inputs import launch, shell
 
-    assert shell._is_name(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", word) is not None)
+    assert shell.is_name(word) == (re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", word) is not None)
     assert shell._is_python(word) == (re.match(r"^python(\d+(\.\d+)?)?$", word) is not None)
     assert shell._has_glob(word) == (re.search(r"[*?\[]", word) is not None)
     m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)

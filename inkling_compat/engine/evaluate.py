@@ -8,7 +8,6 @@ facts with the report, so the runtime reuses them instead of loading a second ti
 
 from __future__ import annotations
 
-import contextlib
 import gc
 
 from inkling_compat.engine import coverage
@@ -134,22 +133,23 @@ def _evaluate(config: Any, adapter: Any, model: Any, platform: Any, sglang_versi
     return Checked(inputs=inputs, facts=facts, report=report)
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for one check. A check allocates many small dicts,
+class collector_paused:
+    """`with collector_paused():` the cyclic garbage collector off for one check. A check allocates many small dicts,
     lists and models that all live until its report is built (a 1,000-adapter fleet: ~10^6),
     and the collector's passes walk them again and again without finding garbage (a large
     share of a fleet check: docs/performance.md). Nothing is lost: cycles left
     behind are collected after the check (the first collection then walks what the check
     allocated and still holds, so callers leave the block after the temporaries are freed).
     Re-enabled only if it was enabled on entry, so a
-    nested check (check_fleet -> check) or a caller that turned it off itself keeps its state."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+    nested check (check_fleet -> check) or a caller that turned it off itself keeps its state.
+    (A class, not `contextlib.contextmanager`: a check imports no contextlib.)"""
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.enabled:
             gc.enable()
 
 

@@ -32,12 +32,9 @@ def rules_dir() -> Path:
 def rules_folder() -> str:
     """The package's rules folder, as a string (a start from the compiled artifact imports no
     pathlib): found by the import system, as `inputs/package_files.package_folder` finds it."""
-    import importlib.util
+    from inkling_compat.inputs.package_files import package_dir
 
-    spec = importlib.util.find_spec("inkling_compat.rules")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("no package inkling_compat.rules", name="inkling_compat.rules")
-    return os.path.normpath(next(iter(spec.submodule_search_locations)))
+    return os.path.normpath(package_dir("inkling_compat.rules"))
 
 
 def rule_files(folder: Path | None = None) -> list[Path]:

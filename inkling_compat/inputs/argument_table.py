@@ -26,7 +26,6 @@ otherwise know the release); every function also takes it explicitly.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -66,14 +65,19 @@ def table_file(version: str) -> str:
 TABLE_FILE = table_file(SGLANG_DEFAULT_VERSION)
 
 
-@contextlib.contextmanager
-def using(version: str) -> Iterator[None]:
-    """Read `version`'s table in this context (the check's release)."""
-    previous, _SELECTED.release = _SELECTED.release, table_release(version)
-    try:
-        yield
-    finally:
-        _SELECTED.release = previous
+class using:
+    """`with using(version):` reads `version`'s table in the block (the check's release), the
+    previous release again after it. (A class, not `contextlib.contextmanager`: a check imports
+    no contextlib.)"""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+
+    def __enter__(self) -> None:
+        self.previous, _SELECTED.release = _SELECTED.release, table_release(self.version)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _SELECTED.release = self.previous
 
 
 def selected() -> str:

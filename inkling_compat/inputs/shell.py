@@ -46,7 +46,7 @@ MAX_STEPS = 1_000_000  # statements walked (functions called many times)
 MAX_SCRIPT = 1024 * 1024
 
 
-def _is_name(text: str) -> bool:
+def is_name(text: str) -> bool:
     """A shell variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (string tests: no pattern compiled at import)."""
     text = text[:-1] if text.endswith("\n") else text  # (`$` also matches before a last newline)
     return text.isascii() and text.isidentifier()
@@ -214,7 +214,7 @@ class _Scope:
             return _Unknown(unknown) if unknown else [w.text for w in self.positional]
         if name in self.variables:
             return self.variables[name]
-        if not _is_name(name):
+        if not is_name(name):
             return _Unknown(f"${name}, set when {self.origin} runs")
         if self.sourced:
             return _Unknown(f"${name}, not set in {self.origin} (it sources {self.sourced}, not read)")
@@ -338,22 +338,21 @@ def _binding(package: str) -> Any:
     found = sys.modules.get(name)
     if found is not None:
         return found
-    import importlib.machinery
-    import importlib.util
+    from importlib.machinery import ExtensionFileLoader, PathFinder  # (not importlib.util: 0.6 ms of a check)
 
-    spec = importlib.util.find_spec(package)
+    spec = PathFinder.find_spec(package)  # (the package on sys.path; its __init__ is not run)
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            located = importlib.util.spec_from_file_location(name, f"{folder}/_binding{suffix}")
-            if located is None or located.loader is None:
-                continue
-            try:
-                module = importlib.util.module_from_spec(located)
-                located.loader.exec_module(module)
-            except (ImportError, OSError):
-                continue
-            sys.modules[name] = module
-            return module
+        located = PathFinder.find_spec(name, [folder])
+        if located is None or not isinstance(located.loader, ExtensionFileLoader):
+            continue
+        try:  # the loader's two steps, the module given what module_from_spec gives an extension's
+            module = located.loader.create_module(located)
+            module.__spec__, module.__loader__, module.__package__, module.__file__ = located, located.loader, located.parent, located.origin
+            located.loader.exec_module(module)
+        except (ImportError, OSError):
+            continue
+        sys.modules[name] = module
+        return module
     import importlib
 
     return importlib.import_module(name)
