@@ -105,6 +105,15 @@ class Problem:
         stored = self.reference(lora=lora, storage=self.x.dtype, round_pre_activation=library)
         return judged_tolerance(tolerance(self.case), relative_error(stored, ref))
 
+    def between_paths(self) -> float:
+        """What the library-GEMM path's output may differ from the split path's (norm-wise,
+        relative to the split path's): the two round differently (the library path also stores
+        the gate/up pre-activations), so neither is the other's reference; each is held to its
+        own :meth:`bound` of the float64 reference, which bounds their distance by the triangle
+        inequality, over the split output's norm (at least ``1 - bound`` of the reference's)."""
+        library, split = self.bound(library=True), self.bound(library=False)
+        return (library + split) / (1.0 - split)
+
 
 def make_problem(case: Case, device: torch.device = DEVICE, lora_scale: float = 1.0) -> Problem:
     g = torch.Generator().manual_seed(case.seed)
