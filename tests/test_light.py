@@ -6,6 +6,7 @@ Start-up time is deliberately not asserted here; benchmarks/bench_check.py measu
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -149,15 +150,23 @@ def _probe(flag: str, probe: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_a_launch_check_imports_only_what_it_uses():
+@functools.lru_cache(maxsize=None)
+def _launch_check() -> dict:
+    """The exit code of `check --launch examples/launch.sh` and the modules it imported, in a fresh
+    interpreter (its output redirected without contextlib, which a check does not import)."""
     probe = (
-        "import contextlib, io, json, sys\n"
+        "import io, json, sys\n"
         "from inkling_compat.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    code = main(['check', '--launch', 'examples/launch.sh'])\n"
+        "real, sys.stdout = sys.stdout, io.StringIO()\n"
+        "code = main(['check', '--launch', 'examples/launch.sh'])\n"
+        "sys.stdout = real\n"
         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
     )
-    data = _probe("-P", probe)
+    return _probe("-P", probe)
+
+
+def test_a_launch_check_imports_only_what_it_uses():
+    data = _launch_check()
     assert data["code"] == 0, data["code"]
     found = sorted(m for m in data["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_ON_THE_LAUNCH_PATH))
     assert found == [], f"a check of examples/launch.sh imported {found}"
@@ -169,21 +178,12 @@ def test_a_launch_check_imports_only_what_it_uses():
 
 # typing (and _typing, typing.io, typing.re with it) is the type checker's alone: the modules a
 # check imports import it under `TYPE_CHECKING` (docs/architecture.md), and reading the inputs
-# resolves no annotation (inputs/field_types.py). The probe redirects its output without
-# contextlib.
+# resolves no annotation (inputs/field_types.py).
 NOT_IMPORTED_BY_A_PASSING_CHECK = ("typing", "_typing", "typing.io", "typing.re")
 
 
 def test_a_passing_launch_check_imports_no_typing():
-    probe = (
-        "import io, json, sys\n"
-        "from inkling_compat.cli import main\n"
-        "real, sys.stdout = sys.stdout, io.StringIO()\n"
-        "code = main(['check', '--launch', 'examples/launch.sh'])\n"
-        "sys.stdout = real\n"
-        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
-    )
-    data = _probe("-P", probe)
+    data = _launch_check()
     assert data["code"] == 0, data["code"]
     assert [m for m in NOT_IMPORTED_BY_A_PASSING_CHECK if m in data["modules"]] == []
 

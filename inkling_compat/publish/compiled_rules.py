@@ -10,12 +10,12 @@ the rules from their files (correct, slower).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from inkling_compat.engine import compiled_rules
+from inkling_compat.publish import generated
 from inkling_compat.engine.rule_load import compile_folder, rules_dir
 from inkling_compat.engine.rule_order import check_order
 
@@ -28,32 +28,16 @@ def fresh_text() -> tuple[str, str]:
     return compiled_rules.render(compiled_rules.rules_digest(folder), check_order(compiled), dict(expanded))
 
 
-def _paths() -> tuple[Path, Path]:
-    return Path(compiled_rules.artifact_path()), Path(compiled_rules.wholes_path())
+def _files() -> dict[Path, str]:
+    return dict(zip((Path(compiled_rules.artifact_path()), Path(compiled_rules.wholes_path())), fresh_text()))
 
 
 def is_current() -> bool:
-    try:
-        return tuple(path.read_text(encoding="utf-8") for path in _paths()) == fresh_text()
-    except OSError:
-        return False
+    return not generated.stale(_files())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=compiled_rules.COMMAND, description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the artifact is missing or out of date")
-    args = parser.parse_args(argv)
-    paths = _paths()
-    if args.check:
-        if not is_current():
-            print(f"out of date: {paths[0].name} / {paths[1].name}; run `{compiled_rules.COMMAND}`", file=sys.stderr)
-            return 1
-        print(f"{paths[0].name} and {paths[1].name} are current")
-        return 0
-    for path, text in zip(paths, fresh_text()):
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path} ({len(text)} bytes)")
-    return 0
+    return generated.main(argv, command=compiled_rules.COMMAND, doc=__doc__, fresh=_files)
 
 
 if __name__ == "__main__":
