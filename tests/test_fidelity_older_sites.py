@@ -28,6 +28,7 @@ from oracle.require import load_or_skip
 
 from inkling_compat.api import check
 from inkling_compat.engine.rule_load import load_rules
+from inkling_compat.inputs import argument_table
 from inkling_compat.inputs.versions import SGLANG_RELEASES
 from inkling_compat.testing.scenarios import example_arguments
 
@@ -95,7 +96,14 @@ def test_explicit_moe_runner_backends_as_the_release_s_fused_moe_lora_decides(re
         assert rule.for_version(release) is None
         return
     enum = _moe_runner_backend(release)
+    # The enum has members the release's --moe-runner-backend does not offer (ascend in
+    # 0.5.16-0.5.18): its parser refuses those before any layer is built.
+    choices = argument_table.lookup("moe_runner_backend", release)["choices"]
     for member in enum:
+        if member.value not in choices:
+            found = _problems(release, {"moe_runner_backend": member.value}, {"lora-moe-backend-unsupported", "argparse-invalid-choice"})
+            assert [message.split(":")[0] for _, message in found] == ["argument --moe-runner-backend"], member
+            continue
         refused = not (
             member.is_auto() or member.is_experimental_sgl_trtllm() or member.is_experimental_sgl_marlin()
             or member.is_marlin() or member.is_triton())
