@@ -731,9 +731,9 @@ def _reader(kind: tuple[Any, ...]) -> Any:
     if tag == "any":
         return lambda v: v
     if tag == "int":
-        low, high = kind[1], kind[2]
-        if low is not None or high is not None:
-            return lambda v: v if type(v) is int and (low is None or v >= low) and (high is None or v <= high) else _NO
+        if kind[1] is not None or kind[2] is not None:
+            bounded = _Bounded(kind[1], kind[2])
+            return lambda v: v if type(v) is int and bounded.holds(v) else _NO
         return lambda v: v if type(v) is int else _NO
     if tag == "bool":
         if kind[1]:
